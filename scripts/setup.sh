@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Installs everything ortserve needs to build, run and test, idempotently:
+#   1. Debian packages (compiler, Boost.Beast, gRPC/protobuf, simdjson, ...)
+#   2. ONNX Runtime 1.29.0 C/C++ SDK from a pinned npm package, integrity-checked,
+#      unpacked into third_party/onnxruntime (git-ignored). ONNXRUNTIME_ROOT
+#      pointing at another install skips this step.
+#   3. A Python virtual environment (.venv) with the test and benchmark tools.
+# Usage: scripts/setup.sh [apt] [ort] [python]   (no argument: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(apt ort python)
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git curl ca-certificates
+  libboost1.81-dev zlib1g-dev libssl-dev
+  libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libsimdjson-dev rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libb64-0d npm python3-venv wrk
+)
+
+ORT_NPM_PACKAGE="com.github.asus4.onnxruntime@0.4.9"
+ORT_NPM_INTEGRITY="sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
+ORT_VERSION="1.29.0"
+ORT_DIR="$ROOT/third_party/onnxruntime"
+
+log() { echo "[setup] $*"; }
+
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+install_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    # npm/python3-venv may be satisfied by non-Debian installs (nvm, pyenv).
+    case $p in
+      npm) command -v npm >/dev/null && continue ;;
+      python3-venv) python3 -c 'import venv, ensurepip' 2>/dev/null && continue ;;
+    esac
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then log "Debian packages: all present"; return; fi
+  log "Debian packages missing: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+install_ort() {
+  if [ -n "${ONNXRUNTIME_ROOT:-}" ]; then log "ONNX Runtime: using ONNXRUNTIME_ROOT=$ONNXRUNTIME_ROOT"; return; fi
+  if [ -f "$ORT_DIR/.version" ] && [ "$(cat "$ORT_DIR/.version")" = "$ORT_NPM_PACKAGE" ]; then
+    log "ONNX Runtime: $ORT_VERSION present in $ORT_DIR"; return
+  fi
+  local tmp; tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  log "ONNX Runtime: fetching $ORT_NPM_PACKAGE"
+  (cd "$tmp" && npm pack --silent "$ORT_NPM_PACKAGE" >/dev/null)
+  local tgz; tgz=$(ls "$tmp"/*.tgz)
+  local got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+  if [ "$got" != "$ORT_NPM_INTEGRITY" ]; then
+    echo "[setup] ONNX Runtime tarball integrity mismatch: expected $ORT_NPM_INTEGRITY, got $got" >&2; exit 1
+  fi
+  tar -xzf "$tgz" -C "$tmp"
+  local pkg="$tmp/package"
+  local hdr="$pkg/Plugins/iOS~/onnxruntime.xcframework/ios-arm64_x86_64-simulator/onnxruntime.framework/Headers"
+  rm -rf "$ORT_DIR"; mkdir -p "$ORT_DIR/include" "$ORT_DIR/lib"
+  cp "$hdr"/*.h "$ORT_DIR/include/"
+  cp -P "$pkg"/Plugins/Linux/x64/libonnxruntime*.so "$ORT_DIR/lib/"
+  # The SDK ships libonnxruntime.so with SONAME libonnxruntime.so.1: provide that name too.
+  (cd "$ORT_DIR/lib" && [ -e libonnxruntime.so.1 ] || ln -s libonnxruntime.so libonnxruntime.so.1)
+  echo "$ORT_NPM_PACKAGE" > "$ORT_DIR/.version"
+  log "ONNX Runtime: installed into $ORT_DIR"
+}
+
+PY_REQUIREMENTS="$ROOT/scripts/requirements.txt"
+install_python() {
+  local venv="$ROOT/.venv"
+  local stamp="$venv/.requirements.sha"
+  local want; want=$(sha256sum "$PY_REQUIREMENTS" | cut -d' ' -f1)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then log "Python venv: up to date"; return; fi
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --upgrade pip
+  "$venv/bin/pip" install -q -r "$PY_REQUIREMENTS"
+  echo "$want" > "$stamp"
+  log "Python venv: installed"
+}
+
+for s in "${steps[@]}"; do
+  case $s in
+    apt) install_apt ;;
+    ort) install_ort ;;
+    python) install_python ;;
+    *) echo "unknown step: $s" >&2; exit 2 ;;
+  esac
+done

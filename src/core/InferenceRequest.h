@@ -1,0 +1,59 @@
+#pragma once
+// A decoded inference request and its response, independent of wire format.
+//
+// Contract: whoever accepts an InferenceRequest (the repository, the scheduler)
+// calls `on_complete` exactly once — possibly synchronously, for a request
+// rejected at once — from whatever thread finishes it. Front ends therefore
+// hand the result back to their own I/O thread and never block in the callback.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/Status.h"
+#include "core/Tensor.h"
+
+namespace ortserve {
+
+using Clock = std::chrono::steady_clock;
+
+struct RequestedOutput {
+  std::string name;
+  // Front-end detail carried through untouched (HTTP binary_data flag).
+  bool binary_data = false;
+};
+
+struct InferenceResponse {
+  std::string model_name;
+  std::string model_version;
+  std::string id;
+  // One per requested output, in request order (all model outputs, in config
+  // order, when the request named none).
+  std::vector<Tensor> outputs;
+  std::vector<RequestedOutput> requested;  // parallel to outputs
+};
+
+using CompletionCallback = std::function<void(Result<InferenceResponse>)>;
+
+// Set by a front end when its client goes away; checked by the scheduler so a
+// cancelled request is not computed.
+using CancelFlag = std::shared_ptr<std::atomic<bool>>;
+
+struct InferenceRequest {
+  std::string model_name;
+  std::string model_version;  // empty: chosen by the model's version policy
+  std::string id;
+  std::vector<Tensor> inputs;
+  std::vector<RequestedOutput> requested_outputs;  // empty: all outputs
+  // Triton's schedule-policy parameters. 0 = not given by the client.
+  uint64_t timeout_us = 0;
+  uint32_t priority = 0;
+  Clock::time_point arrival_time = Clock::now();
+  CancelFlag cancelled;  // may be null
+  CompletionCallback on_complete;
+};
+
+}  // namespace ortserve

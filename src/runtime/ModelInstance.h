@@ -1,0 +1,30 @@
+#pragma once
+// One loaded copy of a model that can execute (an ORT session and what it
+// owns). This header is free of ONNX Runtime types so the scheduler can drive
+// instances without knowing ORT; OrtModelInstance implements it.
+#include <string>
+#include <vector>
+
+#include "core/Status.h"
+#include "core/Tensor.h"
+
+namespace ortserve {
+
+class ModelInstance {
+ public:
+  virtual ~ModelInstance() = default;
+
+  // Runs the model once. `inputs` carry the model's input names and full
+  // (batched) shapes; `outputs` receives every model output, in the order of
+  // `OutputNames()`. Output tensors own (or share) their memory, so they stay
+  // valid after the next Run. Not thread-safe: one caller at a time.
+  virtual Status Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) = 0;
+
+  // Asks a Run in progress on another thread to stop as soon as it can; that
+  // Run then returns a non-OK status. Thread-safe.
+  virtual void Terminate() = 0;
+
+  virtual const std::vector<std::string>& OutputNames() const = 0;
+};
+
+}  // namespace ortserve

@@ -1,0 +1,42 @@
+#pragma once
+// Factory functions over ONNX Runtime. This header exposes no ORT types: the
+// ORT session lives behind ModelInstance.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/DataType.h"
+#include "core/Status.h"
+#include "core/Tensor.h"
+#include "runtime/ModelInstance.h"
+#include "runtime/RuntimeOptions.h"
+
+namespace ortserve {
+
+struct TensorSignature {
+  std::string name;
+  DataType dtype = DataType::kInvalid;
+  Shape shape;  // -1 for a dynamic (symbolic or unknown) dimension
+};
+
+struct ModelSignature {
+  std::vector<TensorSignature> inputs;
+  std::vector<TensorSignature> outputs;
+};
+
+// Reads names, element types and shapes of a model's inputs and outputs (for
+// config auto-complete and validation). Fails with the ORT message for a
+// corrupt file or unsupported operator/type.
+Result<ModelSignature> InspectModel(const std::string& model_path);
+
+// Creates one instance (its own ORT session) with the given options. Providers
+// are applied strictly in order (see RuntimeOptions::allow_fallback); the log
+// names the providers the session really uses.
+Result<std::unique_ptr<ModelInstance>> CreateOrtModelInstance(const RuntimeOptions& options);
+
+// "1.29.0"
+std::string OrtVersion();
+// Providers this ORT build offers ("CPUExecutionProvider", ...).
+std::vector<std::string> AvailableExecutionProviders();
+
+}  // namespace ortserve

@@ -1,0 +1,73 @@
+#pragma once
+// Per model version scheduling: a bounded queue, a dynamic batcher and one
+// worker thread per model instance. Knows nothing of ORT: it drives
+// ModelInstance objects.
+//
+// Threads: exactly one worker per instance, all created in Create(); Submit()
+// never blocks and never runs a model. Each worker takes the oldest request,
+// gathers compatible requests (same non-batch shapes and dtypes) up to
+// max_batch_size, waiting at most max_queue_delay for a preferred size, stacks
+// their inputs along dim 0, runs its instance, and slices the outputs back to
+// each request in order.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/InferenceRequest.h"
+#include "core/ModelStatistics.h"
+#include "core/Status.h"
+#include "runtime/ModelInstance.h"
+
+namespace ortserve {
+
+struct QueuePolicy {
+  enum class TimeoutAction { kReject, kDelay };
+  uint64_t max_queue_size = 0;        // 0: the scheduler's global default bound
+  uint64_t default_timeout_us = 0;    // 0: none
+  bool allow_timeout_override = true; // honour the request's `timeout` parameter
+  TimeoutAction timeout_action = TimeoutAction::kReject;
+};
+
+struct SchedulerOptions {
+  std::string model_name;
+  std::string model_version;
+  // 0: the model has no batch dimension; requests run one at a time.
+  int max_batch_size = 0;
+  bool dynamic_batching = false;
+  std::vector<int> preferred_batch_sizes;
+  uint64_t max_queue_delay_us = 0;
+  // Bound used when a policy says 0 (Triton's "unbounded"): we never queue
+  // without bound.
+  uint64_t default_max_queue_size = 1024;
+  QueuePolicy default_queue_policy;
+  // Priority levels 1..priority_levels (1 = highest); 0 levels: no priorities.
+  uint32_t priority_levels = 0;
+  uint32_t default_priority_level = 0;
+  std::vector<std::pair<uint32_t, QueuePolicy>> priority_queue_policies;
+};
+
+class ModelScheduler {
+ public:
+  // Validates options and starts one worker per instance. `stats` must outlive
+  // the scheduler.
+  static Result<std::unique_ptr<ModelScheduler>> Create(
+      SchedulerOptions options, std::vector<std::unique_ptr<ModelInstance>> instances,
+      ModelStatistics* stats);
+
+  virtual ~ModelScheduler() = default;
+
+  // Takes ownership; `request->on_complete` is called exactly once. A full
+  // queue answers at once with kUnavailable naming the model and the limit.
+  // Requests must already be validated against the model config.
+  virtual void Submit(std::unique_ptr<InferenceRequest> request) = 0;
+
+  // Stops accepting (later Submits answer kUnavailable), finishes queued and
+  // running requests, joins the workers. Idempotent; the destructor calls it.
+  virtual void Shutdown() = 0;
+
+  virtual size_t QueueDepth() const = 0;
+  virtual size_t BusyInstances() const = 0;
+};
+
+}  // namespace ortserve
