@@ -59,7 +59,10 @@ class ModelScheduler {
 
   // Takes ownership; `request->on_complete` is called exactly once. A full
   // queue answers at once with kUnavailable naming the model and the limit.
-  // Requests must already be validated against the model config.
+  // Requests must already be validated against the model config. A request
+  // whose queue timeout passes before it runs is answered kUnavailable
+  // "Request timeout expired ..." (as Triton) and never computed; a cancelled
+  // one kCancelled. See SchedulerImpl.h for the full policy.
   virtual void Submit(std::unique_ptr<InferenceRequest> request) = 0;
 
   // Stops accepting (later Submits answer kUnavailable), finishes queued and

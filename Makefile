@@ -1,0 +1,58 @@
+# ortserve — the two commands a fresh Debian 12 machine needs:
+#   make run    install what is missing, build, serve the demo models on :8000
+#   make test   install what is missing, build, run every test
+SHELL := /bin/bash
+BUILD_DIR ?= build
+BUILD_TYPE ?= Release
+JOBS ?= $(shell nproc)
+VENV := .venv
+PY := $(VENV)/bin/python
+HTTP_PORT ?= 8000
+
+.PHONY: all deps build run test unit-test integration-test tsan clean demo-models
+
+all: build
+
+deps:
+	@scripts/setup.sh
+
+$(BUILD_DIR)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	$(BUILD_DIR)/ortserve --model-repository models --http-port $(HTTP_PORT)
+
+unit-test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+integration-test: build
+	ORTSERVE_BIN=$(BUILD_DIR)/ortserve $(VENV)/bin/pytest tests/integration -q
+
+# Unit tests, then integration tests; one summary line at the end.
+test: build
+	@scripts/run_tests.sh $(BUILD_DIR)
+
+# The scheduler's tests under ThreadSanitizer (its worker/leader hand-offs are
+# where races would hide).
+SCHED_TESTS = $(basename $(notdir $(wildcard tests/unit/scheduler_*_test.cpp)))
+tsan: deps
+	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTSERVE_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS) --target $(SCHED_TESTS)
+	set -e; for t in $(SCHED_TESTS); do TSAN_OPTIONS=halt_on_error=1 build-tsan/$$t --gtest_brief=1; done
+
+demo-models: deps
+	$(PY) scripts/make_demo_models.py models
+
+clean:
+	rm -rf $(BUILD_DIR) build-tsan
+
+# Benchmark: ortserve vs FastAPI+onnxruntime vs in-process ORT on the bench
+# models; writes bench/RESULTS.md and bench/results/. Not a test: nothing is
+# asserted. BENCH_ARGS="--quick" for a smoke run, "--models tiny,mlp" etc.
+.PHONY: bench
+bench: build
+	$(PY) bench/make_bench_models.py
+	$(PY) bench/run_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(BENCH_ARGS)

@@ -1,0 +1,28 @@
+#pragma once
+// Builds an ORT session from RuntimeOptions: thread budget, spinning,
+// execution mode, memory options, graph optimisation, execution providers.
+#include <onnxruntime_cxx_api.h>
+
+#include <string>
+#include <vector>
+
+#include "core/Status.h"
+#include "runtime/RuntimeOptions.h"
+
+namespace ortserve {
+
+struct LoadedSession {
+  Ort::Session session{nullptr};
+  // ORT names of the providers the session was created with, priority order.
+  std::vector<std::string> providers;
+};
+
+// Never throws: ORT failures (missing file, corrupt model, provider errors)
+// come back as a Status naming the model and carrying ORT's message. Fallback
+// (options.allow_fallback) is logged as a warning here.
+Result<LoadedSession> CreateOrtSession(const RuntimeOptions& options);
+
+// One line for the log: providers really used, threads, spinning, ...
+std::string DescribeSession(const RuntimeOptions& options, const std::vector<std::string>& providers);
+
+}  // namespace ortserve

@@ -1,0 +1,79 @@
+#include "scheduler/BatchAssembler.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "scheduler/TensorStacker.h"
+
+namespace ortserve {
+
+BatchAssembler::BatchAssembler(int max_batch_size, bool dynamic_batching,
+                               std::vector<int> preferred_batch_sizes,
+                               uint64_t max_queue_delay_us)
+    : batching_(max_batch_size > 0 && dynamic_batching),
+      max_batch_size_(max_batch_size > 0 ? static_cast<uint64_t>(max_batch_size) : 1),
+      // Capped at an hour so that enqueue_time + delay cannot overflow.
+      max_queue_delay_(std::chrono::duration_cast<Clock::duration>(
+          std::chrono::microseconds(std::min<uint64_t>(max_queue_delay_us, 3600'000'000ULL)))) {
+  for (int size : preferred_batch_sizes) preferred_.push_back(static_cast<uint64_t>(size));
+  std::sort(preferred_.begin(), preferred_.end());
+  preferred_.erase(std::unique(preferred_.begin(), preferred_.end()), preferred_.end());
+  target_size_ = preferred_.empty() ? max_batch_size_ : preferred_.back();
+}
+
+bool BatchAssembler::IsPreferred(uint64_t size) const {
+  return std::binary_search(preferred_.begin(), preferred_.end(), size);
+}
+
+BatchPlan BatchAssembler::Plan(RequestQueue& queue, Clock::time_point now, bool flush) const {
+  BatchPlan plan;
+  if (queue.empty()) return plan;
+  if (!batching_) {
+    queue.Scan([&](QueuedRequest& entry) {
+      plan.members.push_back(&entry);
+      return false;
+    });
+    return plan;
+  }
+
+  uint64_t total = 0;
+  size_t preferred_count = 0;  // members prefix worth sending now; 0: none
+  bool saturated = false;      // a compatible request did not fit
+  queue.Scan([&](QueuedRequest& entry) {
+    if (plan.members.empty()) {
+      plan.members.push_back(&entry);
+      total = entry.batch_size;
+      if (IsPreferred(total)) preferred_count = 1;
+      return total < max_batch_size_;
+    }
+    if (!CanStack(*plan.members.front()->request, *entry.request)) return true;
+    const uint64_t grown = total + entry.batch_size;
+    if (grown > max_batch_size_) {
+      saturated = true;
+      return true;  // a smaller one further back may still fit
+    }
+    if (!preferred_.empty() && preferred_count == 0 && grown > target_size_) {
+      preferred_count = plan.members.size();  // waiting cannot reach a preferred size
+    }
+    plan.members.push_back(&entry);
+    total = grown;
+    if (IsPreferred(total)) preferred_count = plan.members.size();
+    return total < max_batch_size_;
+  });
+
+  const Clock::time_point window_end = plan.members.front()->enqueue_time + max_queue_delay_;
+  const bool window_over = max_queue_delay_ != Clock::duration::zero() && now >= window_end;
+  if (preferred_count > 0 && !window_over && !flush) {
+    plan.members.resize(preferred_count);
+    return plan;
+  }
+  if (flush || saturated || total >= target_size_ || window_over ||
+      max_queue_delay_ == Clock::duration::zero()) {
+    return plan;
+  }
+  plan.members.clear();
+  plan.wake_at = window_end;
+  return plan;
+}
+
+}  // namespace ortserve

@@ -1,0 +1,50 @@
+#pragma once
+// Decides which queued requests run together next (Triton's dynamic batcher
+// policy, minus the sequence machinery):
+//  - without batching (max_batch_size 0, or dynamic batching off) the first
+//    request in scheduling order runs alone;
+//  - otherwise the first request heads the batch and later compatible
+//    requests (same input names, dtypes and non-batch dims) join it while the
+//    summed dim 0 stays <= max_batch_size; a request is never split, and an
+//    incompatible or too large one is skipped, not a barrier;
+//  - the batch goes at once when it is full (max_batch_size, or the largest
+//    preferred size), when a preferred size is reached (the largest one the
+//    queue allows; or the largest size below the largest preferred size when
+//    the next request would overshoot it), when max_queue_delay is 0, or when
+//    the head has waited max_queue_delay since it was queued; until then the
+//    worker waits for more requests.
+#include <cstdint>
+#include <vector>
+
+#include "scheduler/RequestQueue.h"
+
+namespace ortserve {
+
+struct BatchPlan {
+  std::vector<QueuedRequest*> members;  // empty: nothing to run yet
+  // When members is empty: re-plan at this time (or when the queue changes).
+  Clock::time_point wake_at = Clock::time_point::max();
+};
+
+class BatchAssembler {
+ public:
+  // `preferred_batch_sizes` must lie in 1..max_batch_size (validated by the
+  // scheduler's Create()).
+  BatchAssembler(int max_batch_size, bool dynamic_batching, std::vector<int> preferred_batch_sizes,
+                 uint64_t max_queue_delay_us);
+
+  // `flush`: do not wait for a better batch (shutting down).
+  BatchPlan Plan(RequestQueue& queue, Clock::time_point now, bool flush) const;
+
+ private:
+  bool IsPreferred(uint64_t size) const;
+
+  bool batching_;
+  uint64_t max_batch_size_;
+  std::vector<uint64_t> preferred_;  // sorted ascending
+  // Size at which waiting cannot help: the largest preferred size, or max.
+  uint64_t target_size_;
+  Clock::duration max_queue_delay_;
+};
+
+}  // namespace ortserve

@@ -1,0 +1,34 @@
+#pragma once
+// A manual clock for scheduler tests: time stands still until Advance(), which
+// wakes every thread blocked in WaitUntil() so it re-checks its deadline.
+// Thread-safe. Test support, kept beside the interface it fakes.
+#include <vector>
+
+#include "scheduler/SchedulerClock.h"
+
+namespace ortserve {
+
+class FakeSchedulerClock final : public SchedulerClock {
+ public:
+  // Starts at an arbitrary fixed point well away from the epoch.
+  FakeSchedulerClock();
+
+  Clock::time_point Now() const override;
+  void WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 Clock::time_point deadline) override;
+
+  // Moves time forward and wakes all waiters. Must not be called with a
+  // waiter's mutex held (it locks each one to notify without a lost wakeup).
+  void Advance(Clock::duration by);
+
+ private:
+  struct Waiter {
+    std::condition_variable* cv;
+    std::mutex* mu;
+  };
+  mutable std::mutex mu_;
+  Clock::time_point now_;        // guarded by mu_
+  std::vector<Waiter> waiters_;  // guarded by mu_; threads inside WaitUntil
+};
+
+}  // namespace ortserve

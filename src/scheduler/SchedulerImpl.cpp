@@ -1,0 +1,364 @@
+#include "scheduler/SchedulerImpl.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+namespace ortserve {
+namespace {
+
+std::string Label(const SchedulerOptions& options) {
+  return "model '" + options.model_name + "' version '" + options.model_version + "'";
+}
+
+std::vector<QueuePolicy> LevelPolicies(const SchedulerOptions& options) {
+  std::vector<QueuePolicy> policies(std::max<uint32_t>(options.priority_levels, 1),
+                                    options.default_queue_policy);
+  for (const auto& [level, policy] : options.priority_queue_policies) policies[level - 1] = policy;
+  return policies;
+}
+
+uint64_t Nanos(Clock::time_point from, Clock::time_point to) {
+  if (to <= from) return 0;
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(to - from).count());
+}
+
+uint64_t WallClockMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+Status ValidateOptions(const SchedulerOptions& o,
+                       const std::vector<std::unique_ptr<ModelInstance>>& instances,
+                       const ModelStatistics* stats) {
+  const std::string label = Label(o);
+  if (instances.empty()) return InvalidArgument(label + " has no instances to schedule on");
+  for (const auto& instance : instances)
+    if (!instance) return InvalidArgument(label + ": null model instance");
+  if (!stats) return InvalidArgument(label + ": no statistics object");
+  if (o.max_batch_size < 0) {
+    return InvalidArgument(label + ": max_batch_size " + std::to_string(o.max_batch_size) +
+                           " is negative");
+  }
+  if (o.max_batch_size > 0 && o.dynamic_batching) {
+    for (int size : o.preferred_batch_sizes) {
+      if (size < 1 || size > o.max_batch_size) {
+        return InvalidArgument(label + ": preferred batch size " + std::to_string(size) +
+                               " is outside 1..max_batch_size " + std::to_string(o.max_batch_size));
+      }
+    }
+  }
+  if (o.priority_levels > 0 &&
+      (o.default_priority_level < 1 || o.default_priority_level > o.priority_levels)) {
+    return InvalidArgument(label + ": default_priority_level " +
+                           std::to_string(o.default_priority_level) + " is outside 1..priority_levels " +
+                           std::to_string(o.priority_levels));
+  }
+  for (const auto& [level, policy] : o.priority_queue_policies) {
+    if (level < 1 || level > o.priority_levels) {
+      return InvalidArgument(label + ": priority_queue_policy for level " + std::to_string(level) +
+                             " is outside 1..priority_levels " + std::to_string(o.priority_levels));
+    }
+  }
+  if (o.default_max_queue_size == 0) {
+    return InvalidArgument(label + ": default_max_queue_size must be positive");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ModelScheduler>> CreateModelScheduler(
+    SchedulerOptions options, std::vector<std::unique_ptr<ModelInstance>> instances,
+    ModelStatistics* stats, std::shared_ptr<SchedulerClock> clock) {
+  ORTSERVE_RETURN_IF_ERROR(ValidateOptions(options, instances, stats));
+  if (!clock) clock = std::make_shared<SteadySchedulerClock>();
+  return std::unique_ptr<ModelScheduler>(std::make_unique<SchedulerImpl>(
+      std::move(options), std::move(instances), stats, std::move(clock)));
+}
+
+SchedulerImpl::SchedulerImpl(SchedulerOptions options,
+                             std::vector<std::unique_ptr<ModelInstance>> instances,
+                             ModelStatistics* stats, std::shared_ptr<SchedulerClock> clock)
+    : options_(std::move(options)),
+      label_(Label(options_)),
+      instances_(std::move(instances)),
+      stats_(stats),
+      clock_(std::move(clock)),
+      assembler_(options_.max_batch_size, options_.dynamic_batching,
+                 options_.preferred_batch_sizes, options_.max_queue_delay_us),
+      stackers_(instances_.size()),
+      queue_(label_, LevelPolicies(options_), options_.default_max_queue_size) {
+  workers_.reserve(instances_.size());
+  for (size_t i = 0; i < instances_.size(); ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+}
+
+SchedulerImpl::~SchedulerImpl() { Shutdown(); }
+
+Result<uint32_t> SchedulerImpl::PriorityLevel(const InferenceRequest& request) const {
+  if (options_.priority_levels == 0) return 1u;
+  if (request.priority == 0) return options_.default_priority_level;
+  if (request.priority > options_.priority_levels) {
+    return InvalidArgument("request '" + request.id + "' priority " +
+                           std::to_string(request.priority) + " exceeds " + label_ +
+                           " priority_levels " + std::to_string(options_.priority_levels));
+  }
+  return request.priority;
+}
+
+Result<uint64_t> SchedulerImpl::BatchRows(const InferenceRequest& request) const {
+  if (options_.max_batch_size == 0 || request.inputs.empty()) return uint64_t{1};
+  int64_t rows = -1;
+  for (const Tensor& input : request.inputs) {
+    // Cheap re-check of the caller's validation, so that one malformed
+    // request cannot fail the batch it would join. (BYTES are left to the
+    // front end: checking them means walking every element.)
+    if (input.dtype != DataType::kBytes) {
+      auto bytes = FixedByteSize(input.dtype, input.shape);
+      if (!bytes || *bytes != input.data.size()) {
+        return InvalidArgument("input '" + input.name + "' of request '" + request.id + "' has " +
+                               std::to_string(input.data.size()) + " bytes of data for shape " +
+                               ShapeToString(input.shape));
+      }
+    }
+    if (input.shape.empty()) {
+      return InvalidArgument("input '" + input.name + "' of " + label_ +
+                             " needs a batch dimension, got shape []");
+    }
+    if (rows >= 0 && input.shape[0] != rows) {
+      return InvalidArgument("inputs of request '" + request.id + "' disagree on the batch size: '" +
+                             input.name + "' has " + std::to_string(input.shape[0]) + ", expected " +
+                             std::to_string(rows));
+    }
+    rows = input.shape[0];
+  }
+  if (rows < 1 || rows > options_.max_batch_size) {
+    return InvalidArgument("batch size " + std::to_string(rows) + " of request '" + request.id +
+                           "' is outside 1..max_batch_size " +
+                           std::to_string(options_.max_batch_size) + " of " + label_);
+  }
+  return static_cast<uint64_t>(rows);
+}
+
+void SchedulerImpl::Submit(std::unique_ptr<InferenceRequest> request) {
+  if (!request) return;
+  Result<uint32_t> level = PriorityLevel(*request);
+  if (!level.ok()) return Fail(std::move(request), level.status());
+  Result<uint64_t> rows = BatchRows(*request);
+  if (!rows.ok()) return Fail(std::move(request), rows.status());
+
+  Status status;
+  bool wake_leader = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      status = Unavailable(label_ + " is shutting down");
+    } else {
+      status = queue_.Push(request, *level, *rows, clock_->Now());
+      queue_depth_.store(queue_.size(), std::memory_order_relaxed);
+      wake_leader = has_leader_;
+    }
+  }
+  if (!status.ok()) return Fail(std::move(request), std::move(status));
+  // Notified after unlocking: the woken thread re-checks the queue under mu_,
+  // which already holds this request, so no wake-up is lost.
+  if (wake_leader) {
+    leader_cv_.notify_one();
+  } else {
+    follower_cv_.notify_one();
+  }
+}
+
+void SchedulerImpl::Shutdown() {
+  std::lock_guard<std::mutex> shutdown_lock(shutdown_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  leader_cv_.notify_all();
+  follower_cv_.notify_all();
+  for (std::thread& worker : workers_)
+    if (worker.joinable()) worker.join();
+}
+
+void SchedulerImpl::WorkerLoop(size_t index) {
+  std::vector<QueuedRequest> batch;
+  std::vector<RejectedRequest> rejected;
+  for (;;) {
+    batch.clear();
+    rejected.clear();
+    const bool keep_running = NextBatch(&batch, &rejected);
+    for (RejectedRequest& r : rejected) Fail(std::move(r.request), std::move(r.status));
+    if (!batch.empty()) Execute(index, batch);
+    if (!keep_running) return;
+  }
+}
+
+void SchedulerImpl::ResignLeader() {
+  has_leader_ = false;
+  if (!queue_.empty() || stopping_) follower_cv_.notify_one();
+}
+
+bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
+                              std::vector<RejectedRequest>* rejected) {
+  std::unique_lock<std::mutex> lock(mu_);
+  follower_cv_.wait(lock, [&] { return !has_leader_; });
+  has_leader_ = true;
+  for (;;) {
+    const Clock::time_point now = clock_->Now();
+    const Clock::time_point next_deadline = queue_.ApplyPolicies(now, rejected);
+    if (!rejected->empty()) {
+      // Answer them (outside the lock) before anything else waits.
+      queue_depth_.store(queue_.size(), std::memory_order_relaxed);
+      ResignLeader();
+      return true;
+    }
+    if (queue_.empty()) {
+      if (stopping_) {
+        ResignLeader();
+        return false;
+      }
+      leader_cv_.wait(lock);
+      continue;
+    }
+    BatchPlan plan = assembler_.Plan(queue_, now, /*flush=*/stopping_);
+    if (!plan.members.empty()) {
+      *batch = queue_.Take(plan.members);
+      queue_depth_.store(queue_.size(), std::memory_order_relaxed);
+      busy_instances_.fetch_add(1, std::memory_order_relaxed);
+      ResignLeader();
+      return true;
+    }
+    const Clock::time_point wake_at = std::min(plan.wake_at, next_deadline);
+    if (wake_at == Clock::time_point::max()) {
+      leader_cv_.wait(lock);
+    } else {
+      clock_->WaitUntil(leader_cv_, lock, wake_at);
+    }
+  }
+}
+
+void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
+  ModelInstance& instance = *instances_[index];
+  const Clock::time_point start = clock_->Now();
+
+  std::vector<const InferenceRequest*> requests;
+  std::vector<uint64_t> rows;
+  uint64_t batch_size = 0;
+  for (const QueuedRequest& entry : batch) {
+    requests.push_back(entry.request.get());
+    rows.push_back(entry.batch_size);
+    batch_size += entry.batch_size;
+  }
+
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  std::vector<std::vector<Tensor>> per_request;
+  Clock::time_point input_end = start, infer_end = start;
+  Status status;
+  try {
+    status = stackers_[index].Stack(requests, &inputs);
+    input_end = clock_->Now();
+    if (status.ok()) {
+      status = instance.Run(inputs, &outputs);
+      if (!status.ok()) status = Internal(status.message());
+    }
+    infer_end = clock_->Now();
+    inputs.clear();  // lets the stacker reuse its buffers
+    if (status.ok() && outputs.size() != instance.OutputNames().size()) {
+      status = Internal(label_ + " returned " + std::to_string(outputs.size()) +
+                        " outputs, expected " + std::to_string(instance.OutputNames().size()));
+    }
+    if (status.ok()) {
+      if (batch.size() == 1 && options_.max_batch_size == 0) {
+        per_request.push_back(std::move(outputs));  // tensors as the model made them
+      } else {
+        status = TensorStacker::Split(outputs, rows, &per_request);
+      }
+    }
+  } catch (const std::exception& e) {
+    status = Internal(label_ + ": " + e.what());
+  } catch (...) {
+    status = Internal(label_ + ": unknown exception while running a batch");
+  }
+
+  if (!status.ok()) {
+    busy_instances_.fetch_sub(1, std::memory_order_relaxed);
+    for (QueuedRequest& entry : batch) Fail(std::move(entry.request), status);
+    return;
+  }
+
+  std::vector<Result<InferenceResponse>> responses;
+  responses.reserve(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i)
+    responses.push_back(BuildResponse(*batch[i].request, std::move(per_request[i])));
+  const Clock::time_point end = clock_->Now();
+
+  const uint64_t input_ns = Nanos(start, input_end);
+  const uint64_t infer_ns = Nanos(input_end, infer_end);
+  const uint64_t output_ns = Nanos(infer_end, end);
+  if (BatchStat* per_size = stats_->ForBatchSize(batch_size)) {
+    per_size->compute_input.Add(input_ns);
+    per_size->compute_infer.Add(infer_ns);
+    per_size->compute_output.Add(output_ns);
+  }
+  stats_->inference_count.fetch_add(batch_size, std::memory_order_relaxed);
+  stats_->execution_count.fetch_add(1, std::memory_order_relaxed);
+  stats_->last_inference_ms.store(WallClockMs(), std::memory_order_relaxed);
+  busy_instances_.fetch_sub(1, std::memory_order_relaxed);
+
+  for (size_t i = 0; i < batch.size(); ++i) {
+    InferenceRequest& request = *batch[i].request;
+    if (!responses[i].ok()) {
+      Fail(std::move(batch[i].request), responses[i].status());
+      continue;
+    }
+    const Clock::time_point arrival = std::min(request.arrival_time, batch[i].enqueue_time);
+    stats_->success.Add(Nanos(arrival, end));
+    stats_->queue.Add(Nanos(batch[i].enqueue_time, start));
+    stats_->compute_input.Add(input_ns);
+    stats_->compute_infer.Add(infer_ns);
+    stats_->compute_output.Add(output_ns);
+    Complete(request, std::move(responses[i]));
+  }
+}
+
+Result<InferenceResponse> SchedulerImpl::BuildResponse(InferenceRequest& request,
+                                                       std::vector<Tensor> outputs) const {
+  InferenceResponse response;
+  response.model_name = options_.model_name;
+  response.model_version = options_.model_version;
+  response.id = request.id;
+  const std::vector<std::string>& names = instances_.front()->OutputNames();
+  if (request.requested_outputs.empty()) {
+    response.outputs = std::move(outputs);
+    for (size_t j = 0; j < response.outputs.size(); ++j) {
+      response.outputs[j].name = names[j];
+      response.requested.push_back({names[j], false});
+    }
+    return response;
+  }
+  for (const RequestedOutput& wanted : request.requested_outputs) {
+    auto it = std::find(names.begin(), names.end(), wanted.name);
+    if (it == names.end()) {
+      return InvalidArgument(label_ + " has no output named '" + wanted.name + "'");
+    }
+    Tensor tensor = outputs[static_cast<size_t>(it - names.begin())];  // shares the buffer
+    tensor.name = wanted.name;
+    response.outputs.push_back(std::move(tensor));
+    response.requested.push_back(wanted);
+  }
+  return response;
+}
+
+void SchedulerImpl::Fail(std::unique_ptr<InferenceRequest> request, Status status) {
+  stats_->fail.Add(Nanos(request->arrival_time, clock_->Now()));
+  Complete(*request, std::move(status));
+}
+
+void SchedulerImpl::Complete(InferenceRequest& request, Result<InferenceResponse> result) {
+  if (request.on_complete) request.on_complete(std::move(result));
+}
+
+}  // namespace ortserve

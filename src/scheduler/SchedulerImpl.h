@@ -1,0 +1,114 @@
+#pragma once
+// The ModelScheduler implementation, and the factory that lets tests inject
+// a clock.
+//
+// Threads and roles (leader/followers): one worker per instance. Among the
+// idle workers exactly one is the leader: it watches the queue, applies the
+// queue policies, and waits (on leader_cv_, with a deadline from the clock)
+// until the BatchAssembler says a batch is worth running; it then takes that
+// batch out of the queue, hands the leader role on, and runs the batch on its
+// own instance with no lock held. Other idle workers wait on follower_cv_ for
+// the role. So batches are formed in one place (as Triton's batcher thread)
+// and requests arriving during a batching window all reach the same batch.
+//
+// Invariants (under mu_): has_leader_ is true iff one worker is inside the
+// leader section of NextBatch; queue_depth_ == queue_.size() whenever mu_ is
+// released; after stopping_ no request enters the queue. Every request that
+// Submit accepts is completed exactly once: run, or rejected by a policy, and
+// its on_complete is always called with no scheduler lock held.
+//
+// Destruction: Shutdown() (also run by the destructor) drains the queue, joins
+// the workers, and only then destroys the instances. Neither may be called
+// from an on_complete callback (it would join its own thread).
+//
+// Timeouts: a request whose queue timeout passes before its batch starts is
+// answered kUnavailable "Request timeout expired ...", as Triton answers it
+// (clients and perf_analyzer recognise it), and never computed; under
+// TimeoutAction::kDelay it stays queued behind the other requests of its
+// priority level instead. A request's timeout may shorten, never lengthen, its
+// policy's default_timeout_us; with no default it applies as given.
+//
+// Priorities: with priority_levels 0 the request's priority is ignored (as
+// Triton); otherwise 0 means default_priority_level and a value above
+// priority_levels is rejected with kInvalidArgument.
+//
+// Statistics (Triton's semantics): per successful request success (arrival to
+// responses ready), queue (enqueue to batch start) and compute_input/infer/
+// output (the whole batch's durations, count 1 per request); per failed
+// request fail (arrival to failure). Per successful execution: batch_stats of
+// the batch size, inference_count += batch size (summed dim 0; 1 per request
+// without a batch dim), execution_count += 1, last_inference_ms.
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "scheduler/BatchAssembler.h"
+#include "scheduler/ModelScheduler.h"
+#include "scheduler/RequestQueue.h"
+#include "scheduler/SchedulerClock.h"
+#include "scheduler/TensorStacker.h"
+
+namespace ortserve {
+
+// ModelScheduler::Create with an explicit clock.
+Result<std::unique_ptr<ModelScheduler>> CreateModelScheduler(
+    SchedulerOptions options, std::vector<std::unique_ptr<ModelInstance>> instances,
+    ModelStatistics* stats, std::shared_ptr<SchedulerClock> clock);
+
+class SchedulerImpl final : public ModelScheduler {
+ public:
+  // Options must be valid (see CreateModelScheduler); starts the workers.
+  SchedulerImpl(SchedulerOptions options, std::vector<std::unique_ptr<ModelInstance>> instances,
+                ModelStatistics* stats, std::shared_ptr<SchedulerClock> clock);
+  ~SchedulerImpl() override;
+
+  void Submit(std::unique_ptr<InferenceRequest> request) override;
+  void Shutdown() override;
+  size_t QueueDepth() const override { return queue_depth_.load(std::memory_order_relaxed); }
+  size_t BusyInstances() const override { return busy_instances_.load(std::memory_order_relaxed); }
+
+ private:
+  void WorkerLoop(size_t index);
+  // Blocks until this worker has something to do: a batch to run and/or
+  // requests to reject. False when the worker should exit.
+  bool NextBatch(std::vector<QueuedRequest>* batch, std::vector<RejectedRequest>* rejected);
+  void ResignLeader();  // requires mu_
+  void Execute(size_t index, std::vector<QueuedRequest>& batch);
+
+  // Validation done at Submit: the rows a request adds to a batch, or why it
+  // cannot be scheduled.
+  Result<uint64_t> BatchRows(const InferenceRequest& request) const;
+  Result<uint32_t> PriorityLevel(const InferenceRequest& request) const;
+  Result<InferenceResponse> BuildResponse(InferenceRequest& request,
+                                          std::vector<Tensor> outputs) const;
+
+  void Fail(std::unique_ptr<InferenceRequest> request, Status status);
+  static void Complete(InferenceRequest& request, Result<InferenceResponse> result);
+
+  const SchedulerOptions options_;
+  const std::string label_;  // "model 'x' version '1'"
+  const std::vector<std::unique_ptr<ModelInstance>> instances_;
+  ModelStatistics* const stats_;
+  const std::shared_ptr<SchedulerClock> clock_;
+  const BatchAssembler assembler_;
+  std::vector<TensorStacker> stackers_;  // one per worker, touched only by it
+
+  mutable std::mutex mu_;
+  std::condition_variable leader_cv_;    // the leader waits for requests/time
+  std::condition_variable follower_cv_;  // idle non-leaders wait for the role
+  RequestQueue queue_;                   // guarded by mu_
+  bool has_leader_ = false;              // guarded by mu_
+  bool stopping_ = false;                // guarded by mu_
+
+  // Written under mu_ (queue depth) or by workers, read anywhere lock-free.
+  std::atomic<size_t> queue_depth_{0};
+  std::atomic<size_t> busy_instances_{0};
+
+  std::mutex shutdown_mu_;             // serialises Shutdown(); taken before mu_
+  std::vector<std::thread> workers_;   // guarded by shutdown_mu_ after construction
+};
+
+}  // namespace ortserve
