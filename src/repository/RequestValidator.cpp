@@ -1,0 +1,193 @@
+#include "repository/RequestValidator.h"
+
+#include <set>
+#include <string>
+
+#include "repository/ModelConfigUtil.h"
+
+namespace ortserve {
+namespace {
+
+std::string ModelLabel(const inference::ModelConfig& config) { return "model '" + config.name() + "'"; }
+
+std::string InputNames(const inference::ModelConfig& config) {
+  std::string s;
+  for (const auto& in : config.input()) s += (s.empty() ? "" : ", ") + in.name();
+  return s;
+}
+
+std::string OutputNames(const inference::ModelConfig& config) {
+  std::string s;
+  for (const auto& out : config.output()) s += (s.empty() ? "" : ", ") + out.name();
+  return s;
+}
+
+const inference::ModelInput* FindInput(const inference::ModelConfig& config, const std::string& name) {
+  for (const auto& in : config.input()) {
+    if (in.name() == name) return &in;
+  }
+  return nullptr;
+}
+
+const inference::ModelOutput* FindOutput(const inference::ModelConfig& config,
+                                         const std::string& name) {
+  for (const auto& out : config.output()) {
+    if (out.name() == name) return &out;
+  }
+  return nullptr;
+}
+
+// [batch] + reshape, or reshape alone; -1s resolved from the element count.
+template <typename T>
+Status Reshape(const T& config_tensor, bool batching, Tensor* tensor) {
+  Shape target = ConfigDims(config_tensor.reshape().shape());
+  Shape from = tensor->shape;
+  if (batching) {
+    if (from.empty()) return InvalidArgument("tensor '" + tensor->name + "' has no batch dim");
+    target.insert(target.begin(), from[0]);
+  }
+  auto reshaped = ReshapeDims(from, target);
+  if (!reshaped.ok()) {
+    return InvalidArgument("tensor '" + tensor->name + "': " + reshaped.status().message());
+  }
+  tensor->shape = std::move(reshaped).value();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequest& request) {
+  const std::string model = ModelLabel(config);
+  const int max_batch = config.max_batch_size();
+  std::set<std::string> seen;
+  int64_t batch_size = -1;
+  std::string batch_input;
+  for (const Tensor& t : request.inputs) {
+    const inference::ModelInput* in = FindInput(config, t.name);
+    if (in == nullptr) {
+      return InvalidArgument("unexpected input '" + t.name + "' for " + model +
+                             " (inputs: " + InputNames(config) + ")");
+    }
+    if (!seen.insert(t.name).second) {
+      return InvalidArgument("input '" + t.name + "' given more than once for " + model);
+    }
+    const DataType expected_type = FromConfigDataType(in->data_type());
+    if (t.dtype != expected_type) {
+      return InvalidArgument("input '" + t.name + "' for " + model + ": expected datatype " +
+                             std::string(DataTypeName(expected_type)) + ", got " +
+                             std::string(DataTypeName(t.dtype)));
+    }
+    Shape expected = ConfigDims(in->dims());
+    if (max_batch > 0) expected.insert(expected.begin(), -1);
+    if (t.shape.size() != expected.size()) {
+      return InvalidArgument("input '" + t.name + "' for " + model + ": expected rank " +
+                             std::to_string(expected.size()) + " (shape " +
+                             ShapeToString(expected) + "), got shape " + ShapeToString(t.shape));
+    }
+    for (size_t i = 0; i < expected.size(); ++i) {
+      if (t.shape[i] < 0 || (expected[i] >= 0 && t.shape[i] != expected[i])) {
+        return InvalidArgument("input '" + t.name + "' for " + model + ": expected shape " +
+                               ShapeToString(expected) + ", got " + ShapeToString(t.shape));
+      }
+    }
+    if (max_batch > 0) {
+      const int64_t b = t.shape[0];
+      if (b < 1 || b > max_batch) {
+        return InvalidArgument("input '" + t.name + "' for " + model + ": batch size " +
+                               std::to_string(b) + " is outside [1, " +
+                               std::to_string(max_batch) + "] (max_batch_size " +
+                               std::to_string(max_batch) + ")");
+      }
+      if (batch_size < 0) {
+        batch_size = b;
+        batch_input = t.name;
+      } else if (b != batch_size) {
+        return InvalidArgument("inputs of " + model + " disagree on batch size: '" +
+                               batch_input + "' has " + std::to_string(batch_size) + ", '" +
+                               t.name + "' has " + std::to_string(b));
+      }
+    }
+    const auto count = ElementCount(t.shape);
+    if (!count) {
+      return InvalidArgument("input '" + t.name + "' for " + model + ": invalid shape " +
+                             ShapeToString(t.shape));
+    }
+    if (t.dtype == DataType::kBytes) {
+      const auto elements = CountBytesElements(t.data.data(), t.data.size());
+      if (!elements) {
+        return InvalidArgument("input '" + t.name + "' for " + model +
+                               ": malformed BYTES data (a length prefix runs past the end or "
+                               "bytes are left over)");
+      }
+      if (*elements != *count) {
+        return InvalidArgument("input '" + t.name + "' for " + model + ": shape " +
+                               ShapeToString(t.shape) + " needs " + std::to_string(*count) +
+                               " BYTES elements, got " + std::to_string(*elements));
+      }
+    } else {
+      const auto bytes = FixedByteSize(t.dtype, t.shape);
+      if (!bytes || *bytes != t.data.size()) {
+        return InvalidArgument("input '" + t.name + "' for " + model + ": shape " +
+                               ShapeToString(t.shape) + " of " +
+                               std::string(DataTypeName(t.dtype)) + " needs " +
+                               (bytes ? std::to_string(*bytes) : std::string("?")) +
+                               " bytes, got " + std::to_string(t.data.size()));
+      }
+    }
+  }
+  for (const auto& in : config.input()) {
+    if (!in.optional() && !seen.count(in.name())) {
+      return InvalidArgument("missing input '" + in.name() + "' for " + model + " (inputs: " +
+                             InputNames(config) + ")");
+    }
+  }
+  std::set<std::string> requested;
+  for (const RequestedOutput& out : request.requested_outputs) {
+    if (FindOutput(config, out.name) == nullptr) {
+      return InvalidArgument("unexpected requested output '" + out.name + "' for " + model +
+                             " (outputs: " + OutputNames(config) + ")");
+    }
+    if (!requested.insert(out.name).second) {
+      return InvalidArgument("output '" + out.name + "' requested more than once for " + model);
+    }
+  }
+  return Status::Ok();
+}
+
+Status ApplyInputReshape(const inference::ModelConfig& config, InferenceRequest* request) {
+  for (Tensor& t : request->inputs) {
+    const inference::ModelInput* in = FindInput(config, t.name);
+    if (in != nullptr && in->has_reshape()) {
+      ORTSERVE_RETURN_IF_ERROR(Reshape(*in, config.max_batch_size() > 0, &t));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ApplyOutputReshape(const inference::ModelConfig& config, InferenceResponse* response) {
+  for (Tensor& t : response->outputs) {
+    const inference::ModelOutput* out = FindOutput(config, t.name);
+    if (out == nullptr || !out->has_reshape()) continue;
+    Shape target = ConfigDims(out->dims());
+    if (config.max_batch_size() > 0) {
+      if (t.shape.empty()) return Internal("output '" + t.name + "' has no batch dim");
+      target.insert(target.begin(), t.shape[0]);
+    }
+    auto reshaped = ReshapeDims(t.shape, target);
+    if (!reshaped.ok()) {
+      return Internal("output '" + t.name + "' of " + ModelLabel(config) + ": " +
+                      reshaped.status().message());
+    }
+    t.shape = std::move(reshaped).value();
+  }
+  return Status::Ok();
+}
+
+bool HasOutputReshape(const inference::ModelConfig& config) {
+  for (const auto& out : config.output()) {
+    if (out.has_reshape()) return true;
+  }
+  return false;
+}
+
+}  // namespace ortserve

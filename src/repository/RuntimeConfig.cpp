@@ -1,0 +1,189 @@
+#include "repository/RuntimeConfig.h"
+
+#include <algorithm>
+#include <charconv>
+
+namespace ortserve {
+namespace {
+
+Result<int> ParseInt(const std::string& key, const std::string& value, int min) {
+  int out = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, out);
+  if (ec != std::errc() || ptr != end || out < min) {
+    return InvalidArgument("parameter '" + key + "' must be an integer >= " + std::to_string(min) +
+                           ", got '" + value + "'");
+  }
+  return out;
+}
+
+Result<bool> ParseBool(const std::string& key, const std::string& value) {
+  if (value == "1" || value == "true" || value == "True" || value == "TRUE") return true;
+  if (value == "0" || value == "false" || value == "False" || value == "FALSE") return false;
+  return InvalidArgument("parameter '" + key + "' must be 0/1 or true/false, got '" + value + "'");
+}
+
+QueuePolicy MakeQueuePolicy(const inference::ModelQueuePolicy& p) {
+  QueuePolicy q;
+  q.max_queue_size = p.max_queue_size();
+  q.default_timeout_us = p.default_timeout_microseconds();
+  q.allow_timeout_override = p.allow_timeout_override();
+  q.timeout_action = p.timeout_action() == inference::ModelQueuePolicy::DELAY
+                         ? QueuePolicy::TimeoutAction::kDelay
+                         : QueuePolicy::TimeoutAction::kReject;
+  return q;
+}
+
+}  // namespace
+
+Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config) {
+  OrtSessionSettings s;
+  const auto& params = config.parameters();
+  auto get = [&](const char* key) -> const std::string* {
+    auto it = params.find(key);
+    return it == params.end() ? nullptr : &it->second.string_value();
+  };
+  if (auto* v = get("intra_op_thread_count")) {
+    auto n = ParseInt("intra_op_thread_count", *v, 0);
+    if (!n.ok()) return n.status();
+    s.intra_op_threads = n.value();
+  }
+  if (auto* v = get("inter_op_thread_count")) {
+    auto n = ParseInt("inter_op_thread_count", *v, 0);
+    if (!n.ok()) return n.status();
+    s.inter_op_threads = std::max(1, n.value());
+  }
+  if (auto* v = get("execution_mode")) {
+    auto n = ParseInt("execution_mode", *v, 0);
+    if (!n.ok()) return n.status();
+    if (n.value() > 1) {
+      return InvalidArgument("parameter 'execution_mode' must be 0 (sequential) or 1 (parallel), got '" +
+                             *v + "'");
+    }
+    s.execution_mode = n.value() == 1 ? ExecutionMode::kParallel : ExecutionMode::kSequential;
+  }
+  if (auto* v = get("enable_mem_arena")) {
+    auto b = ParseBool("enable_mem_arena", *v);
+    if (!b.ok()) return b.status();
+    s.enable_mem_arena = b.value();
+  }
+  if (auto* v = get("enable_mem_pattern")) {
+    auto b = ParseBool("enable_mem_pattern", *v);
+    if (!b.ok()) return b.status();
+    s.enable_mem_pattern = b.value();
+  }
+  if (auto* v = get("allow_spinning")) {
+    auto b = ParseBool("allow_spinning", *v);
+    if (!b.ok()) return b.status();
+    s.allow_spinning = b.value();
+  }
+  if (config.optimization().has_graph()) {
+    switch (config.optimization().graph().level()) {
+      case -1: s.graph_optimization_level = GraphOptimizationLevel::kBasic; break;
+      case 1: s.graph_optimization_level = GraphOptimizationLevel::kExtended; break;
+      default: s.graph_optimization_level = GraphOptimizationLevel::kAll; break;
+    }
+  }
+  return s;
+}
+
+Result<std::vector<InstanceSpec>> ExpandInstanceGroups(const inference::ModelConfig& config) {
+  std::vector<InstanceSpec> out;
+  for (const auto& group : config.instance_group()) {
+    const int count = group.count() == 0 ? 1 : group.count();
+    if (count < 0) {
+      return Unavailable("instance_group '" + group.name() + "': count must be >= 1, got " +
+                         std::to_string(group.count()));
+    }
+    switch (group.kind()) {
+      case inference::ModelInstanceGroup::KIND_CPU:
+      case inference::ModelInstanceGroup::KIND_AUTO:
+        for (int i = 0; i < count; ++i) out.push_back({false, 0});
+        break;
+      case inference::ModelInstanceGroup::KIND_GPU:
+        if (group.gpus_size() == 0) {
+          for (int i = 0; i < count; ++i) out.push_back({true, 0});
+        } else {
+          for (int gpu : group.gpus()) {
+            for (int i = 0; i < count; ++i) out.push_back({true, gpu});
+          }
+        }
+        break;
+      default:
+        return Unavailable("instance_group kind " +
+                           inference::ModelInstanceGroup::Kind_Name(group.kind()) +
+                           " is not supported (use KIND_CPU, KIND_GPU or KIND_AUTO)");
+    }
+  }
+  if (out.empty()) out.push_back({false, 0});
+  return out;
+}
+
+RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_op_threads,
+                                  const InstanceSpec& instance, const std::string& model_path,
+                                  const std::string& label) {
+  RuntimeOptions o;
+  o.model_path = model_path;
+  o.intra_op_threads = std::max(1, intra_op_threads);
+  o.inter_op_threads = settings.inter_op_threads;
+  o.allow_spinning = settings.allow_spinning;
+  o.execution_mode = settings.execution_mode;
+  o.enable_mem_arena = settings.enable_mem_arena;
+  o.enable_mem_pattern = settings.enable_mem_pattern;
+  o.graph_optimization_level = settings.graph_optimization_level;
+  if (instance.gpu) {
+    // Strict: no silent CPU fallback; the runtime fails the load if CUDA is unusable.
+    o.execution_providers.push_back({"cuda", {{"device_id", std::to_string(instance.device_id)}}});
+    o.allow_fallback = false;
+  }
+  o.label = label;
+  return o;
+}
+
+Result<SchedulerOptions> MakeSchedulerOptions(const inference::ModelConfig& config,
+                                              const std::string& version) {
+  SchedulerOptions s;
+  s.model_name = config.name();
+  s.model_version = version;
+  s.max_batch_size = config.max_batch_size();
+  if (!config.has_dynamic_batching()) return s;
+  const auto& db = config.dynamic_batching();
+  s.dynamic_batching = true;
+  for (int p : db.preferred_batch_size()) {
+    if (p < 1 || (config.max_batch_size() > 0 && p > config.max_batch_size())) {
+      return Unavailable("dynamic_batching.preferred_batch_size " + std::to_string(p) +
+                         " is outside [1, max_batch_size " + std::to_string(config.max_batch_size()) +
+                         "]");
+    }
+    s.preferred_batch_sizes.push_back(p);
+  }
+  s.max_queue_delay_us = db.max_queue_delay_microseconds();
+  // Without default_queue_policy the scheduler's defaults stand (request
+  // timeouts honoured, global queue bound).
+  if (db.has_default_queue_policy()) s.default_queue_policy = MakeQueuePolicy(db.default_queue_policy());
+  if (db.priority_levels() > 1000) {
+    return Unavailable("dynamic_batching.priority_levels " + std::to_string(db.priority_levels()) +
+                       " is too large");
+  }
+  s.priority_levels = static_cast<uint32_t>(db.priority_levels());
+  if (s.priority_levels > 0) {
+    s.default_priority_level = static_cast<uint32_t>(db.default_priority_level());
+    if (s.default_priority_level < 1 || s.default_priority_level > s.priority_levels) {
+      return Unavailable("dynamic_batching.default_priority_level " +
+                         std::to_string(db.default_priority_level()) + " is outside [1, " +
+                         std::to_string(s.priority_levels) + "]");
+    }
+  }
+  for (const auto& [level, policy] : db.priority_queue_policy()) {
+    if (level < 1 || level > s.priority_levels) {
+      return Unavailable("dynamic_batching.priority_queue_policy level " + std::to_string(level) +
+                         " is outside [1, priority_levels " + std::to_string(s.priority_levels) + "]");
+    }
+    s.priority_queue_policies.emplace_back(static_cast<uint32_t>(level), MakeQueuePolicy(policy));
+  }
+  std::sort(s.priority_queue_policies.begin(), s.priority_queue_policies.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return s;
+}
+
+}  // namespace ortserve

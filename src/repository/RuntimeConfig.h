@@ -1,0 +1,49 @@
+#pragma once
+// Translates a completed model config into what the lower layers take:
+// RuntimeOptions per instance and SchedulerOptions per model version.
+#include <string>
+#include <vector>
+
+#include "core/Status.h"
+#include "model_config.pb.h"
+#include "runtime/RuntimeOptions.h"
+#include "scheduler/ModelScheduler.h"
+
+namespace ortserve {
+
+// Session settings from `parameters` (Triton onnxruntime backend names) and
+// optimization.graph.level. Unknown parameter keys are not errors (the caller
+// logs them); malformed values are (kInvalidArgument naming key and value).
+struct OrtSessionSettings {
+  int intra_op_threads = 0;  // 0: decided by the thread plan
+  int inter_op_threads = 1;
+  ExecutionMode execution_mode = ExecutionMode::kSequential;
+  bool enable_mem_arena = true;
+  bool enable_mem_pattern = true;
+  // Our own "allow_spinning" parameter, default "0": see ThreadPlan.h for why.
+  bool allow_spinning = false;
+  // Triton onnxruntime backend semantics of optimization.graph.level:
+  // -1 -> basic, 1 -> extended, 0/absent/anything else -> all.
+  GraphOptimizationLevel graph_optimization_level = GraphOptimizationLevel::kAll;
+};
+Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config);
+
+// One entry per instance to create, from instance_group: KIND_CPU and
+// KIND_AUTO give CPU instances; KIND_GPU gives `count` CUDA instances on each
+// listed GPU (GPU 0 when none is listed). KIND_MODEL fails (kUnavailable).
+struct InstanceSpec {
+  bool gpu = false;
+  int device_id = 0;
+};
+Result<std::vector<InstanceSpec>> ExpandInstanceGroups(const inference::ModelConfig& config);
+
+RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_op_threads,
+                                  const InstanceSpec& instance, const std::string& model_path,
+                                  const std::string& label);
+
+// dynamic_batching -> SchedulerOptions. Priority levels and queue policies are
+// checked (default_priority_level within 1..priority_levels, policy keys too).
+Result<SchedulerOptions> MakeSchedulerOptions(const inference::ModelConfig& config,
+                                              const std::string& version);
+
+}  // namespace ortserve

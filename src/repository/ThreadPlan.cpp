@@ -1,0 +1,57 @@
+#include "repository/ThreadPlan.h"
+
+#include <algorithm>
+
+namespace ortserve {
+
+ThreadPlan ThreadPlan::Compute(int budget, const std::vector<ThreadPlanRequest>& requests) {
+  ThreadPlan plan;
+  plan.budget = std::max(1, budget);
+  long explicit_threads = 0;
+  long auto_instances = 0;
+  for (const auto& r : requests) {
+    const int instances = std::max(0, r.instances);
+    if (r.explicit_intra > 0) {
+      explicit_threads += static_cast<long>(instances) * r.explicit_intra;
+    } else {
+      auto_instances += instances;
+    }
+  }
+  const long remaining = std::max(0L, plan.budget - explicit_threads);
+  const int auto_intra =
+      auto_instances > 0 ? static_cast<int>(std::max(1L, remaining / auto_instances)) : 1;
+  for (const auto& r : requests) {
+    ThreadPlanEntry e;
+    e.label = r.label;
+    e.instances = std::max(0, r.instances);
+    e.explicit_intra = r.explicit_intra > 0;
+    e.intra = e.explicit_intra ? r.explicit_intra : auto_intra;
+    e.inter = std::max(1, r.inter);
+    e.parallel_execution = r.parallel_execution;
+    e.allow_spinning = r.allow_spinning;
+    e.total_threads = e.instances * (e.intra + (e.parallel_execution ? e.inter : 0));
+    plan.total_threads += e.total_threads;
+    plan.entries.push_back(std::move(e));
+  }
+  plan.oversubscribed = plan.total_threads > plan.budget;
+  return plan;
+}
+
+std::vector<std::string> ThreadPlan::Describe() const {
+  std::vector<std::string> lines;
+  for (const auto& e : entries) {
+    lines.push_back(e.label + ": " + std::to_string(e.instances) + " instance(s) x " +
+                    std::to_string(e.intra) + " intra-op thread(s)" +
+                    (e.explicit_intra ? " (configured)" : "") +
+                    (e.parallel_execution ? " + " + std::to_string(e.inter) + " inter-op"
+                                          : ", sequential") +
+                    ", spinning " + (e.allow_spinning ? "on" : "off") + " = " +
+                    std::to_string(e.total_threads) + " thread(s)");
+  }
+  lines.push_back("total: " + std::to_string(total_threads) + " ORT thread(s) for " +
+                  std::to_string(budget) + " core(s)" +
+                  (oversubscribed ? " (OVERSUBSCRIBED)" : ""));
+  return lines;
+}
+
+}  // namespace ortserve

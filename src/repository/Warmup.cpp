@@ -1,0 +1,243 @@
+#include "repository/Warmup.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <set>
+
+#include "repository/ModelConfigUtil.h"
+
+namespace ortserve {
+namespace {
+
+const inference::ModelInput* FindInput(const inference::ModelConfig& config, const std::string& name) {
+  for (const auto& in : config.input()) {
+    if (in.name() == name) return &in;
+  }
+  return nullptr;
+}
+
+// Config dims -> request shape, -1 -> 1.
+Shape ConcreteDims(const Shape& dims, bool* guessed) {
+  Shape out = dims;
+  for (auto& d : out) {
+    if (d < 0) {
+      d = 1;
+      *guessed = true;
+    }
+  }
+  return out;
+}
+
+std::vector<std::byte> ZeroData(DataType type, uint64_t count) {
+  if (type == DataType::kBytes) return std::vector<std::byte>(count * 4);  // empty strings
+  return std::vector<std::byte>(count * DataTypeSize(type));
+}
+
+std::vector<std::byte> RandomData(DataType type, uint64_t count, std::mt19937* rng) {
+  if (type == DataType::kBytes) return ZeroData(type, count);
+  std::vector<std::byte> bytes(count * DataTypeSize(type));
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::uniform_int_distribution<int> byte(0, 255);
+  switch (type) {
+    case DataType::kBool:
+      for (auto& b : bytes) b = static_cast<std::byte>(byte(*rng) & 1);
+      break;
+    case DataType::kFp32:
+      for (uint64_t i = 0; i < count; ++i) {
+        float v = unit(*rng);
+        std::memcpy(bytes.data() + i * 4, &v, 4);
+      }
+      break;
+    case DataType::kFp64:
+      for (uint64_t i = 0; i < count; ++i) {
+        double v = unit(*rng);
+        std::memcpy(bytes.data() + i * 8, &v, 8);
+      }
+      break;
+    case DataType::kFp16:
+    case DataType::kBf16:
+      // Small positive values: random low byte, high byte well below the exponent
+      // range that would give inf/NaN.
+      for (uint64_t i = 0; i < count; ++i) {
+        bytes[i * 2] = static_cast<std::byte>(byte(*rng));
+        bytes[i * 2 + 1] = static_cast<std::byte>(byte(*rng) % 0x3C);
+      }
+      break;
+    default:
+      for (auto& b : bytes) b = static_cast<std::byte>(byte(*rng));
+      break;
+  }
+  return bytes;
+}
+
+// Applies the config reshape of `in` to a request-level shape.
+Result<Shape> ModelShape(const inference::ModelInput& in, bool batching, const Shape& shape) {
+  if (!in.has_reshape()) return shape;
+  Shape target = ConfigDims(in.reshape().shape());
+  if (batching) target.insert(target.begin(), shape[0]);
+  return ReshapeDims(shape, target);
+}
+
+Result<WarmupSample> FromConfig(const inference::ModelConfig& config, const inference::ModelWarmup& w,
+                                const std::filesystem::path& model_dir, std::mt19937* rng) {
+  WarmupSample sample;
+  sample.name = w.name().empty() ? "warmup" : w.name();
+  sample.count = w.count() > 0 ? static_cast<int>(w.count()) : 1;
+  const bool batching = config.max_batch_size() > 0;
+  if (batching && (w.batch_size() < 1 || static_cast<int>(w.batch_size()) > config.max_batch_size())) {
+    return InvalidArgument("warm-up '" + sample.name + "': batch_size " +
+                           std::to_string(w.batch_size()) + " is outside [1, " +
+                           std::to_string(config.max_batch_size()) + "]");
+  }
+  for (const auto& [name, spec] : w.inputs()) {
+    const inference::ModelInput* in = FindInput(config, name);
+    if (in == nullptr) {
+      return InvalidArgument("warm-up '" + sample.name + "': '" + name + "' is not a model input");
+    }
+    Tensor t;
+    t.name = name;
+    t.dtype = FromConfigDataType(spec.data_type());
+    if (spec.data_type() != in->data_type()) {
+      return InvalidArgument("warm-up '" + sample.name + "': input '" + name + "' has data_type " +
+                             inference::DataType_Name(spec.data_type()) + ", the model expects " +
+                             inference::DataType_Name(in->data_type()));
+    }
+    t.shape = ConfigDims(spec.dims());
+    for (int64_t d : t.shape) {
+      if (d < 0) {
+        return InvalidArgument("warm-up '" + sample.name + "': input '" + name +
+                               "' needs concrete dims, got " + ShapeToString(t.shape));
+      }
+    }
+    if (batching) t.shape.insert(t.shape.begin(), static_cast<int64_t>(w.batch_size()));
+    const auto count = ElementCount(t.shape);
+    if (!count) return InvalidArgument("warm-up '" + sample.name + "': bad shape for '" + name + "'");
+    std::vector<std::byte> bytes;
+    switch (spec.input_data_type_case()) {
+      case inference::ModelWarmup::Input::kRandomData:
+        bytes = RandomData(t.dtype, *count, rng);
+        break;
+      case inference::ModelWarmup::Input::kInputDataFile: {
+        auto path = ResolveInside(model_dir / "warmup", spec.input_data_file());
+        if (!path.ok()) {
+          return InvalidArgument("warm-up '" + sample.name + "': input '" + name + "': " +
+                                 path.status().message());
+        }
+        std::ifstream file(path.value(), std::ios::binary);
+        if (!file) {
+          return InvalidArgument("warm-up '" + sample.name + "': cannot read " +
+                                 path.value().string());
+        }
+        std::vector<char> raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+        bytes.resize(raw.size());
+        if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
+        if (t.dtype == DataType::kBytes) {
+          auto elements = CountBytesElements(bytes.data(), bytes.size());
+          if (!elements || *elements != *count) {
+            return InvalidArgument("warm-up '" + sample.name + "': " + spec.input_data_file() +
+                                   " does not hold " + std::to_string(*count) +
+                                   " length-prefixed strings");
+          }
+        } else if (bytes.size() != *count * DataTypeSize(t.dtype)) {
+          return InvalidArgument("warm-up '" + sample.name + "': " + spec.input_data_file() +
+                                 " has " + std::to_string(bytes.size()) + " bytes, shape " +
+                                 ShapeToString(t.shape) + " needs " +
+                                 std::to_string(*count * DataTypeSize(t.dtype)));
+        }
+        break;
+      }
+      default:
+        bytes = ZeroData(t.dtype, *count);
+        break;
+    }
+    auto shape = ModelShape(*in, batching, t.shape);
+    if (!shape.ok()) return InvalidArgument("warm-up '" + sample.name + "': " + shape.status().message());
+    t.shape = std::move(shape).value();
+    t.data = TensorData::FromVector(std::move(bytes));
+    sample.inputs.push_back(std::move(t));
+  }
+  return sample;
+}
+
+Result<WarmupSample> Default(const inference::ModelConfig& config, int batch_size) {
+  WarmupSample sample;
+  const bool batching = config.max_batch_size() > 0;
+  sample.name = batching ? "default batch " + std::to_string(batch_size) : "default";
+  for (const auto& in : config.input()) {
+    Tensor t;
+    t.name = in.name();
+    t.dtype = FromConfigDataType(in.data_type());
+    if (t.dtype == DataType::kBytes) sample.best_effort = true;
+    t.shape = ConcreteDims(ConfigDims(in.dims()), &sample.best_effort);
+    if (batching) t.shape.insert(t.shape.begin(), batch_size);
+    const auto count = ElementCount(t.shape);
+    if (!count) return InvalidArgument("warm-up: bad shape for '" + in.name() + "'");
+    auto bytes = ZeroData(t.dtype, *count);
+    auto shape = ModelShape(in, batching, t.shape);
+    if (!shape.ok()) return InvalidArgument("warm-up: " + shape.status().message());
+    t.shape = std::move(shape).value();
+    t.data = TensorData::FromVector(std::move(bytes));
+    sample.inputs.push_back(std::move(t));
+  }
+  return sample;
+}
+
+}  // namespace
+
+Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
+                                            const std::string& relative) {
+  namespace fs = std::filesystem;
+  const fs::path rel(relative);
+  if (relative.empty() || rel.is_absolute() || rel.has_root_name()) {
+    return InvalidArgument("path '" + relative + "' must be relative to " + base.string());
+  }
+  for (const auto& part : rel) {
+    if (part == "..") return InvalidArgument("path '" + relative + "' escapes " + base.string());
+  }
+  std::error_code ec;
+  const fs::path canonical_base = fs::weakly_canonical(base, ec);
+  if (ec) return InvalidArgument("cannot resolve " + base.string() + ": " + ec.message());
+  const fs::path resolved = fs::weakly_canonical(canonical_base / rel, ec);
+  if (ec) return InvalidArgument("cannot resolve " + relative + ": " + ec.message());
+  auto [base_end, _] = std::mismatch(canonical_base.begin(), canonical_base.end(),
+                                     resolved.begin(), resolved.end());
+  if (base_end != canonical_base.end() || resolved == canonical_base) {
+    return InvalidArgument("path '" + relative + "' escapes " + base.string());
+  }
+  return resolved;
+}
+
+Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfig& config,
+                                                     const std::filesystem::path& model_dir) {
+  std::vector<WarmupSample> samples;
+  std::mt19937 rng(12345);  // deterministic: warm-up must be reproducible
+  if (config.model_warmup_size() > 0) {
+    for (const auto& w : config.model_warmup()) {
+      auto sample = FromConfig(config, w, model_dir, &rng);
+      if (!sample.ok()) return sample.status();
+      samples.push_back(std::move(sample).value());
+    }
+    return samples;
+  }
+  std::set<int> sizes;
+  if (config.max_batch_size() > 0) {
+    sizes.insert(1);
+    sizes.insert(config.max_batch_size());
+    for (int p : config.dynamic_batching().preferred_batch_size()) {
+      if (p >= 1 && p <= config.max_batch_size()) sizes.insert(p);
+    }
+  } else {
+    sizes.insert(0);
+  }
+  for (int size : sizes) {
+    auto sample = Default(config, size);
+    if (!sample.ok()) return sample.status();
+    samples.push_back(std::move(sample).value());
+  }
+  return samples;
+}
+
+}  // namespace ortserve

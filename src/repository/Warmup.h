@@ -1,0 +1,41 @@
+#pragma once
+// Warm-up samples run on every instance before a model reports READY, so the
+// first real request does not pay for ORT's lazy initialisation and allocator
+// growth.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/Status.h"
+#include "core/Tensor.h"
+#include "model_config.pb.h"
+
+namespace ortserve {
+
+struct WarmupSample {
+  std::string name;
+  int count = 1;
+  // Model-level tensors: full (batched) shapes, config reshape applied.
+  std::vector<Tensor> inputs;
+  // Default warm-up whose data is a guess: a dynamic non-batch dim set to 1,
+  // or BYTES elements as empty strings (a model may parse its strings, as
+  // Triton's simple_string does). A failure may then be the guess's fault, not
+  // the model's, so the repository only warns.
+  bool best_effort = false;
+};
+
+// The config's model_warmup entries (zero_data, random_data, or
+// input_data_file read from <model_dir>/warmup/; a path escaping that folder
+// is rejected). Without model_warmup: for a batching model one sample per
+// batch size in {1, preferred sizes, max_batch_size}; otherwise one sample.
+// Dynamic non-batch dims become 1; BYTES elements are empty strings; both
+// make the sample best_effort.
+Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfig& config,
+                                                     const std::filesystem::path& model_dir);
+
+// Resolves `relative` inside `base` and refuses anything that would leave it
+// (absolute paths, "..", symlinks pointing outside).
+Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
+                                            const std::string& relative);
+
+}  // namespace ortserve

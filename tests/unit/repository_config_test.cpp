@@ -1,0 +1,480 @@
+// Config parsing, ignored fields, platform checks, auto-complete, signature
+// checks, version policy, thread plan and config -> runtime/scheduler options.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "repository/ModelConfigUtil.h"
+#include "repository/RuntimeConfig.h"
+#include "repository/ThreadPlan.h"
+#include "repository/VersionPolicy.h"
+
+namespace ortserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kTritonExamples = fs::path(ORTSERVE_SOURCE_DIR) / ".." / "shared" / "triton-examples";
+
+inference::ModelConfig Parse(const std::string& text) {
+  auto config = ParseModelConfig(text);
+  EXPECT_TRUE(config.ok()) << config.status().message();
+  return config.ok() ? config.value() : inference::ModelConfig();
+}
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(ModelConfigParse, AllTritonExampleConfigsParse) {
+  ASSERT_TRUE(fs::is_directory(kTritonExamples)) << kTritonExamples;
+  int parsed = 0;
+  for (const auto& entry : fs::directory_iterator(kTritonExamples)) {
+    const fs::path config_path = entry.path() / "config.pbtxt";
+    if (!fs::exists(config_path)) continue;
+    auto config = ParseModelConfig(ReadAll(config_path));
+    ASSERT_TRUE(config.ok()) << config_path << ": " << config.status().message();
+    EXPECT_EQ(config->name(), entry.path().filename().string());
+    EXPECT_EQ(config->platform(), "onnxruntime_onnx");
+    EXPECT_EQ(config->max_batch_size(), 8);
+    EXPECT_GT(config->input_size(), 0);
+    ++parsed;
+  }
+  EXPECT_EQ(parsed, 5);
+}
+
+TEST(ModelConfigParse, TritonExampleFieldsLandWhereTritonPutsThem) {
+  auto dyna = ParseModelConfig(ReadAll(kTritonExamples / "simple_dyna_sequence" / "config.pbtxt"));
+  ASSERT_TRUE(dyna.ok());
+  ASSERT_TRUE(dyna->has_sequence_batching());
+  const auto& seq = dyna->sequence_batching();
+  EXPECT_EQ(seq.max_sequence_idle_microseconds(), 10000000u);
+  EXPECT_EQ(seq.oldest().max_candidate_sequences(), 1024);
+  EXPECT_EQ(seq.oldest().max_queue_delay_microseconds(), 10000u);
+  ASSERT_EQ(seq.control_input_size(), 4);
+  EXPECT_EQ(seq.control_input(3).control(0).kind(),
+            inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_CORRID);
+  EXPECT_EQ(seq.control_input(3).control(0).data_type(), inference::TYPE_UINT64);
+  EXPECT_EQ(dyna->parameters().at("execute_delay_ms").string_value(), "3");
+  ASSERT_EQ(dyna->instance_group_size(), 1);
+  EXPECT_EQ(dyna->instance_group(0).count(), 2);
+  EXPECT_EQ(dyna->instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
+
+  auto str = ParseModelConfig(ReadAll(kTritonExamples / "simple_string" / "config.pbtxt"));
+  ASSERT_TRUE(str.ok());
+  EXPECT_EQ(str->input(0).data_type(), inference::TYPE_STRING);
+  EXPECT_EQ(FromConfigDataType(str->input(0).data_type()), DataType::kBytes);
+}
+
+TEST(ModelConfigParse, WireFieldNumbersMatchTriton) {
+  // Spot checks against Triton's model_config.proto numbering.
+  const auto* d = inference::ModelConfig::descriptor();
+  EXPECT_EQ(d->FindFieldByName("name")->number(), 1);
+  EXPECT_EQ(d->FindFieldByName("platform")->number(), 2);
+  EXPECT_EQ(d->FindFieldByName("version_policy")->number(), 3);
+  EXPECT_EQ(d->FindFieldByName("max_batch_size")->number(), 4);
+  EXPECT_EQ(d->FindFieldByName("input")->number(), 5);
+  EXPECT_EQ(d->FindFieldByName("output")->number(), 6);
+  EXPECT_EQ(d->FindFieldByName("instance_group")->number(), 7);
+  EXPECT_EQ(d->FindFieldByName("default_model_filename")->number(), 8);
+  EXPECT_EQ(d->FindFieldByName("dynamic_batching")->number(), 11);
+  EXPECT_EQ(d->FindFieldByName("optimization")->number(), 12);
+  EXPECT_EQ(d->FindFieldByName("sequence_batching")->number(), 13);
+  EXPECT_EQ(d->FindFieldByName("parameters")->number(), 14);
+  EXPECT_EQ(d->FindFieldByName("ensemble_scheduling")->number(), 15);
+  EXPECT_EQ(d->FindFieldByName("model_warmup")->number(), 16);
+  EXPECT_EQ(d->FindFieldByName("backend")->number(), 17);
+  EXPECT_EQ(d->FindFieldByName("model_transaction_policy")->number(), 19);
+  EXPECT_EQ(d->FindFieldByName("batch_input")->number(), 20);
+  EXPECT_EQ(d->FindFieldByName("batch_output")->number(), 21);
+  EXPECT_EQ(d->FindFieldByName("response_cache")->number(), 24);
+  EXPECT_EQ(inference::ModelInput::descriptor()->FindFieldByName("optional")->number(), 8);
+  EXPECT_EQ(inference::ModelOutput::descriptor()->FindFieldByName("label_filename")->number(), 4);
+  EXPECT_EQ(inference::ModelInstanceGroup::descriptor()->FindFieldByName("kind")->number(), 4);
+}
+
+TEST(ModelConfigParse, MalformedConfigReportsLineAndColumn) {
+  auto config = ParseModelConfig("name: \"m\"\nmax_batch_size: 8\ninput [ { nme: \"x\" } ]\n");
+  ASSERT_FALSE(config.ok());
+  EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+  // Line 3; protobuf places the column just after the unknown name.
+  EXPECT_THAT(config.status().message(), testing::MatchesRegex("config\\.pbtxt:3:1[0-9]: .*"));
+  EXPECT_NE(config.status().message().find("nme"), std::string::npos);
+
+  auto bad_value = ParseModelConfig("max_batch_size: \"eight\"\n");
+  ASSERT_FALSE(bad_value.ok());
+  EXPECT_EQ(bad_value.status().message().rfind("config.pbtxt:1:", 0), 0u)
+      << bad_value.status().message();
+}
+
+TEST(ModelConfigParse, IgnoredFieldsAreNamedOncePrecisely) {
+  auto config = Parse(R"(
+    name: "m"
+    max_batch_size: 4
+    input [ { name: "a" data_type: TYPE_FP32 dims: [ 4 ] allow_ragged_batch: true },
+            { name: "b" data_type: TYPE_FP32 dims: [ 4 ] allow_ragged_batch: true } ]
+    output [ { name: "c" data_type: TYPE_FP32 dims: [ 4 ] label_filename: "labels.txt" } ]
+    optimization { graph { level: 1 } cuda { graphs: true } input_pinned_memory { enable: true } }
+    dynamic_batching { preferred_batch_size: [ 2 ] preserve_ordering: true }
+    response_cache { enable: true }
+    model_transaction_policy { decoupled: true }
+    batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_INT32 source_input: "a" } ]
+    instance_group [ { count: 2 kind: KIND_CPU rate_limiter { priority: 1 } } ]
+  )");
+  const std::vector<std::string> expected = {
+      "input.allow_ragged_batch", "output.label_filename", "instance_group.rate_limiter",
+      "optimization.cuda", "optimization.input_pinned_memory", "dynamic_batching.preserve_ordering",
+      "model_transaction_policy.decoupled", "batch_input", "response_cache"};
+  auto ignored = IgnoredConfigFields(config);
+  std::sort(ignored.begin(), ignored.end());
+  auto sorted_expected = expected;
+  std::sort(sorted_expected.begin(), sorted_expected.end());
+  EXPECT_EQ(ignored, sorted_expected);
+}
+
+TEST(ModelConfigParse, SupportedConfigHasNoIgnoredFields) {
+  auto config = Parse(ReadAll(kTritonExamples / "simple" / "config.pbtxt"));
+  EXPECT_TRUE(IgnoredConfigFields(config).empty());
+  // sequence_batching fails the load instead of being ignored.
+  auto seq = Parse(ReadAll(kTritonExamples / "simple_sequence" / "config.pbtxt"));
+  EXPECT_TRUE(IgnoredConfigFields(seq).empty());
+}
+
+TEST(ModelConfigPlatform, FillsEmptyAndRejectsOthers) {
+  inference::ModelConfig empty;
+  ASSERT_TRUE(CheckPlatform(&empty).ok());
+  EXPECT_EQ(empty.platform(), "onnxruntime_onnx");
+  EXPECT_EQ(empty.backend(), "onnxruntime");
+
+  inference::ModelConfig backend_only = Parse("backend: \"onnxruntime\"");
+  EXPECT_TRUE(CheckPlatform(&backend_only).ok());
+  EXPECT_EQ(backend_only.platform(), "onnxruntime_onnx");
+
+  inference::ModelConfig tf = Parse("platform: \"tensorflow_savedmodel\"");
+  Status st = CheckPlatform(&tf);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("tensorflow_savedmodel"), std::string::npos);
+
+  inference::ModelConfig python = Parse("backend: \"python\"");
+  EXPECT_EQ(CheckPlatform(&python).code(), StatusCode::kUnavailable);
+
+  auto seq = Parse(ReadAll(kTritonExamples / "simple_sequence" / "config.pbtxt"));
+  st = CheckPlatform(&seq);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(st.message(), "sequence batching is not supported yet");
+}
+
+ModelSignature BatchableSignature() {
+  return {{{"a", DataType::kFp32, {-1, 4}}, {"b", DataType::kInt64, {-1, 2, -1}}},
+          {{"c", DataType::kFp32, {-1, 4}}}};
+}
+
+TEST(ModelConfigAutoComplete, BatchableModelWithoutConfig) {
+  inference::ModelConfig config;
+  config.set_name("m");
+  AutoCompleteConfig(BatchableSignature(), &config);
+  EXPECT_EQ(config.max_batch_size(), kDefaultMaxBatchSize);
+  EXPECT_TRUE(config.has_dynamic_batching());
+  ASSERT_EQ(config.input_size(), 2);
+  EXPECT_EQ(config.input(0).name(), "a");
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{4}));
+  EXPECT_EQ(ConfigDims(config.input(1).dims()), (Shape{2, -1}));
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_EQ(ConfigDims(config.output(0).dims()), (Shape{4}));
+  ASSERT_EQ(config.instance_group_size(), 1);
+  EXPECT_EQ(config.instance_group(0).count(), 1);
+  EXPECT_EQ(config.instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
+  EXPECT_TRUE(ValidateConfigAgainstSignature(config, BatchableSignature()).ok());
+}
+
+TEST(ModelConfigAutoComplete, NonBatchableWhenAnyFirstDimIsFixed) {
+  ModelSignature sig = {{{"x", DataType::kFp32, {-1, 3}}}, {{"y", DataType::kFp32, {2, 3}}}};
+  inference::ModelConfig config;
+  AutoCompleteConfig(sig, &config);
+  EXPECT_EQ(config.max_batch_size(), 0);
+  EXPECT_FALSE(config.has_dynamic_batching());
+  EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{-1, 3}));
+  EXPECT_EQ(ConfigDims(config.output(0).dims()), (Shape{2, 3}));
+  EXPECT_TRUE(ValidateConfigAgainstSignature(config, sig).ok());
+}
+
+TEST(ModelConfigAutoComplete, BatchOnlyTensorGetsDimsOneAndEmptyReshape) {
+  ModelSignature sig = {{{"v", DataType::kInt64, {-1}}}, {{"w", DataType::kInt64, {-1}}}};
+  inference::ModelConfig config;
+  AutoCompleteConfig(sig, &config);
+  EXPECT_EQ(config.max_batch_size(), kDefaultMaxBatchSize);
+  EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{1}));
+  EXPECT_TRUE(config.input(0).has_reshape());
+  EXPECT_EQ(config.input(0).reshape().shape_size(), 0);
+  EXPECT_TRUE(ValidateConfigAgainstSignature(config, sig).ok());
+}
+
+TEST(ModelConfigAutoComplete, ConfigWithBatchSizeButNoTensorsDropsBatchDim) {
+  inference::ModelConfig config = Parse("max_batch_size: 2");
+  AutoCompleteConfig(BatchableSignature(), &config);
+  EXPECT_EQ(config.max_batch_size(), 2);
+  EXPECT_FALSE(config.has_dynamic_batching());  // the config chose no batcher
+  EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{4}));
+}
+
+TEST(ModelConfigAutoComplete, MissingOutputsAreFilledAndExplicitInputsKept) {
+  inference::ModelConfig config =
+      Parse("input [ { name: \"a\" data_type: TYPE_FP32 dims: [ -1, 4 ] }, { name: \"b\" } ]");
+  AutoCompleteConfig(BatchableSignature(), &config);
+  EXPECT_EQ(config.max_batch_size(), 0);  // explicit tensors: no guessing
+  EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{-1, 4}));
+  EXPECT_EQ(config.input(1).data_type(), inference::TYPE_INT64);
+  EXPECT_EQ(ConfigDims(config.input(1).dims()), (Shape{-1, 2, -1}));
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_EQ(ConfigDims(config.output(0).dims()), (Shape{-1, 4}));
+  EXPECT_TRUE(ValidateConfigAgainstSignature(config, BatchableSignature()).ok());
+}
+
+TEST(ModelConfigValidate, MismatchesNameTheTensor) {
+  const auto sig = BatchableSignature();
+  auto check = [&](const std::string& text) {
+    auto config = Parse(text);
+    AutoCompleteConfig(sig, &config);
+    return ValidateConfigAgainstSignature(config, sig);
+  };
+  Status st = check(
+      "max_batch_size: 4 input [ { name: \"zz\" data_type: TYPE_FP32 dims: [ 4 ] } ]");
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.message().find("'zz'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("a, b"), std::string::npos) << st.message();
+
+  st = check("max_batch_size: 4 input [ { name: \"a\" data_type: TYPE_INT32 dims: [ 4 ] }, "
+             "{ name: \"b\" data_type: TYPE_INT64 dims: [ 2, -1 ] } ]");
+  EXPECT_NE(st.message().find("input 'a'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("TYPE_INT32"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("TYPE_FP32"), std::string::npos) << st.message();
+
+  st = check("max_batch_size: 4 input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 5 ] }, "
+             "{ name: \"b\" data_type: TYPE_INT64 dims: [ 2, 7 ] } ]");
+  EXPECT_NE(st.message().find("input 'a'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("[-1,5]"), std::string::npos) << st.message();
+
+  st = check("max_batch_size: 4 input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 4 ] } ]");
+  EXPECT_NE(st.message().find("model input 'b' is missing"), std::string::npos) << st.message();
+
+  st = check("max_batch_size: 4 output [ { name: \"nope\" data_type: TYPE_FP32 dims: [ 4 ] } ]");
+  EXPECT_NE(st.message().find("output 'nope'"), std::string::npos) << st.message();
+
+  // A model with a fixed first dim cannot batch.
+  ModelSignature fixed = {{{"x", DataType::kFp32, {2, 3}}}, {{"y", DataType::kFp32, {2, 3}}}};
+  auto config = Parse("max_batch_size: 4 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 3 ] } ]");
+  AutoCompleteConfig(fixed, &config);
+  st = ValidateConfigAgainstSignature(config, fixed);
+  EXPECT_NE(st.message().find("first dim is not dynamic"), std::string::npos) << st.message();
+}
+
+TEST(ModelConfigValidate, ReshapeIsComparedWithTheModelShape) {
+  ModelSignature sig = {{{"x", DataType::kFp32, {-1, 2, 3}}}, {{"y", DataType::kFp32, {-1, 6}}}};
+  auto config = Parse(R"(max_batch_size: 4
+      input [ { name: "x" data_type: TYPE_FP32 dims: [ 6 ] reshape { shape: [ 2, 3 ] } } ]
+      output [ { name: "y" data_type: TYPE_FP32 dims: [ 6 ] } ])");
+  EXPECT_TRUE(ValidateConfigAgainstSignature(config, sig).ok());
+  auto bad = Parse(R"(max_batch_size: 4
+      input [ { name: "x" data_type: TYPE_FP32 dims: [ 5 ] reshape { shape: [ 2, 3 ] } } ]
+      output [ { name: "y" data_type: TYPE_FP32 dims: [ 6 ] } ])");
+  Status st = ValidateConfigAgainstSignature(bad, sig);
+  EXPECT_NE(st.message().find("element count"), std::string::npos) << st.message();
+}
+
+TEST(ModelConfigValidate, OutputOfUnknownRankTrustsTheConfig) {
+  // ORT reports rank 0 when it cannot infer an output's shape.
+  ModelSignature sig = {{{"x", DataType::kFp32, {-1, 4}}}, {{"y", DataType::kFp32, {}}}};
+  auto config = Parse(R"(max_batch_size: 4
+      input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+      output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ])");
+  EXPECT_TRUE(ValidateConfigAgainstSignature(config, sig).ok());
+}
+
+TEST(ReshapeDims, InfersOneUnknown) {
+  EXPECT_EQ(ReshapeDims({2, 6}, {2, 2, 3}).value(), (Shape{2, 2, 3}));
+  EXPECT_EQ(ReshapeDims({2, 6}, {2, -1}).value(), (Shape{2, 6}));
+  EXPECT_EQ(ReshapeDims({4, 1}, {4}).value(), (Shape{4}));
+  EXPECT_FALSE(ReshapeDims({2, 6}, {5}).ok());
+  EXPECT_FALSE(ReshapeDims({2, 6}, {-1, -1}).ok());
+}
+
+// ---- version policy ---------------------------------------------------------
+
+inference::ModelVersionPolicy Policy(const std::string& text) {
+  return Parse("version_policy { " + text + " }").version_policy();
+}
+
+TEST(VersionPolicy, DefaultIsLatestOne) {
+  auto s = SelectVersions(inference::ModelVersionPolicy(), {3, 1, 2});
+  EXPECT_EQ(s.load, (std::vector<int64_t>{3}));
+  EXPECT_TRUE(s.missing.empty());
+}
+
+TEST(VersionPolicy, LatestN) {
+  EXPECT_EQ(SelectVersions(Policy("latest { num_versions: 2 }"), {1, 10, 2}).load,
+            (std::vector<int64_t>{2, 10}));
+  EXPECT_EQ(SelectVersions(Policy("latest { num_versions: 5 }"), {1, 2}).load,
+            (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(SelectVersions(Policy("latest { }"), {1, 2}).load, (std::vector<int64_t>{2}));
+}
+
+TEST(VersionPolicy, All) {
+  EXPECT_EQ(SelectVersions(Policy("all { }"), {3, 1, 2}).load, (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST(VersionPolicy, SpecificReportsMissing) {
+  auto s = SelectVersions(Policy("specific { versions: [ 4, 1, 9 ] }"), {1, 2, 4});
+  EXPECT_EQ(s.load, (std::vector<int64_t>{1, 4}));
+  EXPECT_EQ(s.missing, (std::vector<int64_t>{9}));
+}
+
+// ---- thread plan --------------------------------------------------------------
+
+TEST(ThreadPlan, SplitsBudgetOverAllInstances) {
+  auto plan = ThreadPlan::Compute(16, {{"a:1", 2, 0, 1, false, false}, {"b:1", 2, 0, 1, false, false}});
+  ASSERT_EQ(plan.entries.size(), 2u);
+  EXPECT_EQ(plan.entries[0].intra, 4);
+  EXPECT_EQ(plan.entries[1].intra, 4);
+  EXPECT_EQ(plan.total_threads, 16);
+  EXPECT_FALSE(plan.oversubscribed);
+  EXPECT_EQ(plan.Describe().size(), 3u);
+}
+
+TEST(ThreadPlan, RoundsDownAndNeverBelowOne) {
+  auto plan = ThreadPlan::Compute(7, {{"a:1", 3, 0, 1, false, false}});
+  EXPECT_EQ(plan.entries[0].intra, 2);
+  EXPECT_EQ(plan.total_threads, 6);
+  plan = ThreadPlan::Compute(2, {{"a:1", 3, 0, 1, false, false}});
+  EXPECT_EQ(plan.entries[0].intra, 1);
+  EXPECT_TRUE(plan.oversubscribed);
+  plan = ThreadPlan::Compute(0, {{"a:1", 1, 0, 1, false, false}});
+  EXPECT_EQ(plan.budget, 1);
+  EXPECT_EQ(plan.entries[0].intra, 1);
+}
+
+TEST(ThreadPlan, ExplicitThreadsAreKeptAndTheRestShareWhatIsLeft) {
+  auto plan = ThreadPlan::Compute(8, {{"a:1", 1, 4, 1, false, false}, {"b:1", 2, 0, 1, false, false}});
+  EXPECT_EQ(plan.entries[0].intra, 4);
+  EXPECT_TRUE(plan.entries[0].explicit_intra);
+  EXPECT_EQ(plan.entries[1].intra, 2);
+  EXPECT_EQ(plan.total_threads, 8);
+  EXPECT_FALSE(plan.oversubscribed);
+}
+
+TEST(ThreadPlan, ExplicitOversubscriptionIsFlagged) {
+  auto plan = ThreadPlan::Compute(4, {{"a:1", 2, 4, 1, false, false}, {"b:1", 1, 0, 1, false, false}});
+  EXPECT_EQ(plan.entries[0].total_threads, 8);
+  EXPECT_EQ(plan.entries[1].intra, 1);
+  EXPECT_EQ(plan.total_threads, 9);
+  EXPECT_TRUE(plan.oversubscribed);
+  EXPECT_NE(plan.Describe().back().find("OVERSUBSCRIBED"), std::string::npos);
+}
+
+TEST(ThreadPlan, ParallelModeCountsInterThreads) {
+  auto plan = ThreadPlan::Compute(8, {{"a:1", 2, 2, 2, true, true}});
+  EXPECT_EQ(plan.entries[0].total_threads, 8);
+  EXPECT_TRUE(plan.entries[0].allow_spinning);
+  EXPECT_NE(plan.Describe()[0].find("spinning on"), std::string::npos);
+}
+
+// ---- config -> runtime / scheduler options ------------------------------------
+
+TEST(SessionSettings, ParametersAndGraphLevel) {
+  auto config = Parse(R"(
+    parameters { key: "intra_op_thread_count" value { string_value: "3" } }
+    parameters { key: "inter_op_thread_count" value { string_value: "2" } }
+    parameters { key: "execution_mode" value { string_value: "1" } }
+    parameters { key: "enable_mem_arena" value { string_value: "0" } }
+    parameters { key: "enable_mem_pattern" value { string_value: "false" } }
+    parameters { key: "allow_spinning" value { string_value: "1" } }
+    optimization { graph { level: -1 } })");
+  auto s = ReadSessionSettings(config);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->intra_op_threads, 3);
+  EXPECT_EQ(s->inter_op_threads, 2);
+  EXPECT_EQ(s->execution_mode, ExecutionMode::kParallel);
+  EXPECT_FALSE(s->enable_mem_arena);
+  EXPECT_FALSE(s->enable_mem_pattern);
+  EXPECT_TRUE(s->allow_spinning);
+  EXPECT_EQ(s->graph_optimization_level, GraphOptimizationLevel::kBasic);
+
+  auto defaults = ReadSessionSettings(inference::ModelConfig());
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->intra_op_threads, 0);
+  EXPECT_FALSE(defaults->allow_spinning);
+  EXPECT_EQ(defaults->graph_optimization_level, GraphOptimizationLevel::kAll);
+  EXPECT_EQ(ReadSessionSettings(Parse("optimization { graph { level: 1 } }"))->graph_optimization_level,
+            GraphOptimizationLevel::kExtended);
+
+  auto bad = ReadSessionSettings(
+      Parse("parameters { key: \"intra_op_thread_count\" value { string_value: \"two\" } }"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("intra_op_thread_count"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("'two'"), std::string::npos);
+}
+
+TEST(InstanceGroups, CountsKindsAndGpus) {
+  auto specs = ExpandInstanceGroups(Parse(R"(
+    instance_group [ { count: 2 kind: KIND_CPU }, { kind: KIND_AUTO },
+                     { count: 2 kind: KIND_GPU gpus: [ 0, 1 ] } ])"));
+  ASSERT_TRUE(specs.ok());
+  ASSERT_EQ(specs->size(), 7u);
+  EXPECT_FALSE((*specs)[0].gpu);
+  EXPECT_FALSE((*specs)[2].gpu);
+  EXPECT_TRUE((*specs)[3].gpu);
+  EXPECT_EQ((*specs)[6].device_id, 1);
+  EXPECT_EQ(ExpandInstanceGroups(inference::ModelConfig())->size(), 1u);
+  EXPECT_FALSE(ExpandInstanceGroups(Parse("instance_group [ { kind: KIND_MODEL } ]")).ok());
+
+  OrtSessionSettings settings;
+  auto gpu = MakeRuntimeOptions(settings, 3, {true, 1}, "/m.onnx", "m:1#0");
+  ASSERT_EQ(gpu.execution_providers.size(), 1u);
+  EXPECT_EQ(gpu.execution_providers[0].name, "cuda");
+  EXPECT_FALSE(gpu.allow_fallback);
+  EXPECT_EQ(gpu.intra_op_threads, 3);
+  EXPECT_TRUE(MakeRuntimeOptions(settings, 1, {false, 0}, "/m.onnx", "m").execution_providers.empty());
+}
+
+TEST(SchedulerOptionsFromConfig, DynamicBatchingAndPriorities) {
+  auto config = Parse(R"(
+    name: "m" max_batch_size: 8
+    dynamic_batching {
+      preferred_batch_size: [ 4, 8 ] max_queue_delay_microseconds: 100
+      priority_levels: 2 default_priority_level: 2
+      default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 5 max_queue_size: 7 }
+      priority_queue_policy { key: 1 value { max_queue_size: 3 allow_timeout_override: true } }
+    })");
+  auto s = MakeSchedulerOptions(config, "3");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->model_name, "m");
+  EXPECT_EQ(s->model_version, "3");
+  EXPECT_TRUE(s->dynamic_batching);
+  EXPECT_EQ(s->preferred_batch_sizes, (std::vector<int>{4, 8}));
+  EXPECT_EQ(s->max_queue_delay_us, 100u);
+  EXPECT_EQ(s->priority_levels, 2u);
+  EXPECT_EQ(s->default_priority_level, 2u);
+  EXPECT_EQ(s->default_queue_policy.max_queue_size, 7u);
+  EXPECT_EQ(s->default_queue_policy.timeout_action, QueuePolicy::TimeoutAction::kDelay);
+  ASSERT_EQ(s->priority_queue_policies.size(), 1u);
+  EXPECT_EQ(s->priority_queue_policies[0].second.max_queue_size, 3u);
+
+  EXPECT_FALSE(MakeSchedulerOptions(
+                   Parse("max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 8 ] }"), "1")
+                   .ok());
+  EXPECT_FALSE(MakeSchedulerOptions(
+                   Parse("max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 3 }"),
+                   "1")
+                   .ok());
+  auto plain = MakeSchedulerOptions(Parse("max_batch_size: 4"), "1");
+  EXPECT_FALSE(plain->dynamic_batching);
+}
+
+}  // namespace
+}  // namespace ortserve
