@@ -1,0 +1,104 @@
+"""Fixtures: generated test repository, server processes, clients, references.
+
+Servers are real ortserve processes (ORTSERVE_BIN, default build/ortserve) on
+free ports, logging to files under the pytest tmp dir (the path is printed in
+every startup failure and available as server.log_path). Without a binary the
+server-backed tests are skipped; the offline model checks still run.
+"""
+from __future__ import annotations
+
+import pytest
+import tritonclient.http as httpclient
+
+from harness import (DEMO_REPO, SMALL_BODY_LIMIT, Reference, check_add_sub_fp32, make_test_models,
+                     start_server)
+
+
+
+@pytest.fixture(scope="session")
+def test_repo(tmp_path_factory):
+    """The full test repository (tests/models/make_test_models.py)."""
+    return make_test_models.build_test_repository(tmp_path_factory.mktemp("test_models"))
+
+
+@pytest.fixture(scope="session")
+def log_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("server_logs")
+
+
+@pytest.fixture(scope="session")
+def server(test_repo, log_dir):
+    """ortserve on the full test repository, --strict-readiness=false."""
+    srv = start_server(test_repo, log_dir, "main", strict_readiness=False)
+    try:
+        srv.wait_models_ready(make_test_models.MODELS_THAT_SERVE)
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_server(log_dir):
+    """ortserve on the committed demo repository models/."""
+    srv = start_server(DEMO_REPO, log_dir, "demo", strict_readiness=True)
+    try:
+        srv.wait_models_ready(["mlp_classifier", "image_normalize", "linear_autoconfig", "greeting"])
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def small_limit_server(tmp_path_factory, log_dir):
+    """ortserve with --http-max-input-size 1 MiB on a two-model repository."""
+    repo = make_test_models.build_test_repository(
+        tmp_path_factory.mktemp("small_limit_models"), ["identity_fp32", "add_sub_fp32"])
+    srv = start_server(repo, log_dir, "small_limit",
+                       extra_args=("--http-max-input-size", str(SMALL_BODY_LIMIT)))
+    try:
+        srv.wait_models_ready(["identity_fp32", "add_sub_fp32"])
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def launch(log_dir, request):
+    """Factory for per-test servers; all are stopped at teardown."""
+    started = []
+
+    def _launch(repo, **kw):
+        name = request.node.name.replace("/", "_").replace("[", "_").replace("]", "")
+        srv = start_server(repo, log_dir, f"{name}_{len(started)}", **kw)
+        started.append(srv)
+        return srv
+
+    yield _launch
+    for srv in started:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def reference():
+    return Reference()
+
+
+@pytest.fixture
+def client(server):
+    with httpclient.InferenceServerClient(server.url, network_timeout=60) as c:
+        yield c
+
+
+@pytest.fixture
+def demo_client(demo_server):
+    with httpclient.InferenceServerClient(demo_server.url, network_timeout=60) as c:
+        yield c
+
+
+@pytest.fixture
+def server_still_serves(server, test_repo, reference):
+    """After the test: the main server is alive, live, and answers correctly."""
+    yield server
+    assert server.alive(), f"ortserve died; log tail:\n{server.log_tail()}"
+    assert server.get("/v2/health/live").status_code == 200
+    check_add_sub_fp32(server, test_repo, reference)
