@@ -1,0 +1,197 @@
+#include "server/http/Compression.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace ortserve::http {
+namespace {
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// zlib counts in uInt; feed it in chunks no larger than that.
+constexpr size_t kMaxChunk = std::numeric_limits<uInt>::max();
+
+}  // namespace
+
+const char* ContentCodingName(ContentCoding coding) {
+  switch (coding) {
+    case ContentCoding::kGzip: return "gzip";
+    case ContentCoding::kDeflate: return "deflate";
+    case ContentCoding::kIdentity: break;
+  }
+  return "identity";
+}
+
+Result<ContentCoding> ParseContentEncoding(std::string_view header) {
+  header = Trim(header);
+  if (header.empty() || IEquals(header, "identity")) return ContentCoding::kIdentity;
+  if (IEquals(header, "gzip") || IEquals(header, "x-gzip")) return ContentCoding::kGzip;
+  if (IEquals(header, "deflate")) return ContentCoding::kDeflate;
+  return Status(StatusCode::kUnsupported,
+                "unsupported Content-Encoding: " + std::string(header.substr(0, 64)) +
+                    " (supported: gzip, deflate)");
+}
+
+ContentCoding ChooseResponseCoding(std::string_view accept) {
+  bool gzip = false, deflate = false;
+  while (!accept.empty()) {
+    size_t comma = accept.find(',');
+    std::string_view item = Trim(accept.substr(0, comma));
+    accept = comma == std::string_view::npos ? std::string_view{} : accept.substr(comma + 1);
+    std::string_view name = item, params;
+    if (size_t semi = item.find(';'); semi != std::string_view::npos) {
+      name = Trim(item.substr(0, semi));
+      params = Trim(item.substr(semi + 1));
+    }
+    // "q=0" (or 0.0, 0.000) refuses the coding.
+    bool refused = false;
+    if (params.size() >= 2 && (params[0] == 'q' || params[0] == 'Q') && params[1] == '=') {
+      std::string_view q = Trim(params.substr(2));
+      refused = !q.empty() && q.find_first_not_of("0.") == std::string_view::npos;
+    }
+    if (refused) continue;
+    if (IEquals(name, "gzip") || IEquals(name, "x-gzip")) gzip = true;
+    else if (IEquals(name, "deflate")) deflate = true;
+  }
+  if (gzip) return ContentCoding::kGzip;
+  if (deflate) return ContentCoding::kDeflate;
+  return ContentCoding::kIdentity;
+}
+
+Result<std::string> Decompress(ContentCoding coding, std::string_view input, size_t max_output_bytes) {
+  if (coding == ContentCoding::kIdentity) {
+    if (input.size() > max_output_bytes)
+      return Status(StatusCode::kPayloadTooLarge, "request body of " + std::to_string(input.size()) +
+                                                      " bytes exceeds the limit of " +
+                                                      std::to_string(max_output_bytes) + " bytes");
+    return std::string(input);
+  }
+  int window_bits = 15 + 16;  // gzip
+  if (coding == ContentCoding::kDeflate) {
+    // HTTP "deflate" is the zlib format (RFC 1950), but some clients send raw
+    // deflate (RFC 1951); a zlib header is recognisable by its checksum.
+    const bool zlib_header = input.size() >= 2 && (static_cast<unsigned char>(input[0]) & 0x0f) == 8 &&
+                             ((static_cast<unsigned char>(input[0]) << 8) | static_cast<unsigned char>(input[1])) % 31 == 0;
+    window_bits = zlib_header ? 15 : -15;
+  }
+  z_stream zs{};
+  if (inflateInit2(&zs, window_bits) != Z_OK) return Internal("zlib inflateInit2 failed");
+  struct Guard { z_stream* z; ~Guard() { inflateEnd(z); } } guard{&zs};
+
+  std::string out;
+  // Guess a ratio, but never reserve past the cap.
+  out.resize(std::min(max_output_bytes, std::max<size_t>(input.size() * 4, 4096)));
+  size_t produced = 0;
+  const char* in = input.data();
+  size_t in_left = input.size();
+  int rc = Z_OK;
+  while (true) {
+    if (zs.avail_in == 0 && in_left > 0) {
+      const size_t n = std::min(in_left, kMaxChunk);
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in));
+      zs.avail_in = static_cast<uInt>(n);
+      in += n;
+      in_left -= n;
+    }
+    if (produced == out.size()) {
+      if (out.size() >= max_output_bytes) {
+        // Full at the cap: the stream may still end here (only its trailer
+        // left); one more byte of output means it is over the limit.
+        unsigned char scratch;
+        zs.next_out = &scratch;
+        zs.avail_out = 1;
+        rc = inflate(&zs, Z_NO_FLUSH);
+        if (rc == Z_STREAM_END && zs.avail_out == 1 && zs.avail_in == 0 && in_left == 0) break;
+        if (zs.avail_out == 1 && rc != Z_STREAM_END && rc != Z_OK && rc != Z_BUF_ERROR)
+          return InvalidArgument(std::string("corrupt ") + ContentCodingName(coding) + " request body");
+        if (zs.avail_out == 1 && rc != Z_STREAM_END && !(zs.avail_in == 0 && in_left == 0)) continue;
+        if (zs.avail_out == 1 && rc != Z_STREAM_END)
+          return InvalidArgument(std::string("truncated ") + ContentCodingName(coding) + " request body");
+        return Status(StatusCode::kPayloadTooLarge,
+                      std::string("decompressed ") + ContentCodingName(coding) +
+                          " request body exceeds the limit of " + std::to_string(max_output_bytes) +
+                          " bytes");
+      }
+      out.resize(std::min(max_output_bytes, out.size() * 2));
+    }
+    const size_t room = std::min(out.size() - produced, kMaxChunk);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
+    zs.avail_out = static_cast<uInt>(room);
+    rc = inflate(&zs, Z_NO_FLUSH);
+    produced += room - zs.avail_out;
+    if (rc == Z_STREAM_END) {
+      // Trailing garbage after the stream is an error, not ignored data.
+      if (zs.avail_in != 0 || in_left != 0)
+        return InvalidArgument(std::string("unexpected data after the end of the ") +
+                               ContentCodingName(coding) + " stream in the request body");
+      break;
+    }
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0)
+      return InvalidArgument(std::string("truncated ") + ContentCodingName(coding) + " request body");
+    if (rc != Z_OK && rc != Z_BUF_ERROR)
+      return InvalidArgument(std::string("corrupt ") + ContentCodingName(coding) + " request body: " +
+                             (zs.msg ? zs.msg : "inflate error"));
+  }
+  out.resize(produced);
+  return out;
+}
+
+Result<std::string> Compress(ContentCoding coding, const std::vector<std::string_view>& parts) {
+  size_t total = 0;
+  for (auto p : parts) total += p.size();
+  if (coding == ContentCoding::kIdentity) {
+    std::string out;
+    out.reserve(total);
+    for (auto p : parts) out.append(p);
+    return out;
+  }
+  z_stream zs{};
+  // Level 1: most of the win for tensors at a fraction of the CPU.
+  const int window_bits = coding == ContentCoding::kGzip ? 15 + 16 : 15;
+  if (deflateInit2(&zs, 1, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return Internal("zlib deflateInit2 failed");
+  struct Guard { z_stream* z; ~Guard() { deflateEnd(z); } } guard{&zs};
+
+  std::string out;
+  out.resize(std::min<uLong>(deflateBound(&zs, static_cast<uLong>(std::min(total, kMaxChunk))), kMaxChunk) + 64);
+  size_t produced = 0;
+  for (size_t i = 0; i <= parts.size(); ++i) {
+    const bool last = i == parts.size();
+    std::string_view p = last ? std::string_view{} : parts[i];
+    size_t offset = 0;
+    do {
+      const size_t n = std::min(p.size() - offset, kMaxChunk);
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p.data() + offset));
+      zs.avail_in = static_cast<uInt>(n);
+      offset += n;
+      const int flush = last ? Z_FINISH : Z_NO_FLUSH;
+      int rc;
+      do {
+        if (produced == out.size()) out.resize(out.size() * 2);
+        const size_t room = std::min(out.size() - produced, kMaxChunk);
+        zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
+        zs.avail_out = static_cast<uInt>(room);
+        rc = deflate(&zs, flush);
+        produced += room - zs.avail_out;
+        if (rc == Z_STREAM_ERROR) return Internal("zlib deflate failed");
+      } while (zs.avail_out == 0 || (last && rc != Z_STREAM_END));
+    } while (offset < p.size());
+  }
+  out.resize(produced);
+  return out;
+}
+
+}  // namespace ortserve::http

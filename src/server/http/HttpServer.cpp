@@ -1,0 +1,436 @@
+#include "server/http/HttpServer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "repository/ModelRepository.h"
+#include "server/http/HttpService.h"
+#include "server/http/HttpStatus.h"
+#include "server/http/JsonWriter.h"
+
+namespace ortserve {
+namespace {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+std::string ToString(beast::string_view s) { return std::string(s.data(), s.size()); }
+
+// A response body of one string followed by tensor buffers, written as one
+// buffer sequence: binary outputs go to the socket without being copied.
+struct ResponseBody {
+  struct value_type {
+    std::string head;
+    std::vector<TensorData> tail;
+  };
+
+  static std::uint64_t size(const value_type& v) {
+    std::uint64_t n = v.head.size();
+    for (const auto& t : v.tail) n += t.size();
+    return n;
+  }
+
+  class writer {
+   public:
+    using const_buffers_type = std::vector<net::const_buffer>;
+    template <bool isRequest, class Fields>
+    writer(const bhttp::header<isRequest, Fields>&, const value_type& v) : v_(v) {}
+    void init(beast::error_code& ec) { ec = {}; }
+    boost::optional<std::pair<const_buffers_type, bool>> get(beast::error_code& ec) {
+      ec = {};
+      if (done_) return boost::none;
+      done_ = true;
+      const_buffers_type buffers;
+      buffers.reserve(1 + v_.tail.size());
+      if (!v_.head.empty()) buffers.emplace_back(v_.head.data(), v_.head.size());
+      for (const auto& t : v_.tail)
+        if (t.size()) buffers.emplace_back(t.data(), t.size());
+      return std::make_pair(std::move(buffers), false);
+    }
+
+   private:
+    const value_type& v_;
+    bool done_ = false;
+  };
+};
+
+class Session;
+
+// Shared by the server, its sessions and in-flight completion callbacks, so
+// a completion that arrives after the server is gone finds a live (stopped)
+// io_context and a closed gate rather than freed memory.
+struct Core {
+  net::io_context ioc;
+  std::mutex gate_mu;
+  bool gate_open = true;  // completions may still be posted
+  std::mutex sessions_mu;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<Core> core, std::shared_ptr<http::HttpService> service,
+          const HttpServerOptions& options)
+      : stream_(std::move(socket)), core_(std::move(core)), service_(std::move(service)), options_(options) {}
+
+  ~Session() {
+    std::lock_guard l(core_->sessions_mu);
+    core_->sessions.erase(this);
+  }
+
+  void Start() {
+    {
+      std::lock_guard l(core_->sessions_mu);
+      core_->sessions.emplace(this, weak_from_this());
+    }
+    beast::error_code ec;
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoRead(); });
+  }
+
+  // Any thread.
+  void PostClose() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] { self->DoClose(); });
+  }
+
+ private:
+  void DoRead() {
+    if (closed_) return;
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(options_.max_header_bytes, UINT32_MAX)));
+    parser_->body_limit(options_.max_input_size);
+    stream_.expires_after(options_.idle_timeout);
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) return OnReadError(ec);
+    const auto& req = parser_->get();
+    auto expect = req[bhttp::field::expect];
+    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                         if (ec) return self->DoClose();
+                         self->DoReadBody();
+                       });
+      return;
+    }
+    DoReadBody();
+  }
+
+  void DoReadBody() {
+    bhttp::async_read(stream_, buffer_, *parser_,
+                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnReadError(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) {
+      return SendError(413, "request body exceeds the limit of " + std::to_string(options_.max_input_size) +
+                                " bytes (--http-max-input-size)");
+    }
+    if (ec == bhttp::error::header_limit) {
+      return SendError(431, "request headers exceed the limit of " + std::to_string(options_.max_header_bytes) +
+                                " bytes");
+    }
+    if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
+        ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
+      return SendError(400, "malformed HTTP request: " + ec.message());
+    }
+    // end of stream, timeout, reset, aborted: nothing to answer.
+    DoClose();
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec) return OnReadError(ec);
+    stream_.expires_never();
+    auto req = parser_->release();
+    parser_.reset();
+    keep_alive_ = req.keep_alive();
+
+    http::HttpRequest hreq;
+    hreq.method = ToString(req.method_string());
+    hreq.target = ToString(req.target());
+    *hreq.body = std::move(req.body());
+    if (auto it = req.find(bhttp::field::content_encoding); it != req.end()) hreq.content_encoding = ToString(it->value());
+    if (auto it = req.find(bhttp::field::accept_encoding); it != req.end()) hreq.accept_encoding = ToString(it->value());
+    if (auto it = req.find("Inference-Header-Content-Length"); it != req.end())
+      hreq.inference_header_length = ToString(it->value());
+
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    awaiting_reply_ = true;
+    self_ = shared_from_this();
+    http::RequestContext ctx;
+    ctx.cancelled = cancel_;
+    std::weak_ptr<Session> weak = weak_from_this();
+    ctx.post = [core = core_, weak](std::function<void()> fn) {
+      std::lock_guard l(core->gate_mu);
+      if (!core->gate_open) return;
+      if (auto s = weak.lock()) {
+        net::post(s->stream_.get_executor(), [s, fn = std::move(fn)] {
+          if (!s->closed_) fn();
+        });
+      }
+    };
+    ctx.reply = [weak](http::HttpResponse r) {
+      if (auto s = weak.lock()) s->OnResponse(std::move(r));
+    };
+    service_->Handle(std::move(hreq), std::move(ctx));
+    // Still waiting (the model has the request): watch for the client leaving.
+    if (awaiting_reply_ && !closed_) StartCloseMonitor();
+  }
+
+  // While a request is inside a model nothing reads the socket; a readable
+  // socket then means either a pipelined request (left for the next read) or
+  // the client closing (cancel the request).
+  void StartCloseMonitor() {
+    if (monitoring_) return;
+    monitoring_ = true;
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this()](beast::error_code ec) { self->OnMonitor(ec); });
+  }
+
+  void OnMonitor(beast::error_code ec) {
+    monitoring_ = false;
+    if (ec || closed_ || !awaiting_reply_) return;
+    char c;
+    beast::error_code peek_ec;
+    stream_.socket().non_blocking(true, peek_ec);
+    const size_t n = stream_.socket().receive(net::buffer(&c, 1), tcp::socket::message_peek, peek_ec);
+    if (peek_ec == net::error::would_block || peek_ec == net::error::try_again) return StartCloseMonitor();
+    if (!peek_ec && n > 0) return;  // pipelined bytes: the next read takes them
+    spdlog::debug("http: client closed the connection with a request in flight; cancelling it");
+    DoClose();
+  }
+
+  void OnResponse(http::HttpResponse r) {
+    if (closed_ || !awaiting_reply_) return;
+    awaiting_reply_ = false;
+    if (monitoring_) {
+      beast::error_code ec;
+      stream_.socket().cancel(ec);
+    }
+    if (r.close) keep_alive_ = false;
+    DoWrite(std::move(r));
+    self_.reset();  // the write handler holds the session now
+  }
+
+  void SendError(unsigned status, std::string message) {
+    keep_alive_ = false;
+    awaiting_reply_ = false;
+    http::HttpResponse r;
+    r.status = status;
+    r.body = http::ErrorJson(message);
+    r.close = true;
+    DoWrite(std::move(r));
+  }
+
+  void DoWrite(http::HttpResponse r) {
+    response_.emplace();
+    auto& res = *response_;
+    res.version(11);
+    res.result(r.status);
+    res.reason(http::HttpReason(r.status));
+    if (!r.content_type.empty()) res.set(bhttp::field::content_type, r.content_type);
+    if (r.inference_header_length) res.set("Inference-Header-Content-Length", std::to_string(*r.inference_header_length));
+    if (!r.content_encoding.empty()) res.set(bhttp::field::content_encoding, r.content_encoding);
+    res.keep_alive(keep_alive_);
+    res.body().head = std::move(r.body);
+    res.body().tail = std::move(r.tail);
+    res.prepare_payload();
+    stream_.expires_after(options_.idle_timeout);
+    bhttp::async_write(stream_, res, [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->OnWrite(ec);
+    });
+  }
+
+  void OnWrite(beast::error_code ec) {
+    response_.reset();
+    if (ec || !keep_alive_) return DoClose();
+    DoRead();
+  }
+
+  void DoClose() {
+    if (closed_) return;
+    closed_ = true;
+    if (awaiting_reply_ && cancel_) cancel_->store(true);
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+    self_.reset();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<bhttp::response<ResponseBody>> response_;
+  std::shared_ptr<Core> core_;
+  std::shared_ptr<http::HttpService> service_;
+  const HttpServerOptions& options_;
+  CancelFlag cancel_;
+  std::shared_ptr<Session> self_;  // alive while a model holds our request
+  bool keep_alive_ = true;
+  bool awaiting_reply_ = false;
+  bool monitoring_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  ModelRepository* repository;
+  std::shared_ptr<Core> core = std::make_shared<Core>();
+  std::shared_ptr<http::HttpService> service;
+  std::optional<tcp::acceptor> acceptor;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+  uint16_t bound_port = 0;
+  bool started = false;
+  bool stopped = false;
+
+  void DoAccept() {
+    acceptor->async_accept(net::make_strand(core->ioc), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
+      if (ec) {
+        spdlog::warn("http: accept failed: {}", ec.message());
+      } else {
+        // Session options live in Impl, which outlives every session's use
+        // of them: sessions only run on the I/O threads, joined in Stop().
+        std::make_shared<Session>(std::move(socket), core, service, options)->Start();
+      }
+      DoAccept();
+    });
+  }
+};
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options, ModelRepository* repository) {
+  if (!repository) return InvalidArgument("HttpServer needs a model repository");
+  if (options.io_threads < 1 || options.io_threads > 1024)
+    return InvalidArgument("http io_threads must be in [1, 1024], got " + std::to_string(options.io_threads));
+  if (options.max_input_size == 0) return InvalidArgument("http max_input_size must be positive");
+  if (options.max_header_bytes < 1024) return InvalidArgument("http max_header_bytes must be at least 1024");
+  if (options.idle_timeout.count() <= 0) return InvalidArgument("http idle_timeout must be positive");
+  beast::error_code ec;
+  net::ip::make_address(options.address, ec);
+  if (ec) return InvalidArgument("invalid http address '" + options.address + "': " + ec.message());
+
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->repository = repository;
+  impl->service = std::make_shared<http::HttpService>(
+      http::HttpServiceOptions{.max_input_size = impl->options.max_input_size,
+                               .strict_readiness = impl->options.strict_readiness,
+                               .server_version = impl->options.server_version},
+      repository);
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
+}
+
+Status HttpServer::Start() {
+  Impl& s = *impl_;
+  if (s.started) return InvalidArgument("HttpServer already started");
+  beast::error_code ec;
+  const auto address = net::ip::make_address(s.options.address, ec);
+  const tcp::endpoint endpoint(address, s.options.port);
+  const std::string where = s.options.address + ":" + std::to_string(s.options.port);
+  s.acceptor.emplace(net::make_strand(s.core->ioc));
+  s.acceptor->open(endpoint.protocol(), ec);
+  if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor->bind(endpoint, ec);
+  if (!ec) s.acceptor->listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    s.acceptor.reset();
+    return Unavailable("cannot listen on " + where + ": " + ec.message());
+  }
+  s.bound_port = s.acceptor->local_endpoint(ec).port();
+  s.started = true;
+  s.work.emplace(s.core->ioc.get_executor());
+  s.DoAccept();
+  s.threads.reserve(static_cast<size_t>(s.options.io_threads));
+  for (int i = 0; i < s.options.io_threads; ++i) {
+    s.threads.emplace_back([core = s.core, i] {
+      pthread_setname_np(pthread_self(), ("http-io-" + std::to_string(i)).substr(0, 15).c_str());
+      while (true) {
+        try {
+          core->ioc.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("http: I/O thread caught an exception: {}", e.what());
+        }
+      }
+    });
+  }
+  return Status::Ok();
+}
+
+uint16_t HttpServer::port() const { return impl_->bound_port; }
+
+void HttpServer::StopAccepting() {
+  Impl& s = *impl_;
+  s.service->StopAccepting();
+  if (!s.acceptor) return;
+  std::promise<void> done;
+  auto closed = done.get_future();
+  net::dispatch(s.acceptor->get_executor(), [&s, &done] {
+    beast::error_code ec;
+    if (s.acceptor->is_open()) s.acceptor->close(ec);
+    done.set_value();
+  });
+  if (s.started && !s.stopped) closed.wait();
+}
+
+bool HttpServer::WaitForInFlight(std::chrono::milliseconds timeout) {
+  return impl_->service->in_flight()->WaitForZero(timeout);
+}
+
+void HttpServer::Stop() {
+  Impl& s = *impl_;
+  if (s.stopped) return;
+  s.stopped = true;
+  if (!s.started) return;
+  s.service->StopAccepting();
+  {
+    std::promise<void> done;
+    auto closed = done.get_future();
+    net::post(s.acceptor->get_executor(), [&s, &done] {
+      beast::error_code ec;
+      if (s.acceptor->is_open()) s.acceptor->close(ec);
+      done.set_value();
+    });
+    closed.wait();
+  }
+  {
+    std::lock_guard l(s.core->gate_mu);
+    s.core->gate_open = false;
+  }
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    std::lock_guard l(s.core->sessions_mu);
+    for (auto& [ptr, weak] : s.core->sessions)
+      if (auto session = weak.lock()) live.push_back(std::move(session));
+  }
+  for (auto& session : live) session->PostClose();
+  live.clear();
+  s.work.reset();
+  for (auto& t : s.threads) t.join();
+  s.threads.clear();
+  s.acceptor.reset();
+}
+
+}  // namespace ortserve

@@ -1,0 +1,77 @@
+#pragma once
+// The KServe v2 / Triton-compatible HTTP/1.1 front end (Boost.Beast).
+//
+// Threads: exactly `io_threads` threads run one io_context; each connection
+// lives on its own strand and handles one request at a time, in order
+// (pipelining-safe). I/O threads never run or wait for inference: infer
+// requests go to Model::Infer and their completion is posted back to the
+// connection's strand to be encoded and written. A client that disconnects
+// while its request is in flight gets its request's CancelFlag set; the late
+// completion is then dropped harmlessly.
+//
+// Shutdown order (what main() does):
+//   StopAccepting();           // close the port, health/ready → not ready,
+//                              // new infer requests → 503
+//   WaitForInFlight(timeout);  // infer requests handed to models complete
+//   repository->Shutdown();
+//   Stop();                    // close connections, join the I/O threads
+// Completions that still arrive after Stop() are dropped safely.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/Status.h"
+
+namespace ortserve {
+
+class ModelRepository;
+
+struct HttpServerOptions {
+  std::string address = "0.0.0.0";
+  uint16_t port = 8000;  // 0: any free port (see port())
+  int io_threads = 4;
+  // Largest request body, before and after decompression (→ 413).
+  size_t max_input_size = size_t{64} << 20;
+  // Largest request line + headers (→ 431).
+  size_t max_header_bytes = size_t{16} << 10;
+  // health/ready also requires every model in the repository to be ready.
+  bool strict_readiness = false;
+  std::string server_version = "0.0.0";
+  // A connection that sends nothing (or not the rest of a request) for this
+  // long is closed; also bounds a write to a client that does not read.
+  std::chrono::seconds idle_timeout{60};
+};
+
+class HttpServer {
+ public:
+  // Validates the options; binds nothing yet. `repository` must outlive the
+  // server.
+  static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options, ModelRepository* repository);
+  ~HttpServer();  // Stop()
+
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts the I/O threads. kUnavailable if the address
+  // cannot be bound (names address, port and the OS error).
+  Status Start();
+  // The bound port (useful with port 0); 0 before Start().
+  uint16_t port() const;
+  // Closes the listening socket; health/ready turns not-ready; new infer
+  // requests on open connections answer 503. Idempotent.
+  void StopAccepting();
+  // Waits until no infer request is inside a model; true if none is left.
+  bool WaitForInFlight(std::chrono::milliseconds timeout);
+  // Closes every connection (cancelling in-flight requests) and joins the
+  // I/O threads. Idempotent.
+  void Stop();
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ortserve

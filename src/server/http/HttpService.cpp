@@ -1,0 +1,282 @@
+#include "server/http/HttpService.h"
+
+#include <simdjson.h>
+
+#include "server/http/Compression.h"
+#include "server/http/HttpStatus.h"
+#include "server/http/InferRequestDecoder.h"
+#include "server/http/InferResponseEncoder.h"
+#include "server/http/JsonWriter.h"
+#include "server/http/ModelJson.h"
+
+namespace ortserve::http {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+HttpResponse JsonResponse(std::string body) {
+  HttpResponse r;
+  r.body = std::move(body);
+  return r;
+}
+
+HttpResponse EmptyResponse(unsigned status) {
+  HttpResponse r;
+  r.status = status;
+  r.content_type.clear();
+  return r;
+}
+
+HttpResponse MethodNotAllowed(const HttpRequest& req, std::string_view allowed) {
+  return HttpService::ErrorResponse(405, "method " + req.method + " is not allowed on " +
+                                             std::string(req.target.substr(0, req.target.find('?'))) +
+                                             " (use " + std::string(allowed) + ")");
+}
+
+}  // namespace
+
+std::optional<std::vector<std::string>> SplitPath(std::string_view target) {
+  target = target.substr(0, target.find('?'));
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos < target.size()) {
+    if (target[pos] == '/') { ++pos; continue; }
+    size_t end = target.find('/', pos);
+    if (end == std::string_view::npos) end = target.size();
+    std::string seg;
+    seg.reserve(end - pos);
+    for (size_t i = pos; i < end; ++i) {
+      if (target[i] != '%') { seg.push_back(target[i]); continue; }
+      if (i + 2 >= end) return std::nullopt;
+      const int hi = HexValue(target[i + 1]), lo = HexValue(target[i + 2]);
+      if (hi < 0 || lo < 0) return std::nullopt;
+      seg.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    }
+    parts.push_back(std::move(seg));
+    pos = end;
+  }
+  return parts;
+}
+
+void CompressResponse(HttpResponse* response, std::string_view accept_encoding) {
+  if (accept_encoding.empty() || response->size() == 0) return;
+  const ContentCoding coding = ChooseResponseCoding(accept_encoding);
+  if (coding == ContentCoding::kIdentity) return;
+  std::vector<std::string_view> parts;
+  parts.reserve(1 + response->tail.size());
+  parts.emplace_back(response->body);
+  for (const auto& t : response->tail) parts.emplace_back(reinterpret_cast<const char*>(t.data()), t.size());
+  auto compressed = Compress(coding, parts);
+  if (!compressed.ok()) return;  // identity is always acceptable
+  response->body = std::move(*compressed);
+  response->tail.clear();
+  response->content_encoding = ContentCodingName(coding);
+}
+
+HttpService::HttpService(HttpServiceOptions options, ModelRepository* repository)
+    : options_(std::move(options)), repository_(repository) {}
+
+HttpResponse HttpService::ErrorResponse(const Status& status) {
+  return ErrorResponse(HttpStatusFor(status.code()), status.message());
+}
+
+HttpResponse HttpService::ErrorResponse(unsigned http_status, std::string_view message) {
+  HttpResponse r;
+  r.status = http_status;
+  r.body = ErrorJson(message);
+  return r;
+}
+
+void HttpService::Handle(HttpRequest request, RequestContext context) {
+  auto reply = [&](HttpResponse r) {
+    CompressResponse(&r, request.accept_encoding);
+    context.reply(std::move(r));
+  };
+  auto path = SplitPath(request.target);
+  if (!path) return reply(ErrorResponse(400, "malformed percent-escape in the request path"));
+  const std::vector<std::string>& p = *path;
+  const bool get = request.method == "GET";
+  const bool post = request.method == "POST";
+  const size_t n = p.size();
+  if (n == 0 || p[0] != "v2") return reply(ErrorResponse(404, "no such endpoint: " + request.target.substr(0, 256)));
+
+  if (n == 1) return reply(get ? JsonResponse(ServerMetadataJson(options_.server_version)) : MethodNotAllowed(request, "GET"));
+
+  if (p[1] == "health" && n == 3 && (p[2] == "live" || p[2] == "ready")) {
+    if (!get) return reply(MethodNotAllowed(request, "GET"));
+    return reply(p[2] == "live" ? EmptyResponse(200) : Ready());
+  }
+
+  if (p[1] == "repository") {
+    if (n == 3 && p[2] == "index") {
+      if (!post) return reply(MethodNotAllowed(request, "POST"));
+      return reply(HandleRepositoryIndex(request));
+    }
+    if (n == 5 && p[2] == "models" && (p[4] == "load" || p[4] == "unload")) {
+      if (!post) return reply(MethodNotAllowed(request, "POST"));
+      return reply(ErrorResponse(501, "model " + p[4] + " is not supported: ortserve loads the whole repository at startup"));
+    }
+  }
+
+  if (p[1] == "models" && n >= 3) {
+    if (n == 3 && p[2] == "stats") {
+      if (!get) return reply(MethodNotAllowed(request, "GET"));
+      return reply(HandleStats("", ""));
+    }
+    const std::string& model = p[2];
+    std::string version;
+    size_t i = 3;
+    if (n >= 5 && p[3] == "versions") {
+      version = p[4];
+      i = 5;
+    }
+    const size_t rest = n - i;
+    if (rest == 0 || (rest == 1 && (p[i] == "ready" || p[i] == "config" || p[i] == "stats"))) {
+      if (!get) return reply(MethodNotAllowed(request, "GET"));
+      return reply(HandleModelGet(model, version, rest == 0 ? std::string_view{} : std::string_view(p[i])));
+    }
+    if (rest == 1 && p[i] == "infer") {
+      if (!post) return reply(MethodNotAllowed(request, "POST"));
+      return HandleInfer(request, model, version, std::move(context));
+    }
+  }
+  return reply(ErrorResponse(404, "no such endpoint: " + request.target.substr(0, 256)));
+}
+
+HttpResponse HttpService::Ready() {
+  // Triton answers a not-ready server with 400; tritonclient checks for 200.
+  if (!accepting_.load()) return ErrorResponse(400, "server is shutting down");
+  if (options_.strict_readiness && !repository_->AllModelsReady())
+    return ErrorResponse(400, "not every model in the repository is ready (strict readiness)");
+  return EmptyResponse(200);
+}
+
+HttpResponse HttpService::HandleModelGet(const std::string& model, const std::string& version,
+                                         std::string_view action) {
+  if (action == "stats") return HandleStats(model, version);
+  auto m = repository_->GetModel(model, version);
+  if (action == "ready") {
+    // Triton: 200 when ready, 400 otherwise (unknown or not ready).
+    if (!m.ok()) return ErrorResponse(400, m.status().message());
+    return (*m)->ready() ? EmptyResponse(200) : ErrorResponse(400, "model '" + model + "' is not ready");
+  }
+  if (!m.ok()) return ErrorResponse(m.status());
+  if (action == "config") {
+    auto json = ModelConfigJson((*m)->config());
+    if (!json.ok()) return ErrorResponse(json.status());
+    return JsonResponse(std::move(*json));
+  }
+  std::vector<std::string> versions;
+  for (const auto& e : repository_->Index())
+    if (e.name == model && e.state == ModelState::kReady && !e.version.empty()) versions.push_back(e.version);
+  if (versions.empty()) versions.push_back((*m)->version());
+  return JsonResponse(ModelMetadataJson(**m, versions));
+}
+
+HttpResponse HttpService::HandleStats(const std::string& model, const std::string& version) {
+  std::vector<std::shared_ptr<Model>> models;
+  if (model.empty()) {
+    models = repository_->ReadyModels();
+  } else if (!version.empty()) {
+    auto m = repository_->GetModel(model, version);
+    if (!m.ok()) return ErrorResponse(m.status());
+    models.push_back(std::move(*m));
+  } else {
+    for (auto& m : repository_->ReadyModels())
+      if (m->name() == model) models.push_back(std::move(m));
+    if (models.empty()) {
+      auto m = repository_->GetModel(model, "");
+      if (!m.ok()) return ErrorResponse(m.status());
+      models.push_back(std::move(*m));
+    }
+  }
+  return JsonResponse(ModelStatsJson(models));
+}
+
+HttpResponse HttpService::HandleRepositoryIndex(const HttpRequest& request) {
+  bool ready_only = false;
+  const std::string& body = *request.body;
+  if (body.find_first_not_of(" \t\r\n") != std::string::npos) {
+    if (body.size() > 4096) return ErrorResponse(400, "repository index request body is too large");
+    simdjson::dom::parser parser;
+    simdjson::dom::object obj;
+    if (parser.parse(body.data(), body.size(), true).get_object().get(obj) != simdjson::SUCCESS)
+      return ErrorResponse(400, "repository index request body must be a JSON object");
+    if (simdjson::dom::element r; obj.at_key("ready").get(r) == simdjson::SUCCESS) {
+      if (r.get_bool().get(ready_only) != simdjson::SUCCESS)
+        return ErrorResponse(400, "repository index: 'ready' must be a boolean");
+    }
+  }
+  return JsonResponse(RepositoryIndexJson(repository_->Index(), ready_only));
+}
+
+void HttpService::HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
+                              RequestContext context) {
+  auto fail = [&](const Status& st) {
+    HttpResponse r = ErrorResponse(st);
+    CompressResponse(&r, request.accept_encoding);
+    context.reply(std::move(r));
+  };
+  if (!accepting_.load()) return fail(Unavailable("server is shutting down; not accepting inference requests"));
+
+  auto coding = ParseContentEncoding(request.content_encoding);
+  if (!coding.ok()) return fail(coding.status());
+  std::shared_ptr<const std::string> body = request.body;
+  if (*coding != ContentCoding::kIdentity) {
+    auto inflated = Decompress(*coding, *body, options_.max_input_size);
+    if (!inflated.ok()) return fail(inflated.status());
+    body = std::make_shared<const std::string>(std::move(*inflated));
+  }
+  std::optional<std::string_view> header_length;
+  if (request.inference_header_length) header_length = *request.inference_header_length;
+  auto decoded = DecodeInferRequest(std::move(body), header_length, {.max_tensor_bytes = options_.max_input_size});
+  if (!decoded.ok()) return fail(decoded.status());
+
+  auto m = repository_->GetModel(model, version);
+  if (!m.ok()) return fail(m.status());
+
+  InferenceRequest& req = *decoded->request;
+  req.model_name = model;
+  req.model_version = version;
+  req.cancelled = context.cancelled;
+  const bool listed = decoded->outputs_listed;
+  const bool binary_default = decoded->binary_data_output;
+  in_flight_->Add();
+  req.on_complete = [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
+                     accept = std::move(request.accept_encoding),
+                     counter = in_flight_](Result<InferenceResponse> result) {
+    auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
+    // Encoding happens on the connection's strand, never on the thread that
+    // finished the inference.
+    post([reply, shared, listed, binary_default, accept] {
+      HttpResponse r;
+      if (!shared->ok()) {
+        r = ErrorResponse(shared->status());
+      } else {
+        auto enc = EncodeInferResponse(shared->value(), listed, binary_default);
+        if (!enc.ok()) {
+          r = ErrorResponse(enc.status());
+        } else {
+          r.body = std::move(enc->json);
+          if (enc->has_binary()) {
+            r.inference_header_length = r.body.size();
+            r.content_type = "application/octet-stream";
+            r.tail = std::move(enc->binary);
+          }
+        }
+      }
+      CompressResponse(&r, accept);
+      reply(std::move(r));
+    });
+    counter->Done();
+  };
+  (*m)->Infer(std::move(decoded->request));
+}
+
+}  // namespace ortserve::http

@@ -1,0 +1,127 @@
+#pragma once
+// The KServe v2 HTTP API without sockets: routes a request, talks to the
+// repository, and produces a response. HttpServer feeds it from Beast; tests
+// feed it directly.
+//
+// Threads: Handle() runs on the connection's strand and never blocks. Infer
+// requests are handed to Model::Infer; their completion (on any thread) is
+// posted back through RequestContext::post, and the response is encoded and
+// replied there.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/InferenceRequest.h"
+#include "core/Tensor.h"
+#include "repository/ModelRepository.h"
+
+namespace ortserve::http {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // path and query, as sent
+  std::shared_ptr<std::string> body = std::make_shared<std::string>();
+  std::string content_encoding;
+  std::string accept_encoding;
+  std::optional<std::string> inference_header_length;
+};
+
+struct HttpResponse {
+  unsigned status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  // Sent after `body` without copying (binary output tensors).
+  std::vector<TensorData> tail;
+  std::optional<size_t> inference_header_length;
+  std::string content_encoding;  // empty: identity
+  // The server should close the connection after this response.
+  bool close = false;
+  size_t size() const {
+    size_t n = body.size();
+    for (const auto& t : tail) n += t.size();
+    return n;
+  }
+};
+
+struct RequestContext {
+  // Runs `fn` on the connection's strand, or drops it if the connection is
+  // gone. Safe to call from any thread, at any time.
+  std::function<void(std::function<void()>)> post;
+  // Sends the response; called exactly once, on the connection's strand.
+  std::function<void(HttpResponse)> reply;
+  // Set when the client goes away; handed to the request.
+  CancelFlag cancelled;
+};
+
+struct HttpServiceOptions {
+  size_t max_input_size = size_t{64} << 20;
+  bool strict_readiness = false;
+  std::string server_version;
+};
+
+// Counts infer requests between Model::Infer and their completion. Shared
+// with the completion callbacks, so it outlives the service if it must.
+class InFlightCounter {
+ public:
+  void Add() { std::lock_guard l(mu_); ++count_; }
+  void Done() {
+    std::lock_guard l(mu_);
+    if (--count_ == 0) cv_.notify_all();
+  }
+  bool WaitForZero(std::chrono::milliseconds timeout) {
+    std::unique_lock l(mu_);
+    return cv_.wait_for(l, timeout, [&] { return count_ == 0; });
+  }
+  int64_t count() const { std::lock_guard l(mu_); return count_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t count_ = 0;
+};
+
+class HttpService {
+ public:
+  HttpService(HttpServiceOptions options, ModelRepository* repository);
+
+  void Handle(HttpRequest request, RequestContext context);
+
+  // After this, health/ready answers not-ready and new infer requests 503.
+  void StopAccepting() { accepting_.store(false); }
+  bool accepting() const { return accepting_.load(); }
+  const std::shared_ptr<InFlightCounter>& in_flight() const { return in_flight_; }
+
+  // Builds an error response ({"error": message}) with the mapped status.
+  static HttpResponse ErrorResponse(const Status& status);
+  static HttpResponse ErrorResponse(unsigned http_status, std::string_view message);
+
+ private:
+  void HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
+                   RequestContext context);
+  HttpResponse HandleModelGet(const std::string& model, const std::string& version, std::string_view action);
+  HttpResponse HandleStats(const std::string& model, const std::string& version);
+  HttpResponse HandleRepositoryIndex(const HttpRequest& request);
+  HttpResponse Ready();
+
+  HttpServiceOptions options_;
+  ModelRepository* repository_;
+  std::atomic<bool> accepting_{true};
+  std::shared_ptr<InFlightCounter> in_flight_ = std::make_shared<InFlightCounter>();
+};
+
+// Compresses the response in place when the client accepts gzip/deflate.
+void CompressResponse(HttpResponse* response, std::string_view accept_encoding);
+
+// "/v2/models/a%2Fb/infer?x=1" → {"v2","models","a/b","infer"}; nullopt on a
+// bad percent escape.
+std::optional<std::vector<std::string>> SplitPath(std::string_view target);
+
+}  // namespace ortserve::http

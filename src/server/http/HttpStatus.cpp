@@ -1,0 +1,38 @@
+#include "server/http/HttpStatus.h"
+
+namespace ortserve::http {
+
+unsigned HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kNotFound: return 400;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kUnsupported: return 501;
+    case StatusCode::kDeadlineExceeded: return 504;
+    case StatusCode::kCancelled: return 499;
+    case StatusCode::kPayloadTooLarge: return 413;
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+const char* HttpReason(unsigned status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 499: return "Client Closed Request";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+  }
+  return "";
+}
+
+}  // namespace ortserve::http

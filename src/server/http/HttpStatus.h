@@ -1,0 +1,25 @@
+#pragma once
+// The one place where a Status becomes an HTTP status code.
+//
+//   kInvalidArgument  400   bad request content
+//   kNotFound         400   unknown model/version (Triton answers 400, and
+//                           tritonclient treats any non-200 as the error)
+//   kUnavailable      503   overload, model not ready, shutting down
+//   kUnsupported      501   unsupported Content-Encoding / feature
+//   kPayloadTooLarge  413   body or decoded body over max_input_size
+//   kDeadlineExceeded 504   the request's `timeout` expired before it ran
+//                           (Triton reports this as a 400 with "timeout" in the
+//                           message; 504 lets load balancers and clients retry
+//                           on a status without parsing text — any non-200 is
+//                           an error for tritonclient/perf_analyzer)
+//   kCancelled        499   client went away; never actually written because
+//                           the connection is gone, kept for logs
+//   kInternal         500
+#include "core/Status.h"
+
+namespace ortserve::http {
+
+unsigned HttpStatusFor(StatusCode code);
+const char* HttpReason(unsigned status);
+
+}  // namespace ortserve::http

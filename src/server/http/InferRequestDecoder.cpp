@@ -1,0 +1,410 @@
+#include "server/http/InferRequestDecoder.h"
+
+#include <simdjson.h>
+
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+#include <vector>
+
+namespace ortserve::http {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+// One parser per thread: its buffers are reused across requests. A parser
+// that grew for an unusually large body is dropped afterwards rather than
+// kept per thread forever.
+constexpr size_t kKeepParserCapacity = size_t{4} << 20;
+
+simdjson::dom::parser& ThreadParser() {
+  thread_local std::unique_ptr<simdjson::dom::parser> parser;
+  if (!parser || parser->capacity() > kKeepParserCapacity) {
+    parser = std::make_unique<simdjson::dom::parser>();
+    if (parser->allocate(simdjson::dom::MINIMAL_DOCUMENT_CAPACITY, kMaxJsonDepth) != simdjson::SUCCESS)
+      parser.reset(new simdjson::dom::parser());  // falls back to default depth only on OOM
+  }
+  return *parser;
+}
+
+std::string Quote(std::string_view s) { return "'" + std::string(s.substr(0, 128)) + "'"; }
+
+const char* TypeName(element_type t) {
+  switch (t) {
+    case element_type::ARRAY: return "array";
+    case element_type::OBJECT: return "object";
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE: return "number";
+    case element_type::STRING: return "string";
+    case element_type::BOOL: return "boolean";
+    case element_type::NULL_VALUE: return "null";
+  }
+  return "value";
+}
+
+// Counts the scalars in a (possibly nested) data array. Depth is bounded by
+// the parser's kMaxJsonDepth, so the recursion is too.
+void CountLeaves(element e, uint64_t* count) {
+  array arr;
+  if (e.get_array().get(arr) != simdjson::SUCCESS) { ++*count; return; }
+  for (element child : arr) CountLeaves(child, count);
+}
+
+struct LeafWriter {
+  std::string_view input;
+  DataType dtype;
+  std::byte* out;   // fixed-size types
+  std::string* bytes_out;  // BYTES
+  uint64_t index = 0;
+
+  Status Bad(element e, const char* expected) const {
+    return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] is a " +
+                           TypeName(e.type()) + ", expected " + expected + " for " +
+                           std::string(DataTypeName(dtype)));
+  }
+
+  template <typename T>
+  void Put(T v) {
+    std::memcpy(out + index * sizeof(T), &v, sizeof(T));
+  }
+
+  template <typename T>
+  Status PutSigned(element e) {
+    int64_t v;
+    if (e.type() == element_type::UINT64 || e.get_int64().get(v) != simdjson::SUCCESS)
+      return Bad(e, "an integer");
+    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+      return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] = " +
+                             std::to_string(v) + " is out of range for " + std::string(DataTypeName(dtype)));
+    Put(static_cast<T>(v));
+    return Status::Ok();
+  }
+
+  template <typename T>
+  Status PutUnsigned(element e) {
+    uint64_t v;
+    if (e.type() == element_type::DOUBLE || e.get_uint64().get(v) != simdjson::SUCCESS)
+      return Bad(e, "a non-negative integer");
+    if (v > std::numeric_limits<T>::max())
+      return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] = " +
+                             std::to_string(v) + " is out of range for " + std::string(DataTypeName(dtype)));
+    Put(static_cast<T>(v));
+    return Status::Ok();
+  }
+
+  Status Leaf(element e) {
+    switch (dtype) {
+      case DataType::kBool: {
+        bool b;
+        if (e.get_bool().get(b) != simdjson::SUCCESS) return Bad(e, "true or false");
+        Put<uint8_t>(b ? 1 : 0);
+        break;
+      }
+      case DataType::kInt8: ORTSERVE_RETURN_IF_ERROR(PutSigned<int8_t>(e)); break;
+      case DataType::kInt16: ORTSERVE_RETURN_IF_ERROR(PutSigned<int16_t>(e)); break;
+      case DataType::kInt32: ORTSERVE_RETURN_IF_ERROR(PutSigned<int32_t>(e)); break;
+      case DataType::kInt64: ORTSERVE_RETURN_IF_ERROR(PutSigned<int64_t>(e)); break;
+      case DataType::kUint8: ORTSERVE_RETURN_IF_ERROR(PutUnsigned<uint8_t>(e)); break;
+      case DataType::kUint16: ORTSERVE_RETURN_IF_ERROR(PutUnsigned<uint16_t>(e)); break;
+      case DataType::kUint32: ORTSERVE_RETURN_IF_ERROR(PutUnsigned<uint32_t>(e)); break;
+      case DataType::kUint64: ORTSERVE_RETURN_IF_ERROR(PutUnsigned<uint64_t>(e)); break;
+      case DataType::kFp32:
+      case DataType::kFp64: {
+        double d;
+        if (!e.is_number() || e.get_double().get(d) != simdjson::SUCCESS) return Bad(e, "a number");
+        if (dtype == DataType::kFp32) Put(static_cast<float>(d));
+        else Put(d);
+        break;
+      }
+      case DataType::kBytes: {
+        std::string_view s;
+        if (e.get_string().get(s) != simdjson::SUCCESS) return Bad(e, "a string");
+        if (s.size() > std::numeric_limits<uint32_t>::max())
+          return InvalidArgument("input " + Quote(input) + ": BYTES element too long");
+        const auto len = static_cast<uint32_t>(s.size());
+        char prefix[4];
+        std::memcpy(prefix, &len, 4);  // little-endian host
+        bytes_out->append(prefix, 4);
+        bytes_out->append(s);
+        break;
+      }
+      default:
+        return InvalidArgument("input " + Quote(input) + ": " + std::string(DataTypeName(dtype)) +
+                               " data must use the binary data extension");
+    }
+    ++index;
+    return Status::Ok();
+  }
+
+  Status Walk(element e) {
+    array arr;
+    if (e.get_array().get(arr) != simdjson::SUCCESS) return Leaf(e);
+    for (element child : arr) ORTSERVE_RETURN_IF_ERROR(Walk(child));
+    return Status::Ok();
+  }
+};
+
+Result<Shape> ParseShape(std::string_view input, element e) {
+  array arr;
+  if (e.get_array().get(arr) != simdjson::SUCCESS)
+    return InvalidArgument("input " + Quote(input) + ": 'shape' must be an array of non-negative integers");
+  Shape shape;
+  shape.reserve(arr.size());
+  for (element d : arr) {
+    int64_t v;
+    if (d.type() == element_type::DOUBLE || d.get_int64().get(v) != simdjson::SUCCESS || v < 0)
+      return InvalidArgument("input " + Quote(input) + ": 'shape' must be an array of non-negative integers");
+    shape.push_back(v);
+  }
+  return shape;
+}
+
+Status ParseRequestParameters(object params, InferenceRequest* req, bool* binary_data_output) {
+  for (auto field : params) {
+    const std::string_view key = field.key;
+    if (key == "timeout") {
+      uint64_t v;
+      if (field.value.type() == element_type::DOUBLE || field.value.get_uint64().get(v) != simdjson::SUCCESS)
+        return InvalidArgument("parameter 'timeout' must be a non-negative integer (microseconds)");
+      req->timeout_us = v;
+    } else if (key == "priority") {
+      uint64_t v;
+      if (field.value.type() == element_type::DOUBLE || field.value.get_uint64().get(v) != simdjson::SUCCESS ||
+          v > std::numeric_limits<uint32_t>::max())
+        return InvalidArgument("parameter 'priority' must be a non-negative 32-bit integer");
+      req->priority = static_cast<uint32_t>(v);
+    } else if (key == "binary_data_output") {
+      if (field.value.get_bool().get(*binary_data_output) != simdjson::SUCCESS)
+        return InvalidArgument("parameter 'binary_data_output' must be a boolean");
+    }
+    // Other parameters (sequence_id, headers forwarded by clients, ...) are
+    // not ours to interpret here.
+  }
+  return Status::Ok();
+}
+
+Status JsonError(simdjson::error_code err) {
+  if (err == simdjson::DEPTH_ERROR)
+    return InvalidArgument("request JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  return InvalidArgument(std::string("malformed request JSON: ") + simdjson::error_message(err));
+}
+
+}  // namespace
+
+Result<size_t> ParseInferenceHeaderLength(std::string_view value, size_t body_size) {
+  size_t n = 0;
+  const char* end = value.data() + value.size();
+  auto r = std::from_chars(value.data(), end, n);
+  if (value.empty() || r.ec != std::errc() || r.ptr != end)
+    return InvalidArgument("Inference-Header-Content-Length must be a non-negative integer, got '" +
+                           std::string(value.substr(0, 32)) + "'");
+  if (n > body_size)
+    return InvalidArgument("Inference-Header-Content-Length " + std::to_string(n) +
+                           " is larger than the request body (" + std::to_string(body_size) + " bytes)");
+  return n;
+}
+
+Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string> body,
+                                               std::optional<std::string_view> header_length,
+                                               const InferDecodeOptions& options) {
+  const std::string& b = *body;
+  size_t json_size = b.size();
+  if (header_length) {
+    auto n = ParseInferenceHeaderLength(*header_length, b.size());
+    if (!n.ok()) return n.status();
+    json_size = *n;
+  }
+  if (json_size == 0) return InvalidArgument("request body has no JSON inference header");
+
+  simdjson::dom::parser& parser = ThreadParser();
+  element root;
+  if (auto err = parser.parse(b.data(), json_size, true).get(root)) return JsonError(err);
+  object top;
+  if (root.get_object().get(top) != simdjson::SUCCESS)
+    return InvalidArgument("request JSON must be an object");
+
+  DecodedInferRequest out;
+  out.request = std::make_unique<InferenceRequest>();
+  InferenceRequest& req = *out.request;
+
+  if (element id; top.at_key("id").get(id) == simdjson::SUCCESS) {
+    std::string_view s;
+    if (id.get_string().get(s) != simdjson::SUCCESS) return InvalidArgument("'id' must be a string");
+    req.id = s;
+  }
+  if (element params; top.at_key("parameters").get(params) == simdjson::SUCCESS) {
+    object obj;
+    if (params.get_object().get(obj) != simdjson::SUCCESS)
+      return InvalidArgument("'parameters' must be an object");
+    ORTSERVE_RETURN_IF_ERROR(ParseRequestParameters(obj, &req, &out.binary_data_output));
+  }
+
+  array inputs;
+  if (element e; top.at_key("inputs").get(e) != simdjson::SUCCESS || e.get_array().get(inputs) != simdjson::SUCCESS)
+    return InvalidArgument("request JSON must have an 'inputs' array");
+
+  size_t binary_offset = json_size;  // next unread byte of binary data
+  std::unordered_set<std::string_view> names;
+  req.inputs.reserve(inputs.size());
+  size_t input_index = 0;
+  for (element in_el : inputs) {
+    object in;
+    if (in_el.get_object().get(in) != simdjson::SUCCESS)
+      return InvalidArgument("inputs[" + std::to_string(input_index) + "] must be an object");
+    Tensor t;
+    std::string_view name;
+    if (in.at_key("name").get_string().get(name) != simdjson::SUCCESS)
+      return InvalidArgument("inputs[" + std::to_string(input_index) + "] has no 'name' string");
+    if (!names.insert(name).second) return InvalidArgument("input " + Quote(name) + " is given more than once");
+    t.name = name;
+
+    std::string_view dtype_name;
+    if (in.at_key("datatype").get_string().get(dtype_name) != simdjson::SUCCESS)
+      return InvalidArgument("input " + Quote(name) + " has no 'datatype' string");
+    auto dtype = DataTypeFromName(dtype_name);
+    if (!dtype) return InvalidArgument("input " + Quote(name) + " has unknown datatype " + Quote(dtype_name));
+    t.dtype = *dtype;
+
+    element shape_el;
+    if (in.at_key("shape").get(shape_el) != simdjson::SUCCESS)
+      return InvalidArgument("input " + Quote(name) + " has no 'shape'");
+    auto shape = ParseShape(name, shape_el);
+    if (!shape.ok()) return shape.status();
+    t.shape = std::move(*shape);
+    const auto count = ElementCount(t.shape);
+    if (!count)
+      return InvalidArgument("input " + Quote(name) + ": element count of shape " + ShapeToString(t.shape) +
+                             " overflows");
+    std::optional<uint64_t> fixed_bytes;
+    if (t.dtype != DataType::kBytes) {
+      fixed_bytes = FixedByteSize(t.dtype, t.shape);
+      if (!fixed_bytes)
+        return InvalidArgument("input " + Quote(name) + ": byte size of " + std::string(dtype_name) + " " +
+                               ShapeToString(t.shape) + " overflows");
+    }
+
+    std::optional<uint64_t> binary_size;
+    if (element p; in.at_key("parameters").get(p) == simdjson::SUCCESS) {
+      object po;
+      if (p.get_object().get(po) != simdjson::SUCCESS)
+        return InvalidArgument("input " + Quote(name) + ": 'parameters' must be an object");
+      if (element bs; po.at_key("binary_data_size").get(bs) == simdjson::SUCCESS) {
+        uint64_t v;
+        if (bs.type() == element_type::DOUBLE || bs.get_uint64().get(v) != simdjson::SUCCESS)
+          return InvalidArgument("input " + Quote(name) + ": binary_data_size must be a non-negative integer");
+        binary_size = v;
+      }
+    }
+    element data;
+    const bool has_data = in.at_key("data").get(data) == simdjson::SUCCESS;
+
+    if (binary_size) {
+      if (has_data)
+        return InvalidArgument("input " + Quote(name) + " has both 'data' and binary_data_size");
+      if (!header_length)
+        return InvalidArgument("input " + Quote(name) +
+                               " has binary_data_size but the request has no Inference-Header-Content-Length");
+      if (*binary_size > b.size() - binary_offset)
+        return InvalidArgument("input " + Quote(name) + ": binary_data_size " + std::to_string(*binary_size) +
+                               " runs past the end of the body (" + std::to_string(b.size() - binary_offset) +
+                               " bytes of binary data left)");
+      const auto* p = reinterpret_cast<const std::byte*>(b.data()) + binary_offset;
+      const size_t n = static_cast<size_t>(*binary_size);
+      if (fixed_bytes) {
+        if (*fixed_bytes != n)
+          return InvalidArgument("input " + Quote(name) + ": binary_data_size " + std::to_string(n) +
+                                 " does not match " + std::string(dtype_name) + " " + ShapeToString(t.shape) +
+                                 " (" + std::to_string(*fixed_bytes) + " bytes)");
+      } else {
+        auto elements = CountBytesElements(p, n);
+        if (!elements)
+          return InvalidArgument("input " + Quote(name) +
+                                 ": BYTES data is malformed (a 4-byte length prefix runs past the end of the tensor)");
+        if (*elements != *count)
+          return InvalidArgument("input " + Quote(name) + ": BYTES data has " + std::to_string(*elements) +
+                                 " elements, shape " + ShapeToString(t.shape) + " needs " + std::to_string(*count));
+      }
+      t.data = TensorData(body, p, n);
+      binary_offset += n;
+    } else {
+      if (!has_data)
+        return InvalidArgument("input " + Quote(name) + " has neither 'data' nor binary_data_size");
+      if (t.dtype == DataType::kFp16 || t.dtype == DataType::kBf16)
+        return InvalidArgument("input " + Quote(name) + ": " + std::string(dtype_name) +
+                               " data must use the binary data extension");
+      if (fixed_bytes && *fixed_bytes > options.max_tensor_bytes)
+        return Status(StatusCode::kPayloadTooLarge,
+                      "input " + Quote(name) + ": " + std::string(dtype_name) + " " + ShapeToString(t.shape) +
+                          " is " + std::to_string(*fixed_bytes) + " bytes, over the limit of " +
+                          std::to_string(options.max_tensor_bytes) + " bytes");
+      uint64_t leaves = 0;
+      CountLeaves(data, &leaves);
+      if (leaves != *count)
+        return InvalidArgument("input " + Quote(name) + ": data has " + std::to_string(leaves) +
+                               " elements, shape " + ShapeToString(t.shape) + " needs " + std::to_string(*count));
+      if (fixed_bytes) {
+        auto holder = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(*fixed_bytes));
+        LeafWriter w{name, t.dtype, holder->data(), nullptr};
+        ORTSERVE_RETURN_IF_ERROR(w.Walk(data));
+        const std::byte* p = holder->data();
+        t.data = TensorData(std::move(holder), p, static_cast<size_t>(*fixed_bytes));
+      } else {
+        auto holder = std::make_shared<std::string>();
+        LeafWriter w{name, t.dtype, nullptr, holder.get()};
+        ORTSERVE_RETURN_IF_ERROR(w.Walk(data));
+        if (holder->size() > options.max_tensor_bytes)
+          return Status(StatusCode::kPayloadTooLarge, "input " + Quote(name) + ": BYTES data is " +
+                                                          std::to_string(holder->size()) + " bytes, over the limit of " +
+                                                          std::to_string(options.max_tensor_bytes) + " bytes");
+        const auto* p = reinterpret_cast<const std::byte*>(holder->data());
+        const size_t n = holder->size();
+        t.data = TensorData(std::move(holder), p, n);
+      }
+    }
+    req.inputs.push_back(std::move(t));
+    ++input_index;
+  }
+  if (binary_offset != b.size())
+    return InvalidArgument(std::to_string(b.size() - binary_offset) +
+                           " bytes of binary data follow the inputs but no input claims them (check binary_data_size)");
+
+  if (element outs_el; top.at_key("outputs").get(outs_el) == simdjson::SUCCESS) {
+    array outs;
+    if (outs_el.get_array().get(outs) != simdjson::SUCCESS) return InvalidArgument("'outputs' must be an array");
+    out.outputs_listed = true;
+    std::unordered_set<std::string_view> out_names;
+    req.requested_outputs.reserve(outs.size());
+    size_t i = 0;
+    for (element o_el : outs) {
+      object o;
+      std::string_view name;
+      if (o_el.get_object().get(o) != simdjson::SUCCESS || o.at_key("name").get_string().get(name) != simdjson::SUCCESS)
+        return InvalidArgument("outputs[" + std::to_string(i) + "] must be an object with a 'name' string");
+      if (!out_names.insert(name).second)
+        return InvalidArgument("output " + Quote(name) + " is requested more than once");
+      RequestedOutput ro{std::string(name), out.binary_data_output};
+      if (element p; o.at_key("parameters").get(p) == simdjson::SUCCESS) {
+        object po;
+        if (p.get_object().get(po) != simdjson::SUCCESS)
+          return InvalidArgument("output " + Quote(name) + ": 'parameters' must be an object");
+        if (element bd; po.at_key("binary_data").get(bd) == simdjson::SUCCESS) {
+          if (bd.get_bool().get(ro.binary_data) != simdjson::SUCCESS)
+            return InvalidArgument("output " + Quote(name) + ": binary_data must be a boolean");
+        }
+        if (element c; po.at_key("classification").get(c) == simdjson::SUCCESS)
+          return Unsupported("output " + Quote(name) +
+                             " requests classification, which ortserve does not support");
+      }
+      req.requested_outputs.push_back(std::move(ro));
+      ++i;
+    }
+  }
+  return out;
+}
+
+}  // namespace ortserve::http

@@ -1,0 +1,58 @@
+#pragma once
+// Decodes a KServe v2 infer request body (JSON, optionally followed by binary
+// tensor data — Triton's binary_tensor_data extension) into an
+// InferenceRequest. Pure function: no sockets, no repository.
+//
+// Only wire-level checks happen here (well-formed JSON, known datatype names,
+// shapes of non-negative integers, element counts that match the data, binary
+// sizes inside the body and consistent with the shape, BYTES length prefixes
+// inside their tensor, no duplicate input/output names, sizes that neither
+// overflow nor exceed the limit). Model-level checks (names, datatypes and
+// shapes against the config, batch size) are Model::Infer's.
+//
+// Binary inputs are not copied: their TensorData views the body, which the
+// tensors keep alive through their owner.
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/InferenceRequest.h"
+#include "core/Status.h"
+
+namespace ortserve::http {
+
+// JSON nested deeper than this (objects and arrays together) is rejected, so
+// a hostile body cannot make the parser or our data walk recurse without bound.
+inline constexpr size_t kMaxJsonDepth = 64;
+
+struct InferDecodeOptions {
+  // No decoded tensor may be larger than this (JSON data expands: "1," is two
+  // bytes of body but eight bytes of FP64).
+  size_t max_tensor_bytes = size_t{64} << 20;
+};
+
+struct DecodedInferRequest {
+  // model_name / model_version / on_complete / cancelled are left for the caller.
+  std::unique_ptr<InferenceRequest> request;
+  // Request-level "binary_data_output": the default for outputs that do not say.
+  bool binary_data_output = false;
+  // Whether the request listed its outputs. If not, every output uses
+  // binary_data_output; if so, RequestedOutput::binary_data is already resolved.
+  bool outputs_listed = false;
+};
+
+// `body` is the complete (already decompressed) request body.
+// `header_length` is the raw Inference-Header-Content-Length value, if the
+// header was present: the JSON is body[0, N) and binary data follows.
+// Errors are kInvalidArgument (400) naming the input and the problem, or
+// kPayloadTooLarge / kUnsupported where that is the cause.
+Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string> body,
+                                               std::optional<std::string_view> header_length,
+                                               const InferDecodeOptions& options = {});
+
+// Parses an Inference-Header-Content-Length value against the body size.
+Result<size_t> ParseInferenceHeaderLength(std::string_view value, size_t body_size);
+
+}  // namespace ortserve::http

@@ -1,0 +1,33 @@
+#pragma once
+// Encodes an InferenceResponse as a KServe v2 JSON body, with outputs that
+// asked for it appended as raw bytes after the JSON (binary_tensor_data
+// extension; the JSON length goes in Inference-Header-Content-Length).
+// Pure function: no sockets.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/InferenceRequest.h"
+#include "core/Status.h"
+#include "core/Tensor.h"
+
+namespace ortserve::http {
+
+struct EncodedInferResponse {
+  std::string json;
+  // Binary outputs in order, to be sent after `json` without copying
+  // (each TensorData keeps its buffer alive).
+  std::vector<TensorData> binary;
+  size_t binary_bytes = 0;
+  bool has_binary() const { return !binary.empty(); }
+};
+
+// `outputs_listed` / `binary_data_output` come from the decoded request: when
+// the request listed outputs, each response.requested[i].binary_data decides;
+// otherwise binary_data_output decides for all. FP16/BF16 outputs sent as JSON
+// are widened to floats. An output whose data does not match its shape is a
+// kInternal error (never read past a buffer).
+Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& response, bool outputs_listed,
+                                                 bool binary_data_output);
+
+}  // namespace ortserve::http

@@ -1,0 +1,249 @@
+// InferRequestDecoder: JSON and binary inputs, and every wire-level error.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "server/http/HttpStatus.h"
+#include "server/http/InferRequestDecoder.h"
+
+namespace ortserve::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+Result<DecodedInferRequest> Decode(const std::string& body, std::optional<std::string> header_length = std::nullopt,
+                                   InferDecodeOptions options = {}) {
+  auto shared = std::make_shared<const std::string>(body);
+  std::optional<std::string_view> hl;
+  if (header_length) hl = *header_length;
+  return DecodeInferRequest(shared, hl, options);
+}
+
+template <typename T>
+std::vector<T> As(const Tensor& t) {
+  std::vector<T> v(t.data.size() / sizeof(T));
+  std::memcpy(v.data(), t.data.data(), t.data.size());
+  return v;
+}
+
+std::string BytesElement(std::string_view s) {
+  std::string out(4, '\0');
+  const uint32_t n = static_cast<uint32_t>(s.size());
+  std::memcpy(out.data(), &n, 4);
+  out.append(s);
+  return out;
+}
+
+std::string Input(const std::string& name, const std::string& dtype, const std::string& shape, const std::string& data) {
+  return R"({"name":")" + name + R"(","datatype":")" + dtype + R"(","shape":)" + shape + R"(,"data":)" + data + "}";
+}
+
+std::string Body(const std::string& inputs) { return R"({"inputs":[)" + inputs + "]}"; }
+
+// Expects an error with the given HTTP status whose message contains `text`.
+void ExpectError(const Result<DecodedInferRequest>& r, unsigned http_status, const std::string& text) {
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(HttpStatusFor(r.status().code()), http_status) << r.status().message();
+  EXPECT_THAT(r.status().message(), HasSubstr(text));
+}
+
+TEST(HttpInferRequestDecoder, JsonIntegersOfEveryWidth) {
+  auto r = Decode(Body(Input("u8", "UINT8", "[3]", "[0,1,255]") + "," + Input("i8", "INT8", "[2]", "[-128,127]") +
+                       "," + Input("u16", "UINT16", "[1]", "[65535]") + "," + Input("i16", "INT16", "[1]", "[-32768]") +
+                       "," + Input("u32", "UINT32", "[1]", "[4294967295]") + "," +
+                       Input("i32", "INT32", "[2]", "[-2147483648,7]") + "," +
+                       Input("u64", "UINT64", "[1]", "[18446744073709551615]") + "," +
+                       Input("i64", "INT64", "[2]", "[-9223372036854775808,9223372036854775807]")));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& in = r->request->inputs;
+  ASSERT_EQ(in.size(), 8u);
+  EXPECT_EQ(As<uint8_t>(in[0]), (std::vector<uint8_t>{0, 1, 255}));
+  EXPECT_EQ(As<int8_t>(in[1]), (std::vector<int8_t>{-128, 127}));
+  EXPECT_EQ(As<uint16_t>(in[2]), (std::vector<uint16_t>{65535}));
+  EXPECT_EQ(As<int16_t>(in[3]), (std::vector<int16_t>{-32768}));
+  EXPECT_EQ(As<uint32_t>(in[4]), (std::vector<uint32_t>{4294967295u}));
+  EXPECT_EQ(As<int32_t>(in[5]), (std::vector<int32_t>{std::numeric_limits<int32_t>::min(), 7}));
+  EXPECT_EQ(As<uint64_t>(in[6]), (std::vector<uint64_t>{std::numeric_limits<uint64_t>::max()}));
+  EXPECT_EQ(As<int64_t>(in[7]),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()}));
+  EXPECT_EQ(in[7].dtype, DataType::kInt64);
+  EXPECT_EQ(in[7].shape, (Shape{2}));
+}
+
+TEST(HttpInferRequestDecoder, JsonBoolFloatsAndBytes) {
+  auto r = Decode(Body(Input("b", "BOOL", "[3]", "[true,false,true]") + "," +
+                       Input("f", "FP32", "[3]", "[1.5,-2,3e-3]") + "," + Input("d", "FP64", "[2]", "[0.1,-7]") +
+                       "," + Input("s", "BYTES", "[2]", R"(["hello","a\"b\u00e9"])")));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& in = r->request->inputs;
+  EXPECT_EQ(As<uint8_t>(in[0]), (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(As<float>(in[1]), (std::vector<float>{1.5f, -2.0f, 3e-3f}));
+  EXPECT_EQ(As<double>(in[2]), (std::vector<double>{0.1, -7.0}));
+  const std::string bytes(reinterpret_cast<const char*>(in[3].data.data()), in[3].data.size());
+  EXPECT_EQ(bytes, BytesElement("hello") + BytesElement("a\"b\xc3\xa9"));
+}
+
+TEST(HttpInferRequestDecoder, NestedDataIsFlattenedRowMajor) {
+  auto r = Decode(Body(Input("x", "INT32", "[2,3]", "[[1,2,3],[4,5,6]]")));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(As<int32_t>(r->request->inputs[0]), (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  auto s = Decode(Body(Input("s", "BYTES", "[2,1]", R"([["a"],["bc"]])")));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->request->inputs[0].data.size(), 4u + 1 + 4 + 2);
+}
+
+TEST(HttpInferRequestDecoder, IdParametersAndOutputs) {
+  auto r = Decode(R"({"id":"req-7","parameters":{"timeout":1500,"priority":2,"binary_data_output":true,"sequence_id":0},)"
+                  R"("inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[1]}],)"
+                  R"("outputs":[{"name":"a"},{"name":"b","parameters":{"binary_data":false}}]})");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->request->id, "req-7");
+  EXPECT_EQ(r->request->timeout_us, 1500u);
+  EXPECT_EQ(r->request->priority, 2u);
+  EXPECT_TRUE(r->binary_data_output);
+  EXPECT_TRUE(r->outputs_listed);
+  ASSERT_EQ(r->request->requested_outputs.size(), 2u);
+  EXPECT_EQ(r->request->requested_outputs[0].name, "a");
+  EXPECT_TRUE(r->request->requested_outputs[0].binary_data);   // request default
+  EXPECT_FALSE(r->request->requested_outputs[1].binary_data);  // output overrides
+  auto none = Decode(Body(Input("x", "FP32", "[1]", "[1]")));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->outputs_listed);
+  EXPECT_FALSE(none->binary_data_output);
+}
+
+TEST(HttpInferRequestDecoder, BinaryInputsViewTheBody) {
+  const std::string json =
+      R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,2],"parameters":{"binary_data_size":8}},)"
+      R"({"name":"s","datatype":"BYTES","shape":[2],"parameters":{"binary_data_size":12}},)"
+      R"({"name":"h","datatype":"FP16","shape":[1],"parameters":{"binary_data_size":2}}],)"
+      R"("outputs":[{"name":"y","parameters":{"binary_data":true}}]})";
+  std::string body = json;
+  const float xs[2] = {1.25f, -3.0f};
+  body.append(reinterpret_cast<const char*>(xs), 8);
+  body += BytesElement("ab") + BytesElement("cd");
+  body += std::string("\x00\x3c", 2);  // FP16 1.0
+  auto shared = std::make_shared<const std::string>(body);
+  auto r = DecodeInferRequest(shared, std::to_string(json.size()));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const auto& in = r->request->inputs;
+  ASSERT_EQ(in.size(), 3u);
+  EXPECT_EQ(As<float>(in[0]), (std::vector<float>{1.25f, -3.0f}));
+  // Zero copy: the tensor points into the body and keeps it alive.
+  const auto* begin = reinterpret_cast<const std::byte*>(shared->data());
+  EXPECT_EQ(in[0].data.data(), begin + json.size());
+  EXPECT_EQ(in[1].data.data(), begin + json.size() + 8);
+  EXPECT_EQ(in[1].data.size(), 12u);
+  EXPECT_EQ(in[2].dtype, DataType::kFp16);
+  EXPECT_EQ(in[0].data.owner().get(), static_cast<const void*>(shared.get()));
+  EXPECT_TRUE(r->request->requested_outputs[0].binary_data);
+}
+
+TEST(HttpInferRequestDecoder, BadInferenceHeaderLength) {
+  const std::string body = Body(Input("x", "FP32", "[1]", "[1]"));
+  ExpectError(Decode(body, "abc"), 400, "Inference-Header-Content-Length must be a non-negative integer");
+  ExpectError(Decode(body, "-5"), 400, "Inference-Header-Content-Length must be a non-negative integer");
+  ExpectError(Decode(body, "12x"), 400, "Inference-Header-Content-Length must be a non-negative integer");
+  ExpectError(Decode(body, std::to_string(body.size() + 1)), 400, "larger than the request body");
+  ExpectError(Decode(body, "99999999999999999999999"), 400, "Inference-Header-Content-Length");
+  ExpectError(Decode(body, "0"), 400, "no JSON");
+}
+
+TEST(HttpInferRequestDecoder, BinaryDataSizeErrors) {
+  auto with_binary = [](const std::string& input_json, const std::string& binary) {
+    const std::string json = R"({"inputs":[)" + input_json + "]}";
+    return Decode(json + binary, std::to_string(json.size()));
+  };
+  ExpectError(with_binary(R"({"name":"x","datatype":"FP32","shape":[2],"parameters":{"binary_data_size":8}})",
+                          std::string(4, '\0')),
+              400, "binary_data_size 8 runs past the end of the body");
+  ExpectError(with_binary(R"({"name":"x","datatype":"FP32","shape":[3],"parameters":{"binary_data_size":8}})",
+                          std::string(8, '\0')),
+              400, "binary_data_size 8 does not match FP32 [3] (12 bytes)");
+  ExpectError(with_binary(R"({"name":"s","datatype":"BYTES","shape":[1],"parameters":{"binary_data_size":6}})",
+                          std::string("\x09\x00\x00\x00ab", 6)),
+              400, "4-byte length prefix runs past the end");
+  ExpectError(with_binary(R"({"name":"s","datatype":"BYTES","shape":[2],"parameters":{"binary_data_size":6}})",
+                          BytesElement("ab")),
+              400, "BYTES data has 1 elements, shape [2] needs 2");
+  ExpectError(with_binary(R"({"name":"x","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}})",
+                          std::string(6, '\0')),
+              400, "2 bytes of binary data follow the inputs");
+  ExpectError(with_binary(R"({"name":"x","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":-4}})", ""),
+              400, "binary_data_size must be a non-negative integer");
+  ExpectError(with_binary(R"({"name":"x","datatype":"FP32","shape":[1],"data":[1],"parameters":{"binary_data_size":4}})",
+                          std::string(4, '\0')),
+              400, "both 'data' and binary_data_size");
+  // binary_data_size without the header: the whole body is JSON.
+  ExpectError(Decode(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}]})"),
+              400, "no Inference-Header-Content-Length");
+}
+
+TEST(HttpInferRequestDecoder, WireLevelJsonErrors) {
+  ExpectError(Decode(Body(Input("x", "FLOAT32", "[1]", "[1]"))), 400, "unknown datatype 'FLOAT32'");
+  ExpectError(Decode(Body(Input("x", "FP32", "[-1]", "[1]"))), 400, "'shape' must be an array of non-negative integers");
+  ExpectError(Decode(Body(Input("x", "FP32", "[1.5]", "[1]"))), 400, "'shape' must be an array of non-negative integers");
+  ExpectError(Decode(Body(Input("x", "FP32", "3", "[1]"))), 400, "'shape' must be an array");
+  ExpectError(Decode(Body(Input("x", "FP32", "[2,2]", "[1,2,3]"))), 400, "data has 3 elements, shape [2,2] needs 4");
+  ExpectError(Decode(Body(Input("x", "FP32", "[1]", "[1]") + "," + Input("x", "FP32", "[1]", "[1]"))), 400,
+              "input 'x' is given more than once");
+  ExpectError(Decode(Body(Input("x", "UINT8", "[1]", "[256]"))), 400, "256 is out of range for UINT8");
+  ExpectError(Decode(Body(Input("x", "INT8", "[1]", "[-129]"))), 400, "-129 is out of range for INT8");
+  ExpectError(Decode(Body(Input("x", "UINT32", "[1]", "[-1]"))), 400, "expected a non-negative integer for UINT32");
+  ExpectError(Decode(Body(Input("x", "INT32", "[1]", "[1.5]"))), 400, "data[0] is a number, expected an integer");
+  ExpectError(Decode(Body(Input("x", "FP32", "[2]", R"([1,"2"])"))), 400, "data[1] is a string, expected a number");
+  ExpectError(Decode(Body(Input("x", "BOOL", "[1]", "[1]"))), 400, "expected true or false");
+  ExpectError(Decode(Body(Input("x", "BYTES", "[1]", "[1]"))), 400, "expected a string for BYTES");
+  ExpectError(Decode(Body(Input("x", "FP16", "[1]", "[1.0]"))), 400, "FP16 data must use the binary data extension");
+  ExpectError(Decode(Body(Input("x", "BF16", "[1]", "[1.0]"))), 400, "BF16 data must use the binary data extension");
+  ExpectError(Decode(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1]}]})"), 400,
+              "neither 'data' nor binary_data_size");
+  ExpectError(Decode(R"({"inputs":[{"datatype":"FP32","shape":[1],"data":[1]}]})"), 400, "has no 'name'");
+  ExpectError(Decode(R"({"inputs":{}})"), 400, "'inputs' array");
+  ExpectError(Decode(R"({"inputs":[1]})"), 400, "inputs[0] must be an object");
+  ExpectError(Decode(R"([1,2])"), 400, "must be an object");
+  ExpectError(Decode(R"({"inputs":[)"), 400, "malformed request JSON");
+  ExpectError(Decode("not json"), 400, "malformed request JSON");
+  ExpectError(Decode(R"({"id":5,"inputs":[]})"), 400, "'id' must be a string");
+  ExpectError(Decode(R"({"parameters":{"timeout":-1},"inputs":[]})"), 400, "'timeout' must be a non-negative integer");
+  ExpectError(Decode(R"({"parameters":{"priority":"high"},"inputs":[]})"), 400, "'priority'");
+  ExpectError(Decode(R"({"parameters":{"binary_data_output":1},"inputs":[]})"), 400, "'binary_data_output' must be a boolean");
+  ExpectError(Decode(R"({"inputs":[],"outputs":[{"name":"y"},{"name":"y"}]})"), 400, "output 'y' is requested more than once");
+  ExpectError(Decode(R"({"inputs":[],"outputs":[{"name":"y","parameters":{"binary_data":"yes"}}]})"), 400,
+              "binary_data must be a boolean");
+  ExpectError(Decode(R"({"inputs":[],"outputs":[{"name":"y","parameters":{"classification":3}}]})"), 501,
+              "classification");
+}
+
+TEST(HttpInferRequestDecoder, SizeOverflowAndLimit) {
+  ExpectError(Decode(Body(Input("x", "FP32", "[4611686018427387904,4611686018427387904]", "[1]"))), 400,
+              "element count of shape [4611686018427387904,4611686018427387904] overflows");
+  ExpectError(Decode(Body(Input("x", "FP64", "[4611686018427387904]", "[1]"))), 400, "byte size of FP64");
+  // Within uint64 but over the configured limit: 413 before anything is allocated.
+  ExpectError(Decode(Body(Input("x", "FP32", "[1000000]", "[1]")), std::nullopt, {.max_tensor_bytes = 1024}), 413,
+              "is 4000000 bytes, over the limit of 1024 bytes");
+}
+
+TEST(HttpInferRequestDecoder, DeepJsonIsRejected) {
+  std::string deep(200, '[');
+  deep += std::string(200, ']');
+  ExpectError(Decode(Body(Input("x", "FP32", "[1]", deep))), 400, "nested deeper than 64 levels");
+  // A hostile body of only brackets, with no object around it.
+  ExpectError(Decode(std::string(100000, '[')), 400, "");
+}
+
+TEST(HttpInferRequestDecoder, EmptyShapeIsAScalar) {
+  auto r = Decode(Body(Input("x", "INT64", "[]", "[5]")));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(As<int64_t>(r->request->inputs[0]), (std::vector<int64_t>{5}));
+  auto z = Decode(Body(Input("x", "INT64", "[0,3]", "[]")));
+  ASSERT_TRUE(z.ok()) << z.status().message();
+  EXPECT_EQ(z->request->inputs[0].data.size(), 0u);
+}
+
+}  // namespace
+}  // namespace ortserve::http

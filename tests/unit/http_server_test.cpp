@@ -1,0 +1,238 @@
+// HttpServer over real loopback sockets: keep-alive and pipelining, limits,
+// idle timeout, and cancellation of an in-flight request when the client leaves.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "repository/ModelRepository.h"
+#include "server/http/HttpServer.h"
+
+namespace ortserve {
+namespace {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using ::testing::HasSubstr;
+
+// Completes requests on its own thread; holds them while `hold` is set.
+class ThreadedModel : public Model {
+ public:
+  ThreadedModel() : stats_(1) { config_.set_name("m"); }
+  ~ThreadedModel() override { Release(); }
+  const std::string& name() const override { return name_; }
+  const std::string& version() const override { return version_; }
+  const inference::ModelConfig& config() const override { return config_; }
+  ModelStatistics& stats() override { return stats_; }
+  bool ready() const override { return true; }
+  size_t QueueDepth() const override { return 0; }
+  void Infer(std::unique_ptr<InferenceRequest> request) override {
+    std::unique_lock l(mu_);
+    if (hold) {
+      held_.push_back(std::move(request));
+      cv_.notify_all();
+      return;
+    }
+    l.unlock();
+    std::thread([r = std::shared_ptr<InferenceRequest>(std::move(request))] { Complete(*r); }).join();
+  }
+  static void Complete(InferenceRequest& r) {
+    InferenceResponse resp;
+    resp.model_name = "m";
+    resp.model_version = "1";
+    resp.outputs = r.inputs;
+    for (auto& t : resp.outputs) resp.requested.push_back({t.name, false});
+    r.on_complete(std::move(resp));
+  }
+  std::shared_ptr<InferenceRequest> WaitHeld() {
+    std::unique_lock l(mu_);
+    cv_.wait(l, [&] { return !held_.empty(); });
+    auto r = std::shared_ptr<InferenceRequest>(std::move(held_.front()));
+    held_.clear();
+    return r;
+  }
+  void Release() {}
+
+  bool hold = false;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<InferenceRequest>> held_;
+  std::string name_ = "m", version_ = "1";
+  inference::ModelConfig config_;
+  ModelStatistics stats_;
+};
+
+class Repo : public ModelRepository {
+ public:
+  void LoadAll() override {}
+  Result<std::shared_ptr<Model>> GetModel(const std::string& name, const std::string&) const override {
+    if (name == "m") return std::shared_ptr<Model>(model);
+    return NotFound("unknown model '" + name + "'");
+  }
+  std::vector<ModelIndexEntry> Index() const override { return {}; }
+  std::vector<std::shared_ptr<Model>> ReadyModels() const override { return {model}; }
+  bool AllModelsReady() const override { return true; }
+  void Shutdown() override {}
+  std::shared_ptr<ThreadedModel> model = std::make_shared<ThreadedModel>();
+};
+
+constexpr const char* kInfer = R"({"inputs":[{"name":"x","datatype":"INT32","shape":[2],"data":[1,2]}]})";
+
+std::string InferRequest(bool close = false) {
+  return std::string("POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n") +
+         (close ? "Connection: close\r\n" : "") + "Content-Length: " + std::to_string(strlen(kInfer)) + "\r\n\r\n" +
+         kInfer;
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HttpServerOptions o;
+    o.address = "127.0.0.1";
+    o.port = 0;
+    o.io_threads = 2;
+    o.max_input_size = 4096;
+    o.max_header_bytes = 2048;
+    o.idle_timeout = std::chrono::seconds(1);
+    o.server_version = "test";
+    auto s = HttpServer::Create(o, &repo);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    server = std::move(s.value());
+    ASSERT_TRUE(server->Start().ok());
+    ASSERT_NE(server->port(), 0);
+  }
+  void TearDown() override {
+    if (server) server->Stop();
+  }
+  tcp::socket Connect() {
+    tcp::socket s(ctx);
+    s.connect({net::ip::make_address("127.0.0.1"), server->port()});
+    return s;
+  }
+  // Reads until the peer closes or `n` responses' worth of "HTTP/1.1 " starts
+  // and their bodies have arrived (small responses only).
+  static std::string ReadAll(tcp::socket& s) {
+    std::string out;
+    char buf[4096];
+    boost::system::error_code ec;
+    while (true) {
+      size_t n = s.read_some(net::buffer(buf), ec);
+      if (ec) break;
+      out.append(buf, n);
+    }
+    return out;
+  }
+
+  Repo repo;
+  net::io_context ctx;
+  std::unique_ptr<HttpServer> server;
+};
+
+TEST_F(HttpServerTest, PipelinedRequestsAnswerInOrderOnOneConnection) {
+  auto s = Connect();
+  const std::string reqs = "GET /v2/health/live HTTP/1.1\r\nHost: t\r\n\r\n" + InferRequest() +
+                           "GET /v2/nope HTTP/1.1\r\nHost: t\r\n\r\n" + InferRequest(/*close=*/true);
+  net::write(s, net::buffer(reqs));
+  const std::string all = ReadAll(s);
+  const size_t a = all.find("HTTP/1.1 200");
+  const size_t b = all.find(R"("data":[1,2])");
+  const size_t c = all.find("HTTP/1.1 404");
+  const size_t d = all.find(R"("data":[1,2])", c == std::string::npos ? 0 : c);
+  ASSERT_NE(a, std::string::npos) << all;
+  ASSERT_NE(b, std::string::npos) << all;
+  ASSERT_NE(c, std::string::npos) << all;
+  ASSERT_NE(d, std::string::npos) << all;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_LT(c, d);
+}
+
+TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
+  auto s = Connect();
+  net::write(s, net::buffer(std::string("POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n")));
+  const std::string all = ReadAll(s);
+  EXPECT_THAT(all, HasSubstr("HTTP/1.1 413"));
+  EXPECT_THAT(all, HasSubstr("exceeds the limit of 4096 bytes"));
+}
+
+TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {
+  auto s = Connect();
+  net::write(s, net::buffer("GET /v2 HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(3000, 'a') + "\r\n\r\n"));
+  const std::string all = ReadAll(s);
+  EXPECT_THAT(all, HasSubstr("HTTP/1.1 431"));
+  EXPECT_THAT(all, HasSubstr("request headers exceed the limit of 2048 bytes"));
+}
+
+TEST_F(HttpServerTest, MalformedRequestIs400) {
+  auto s = Connect();
+  net::write(s, net::buffer(std::string("GARBAGE\r\n\r\n")));
+  EXPECT_THAT(ReadAll(s), HasSubstr("HTTP/1.1 400"));
+}
+
+TEST_F(HttpServerTest, StalledBodyTimesOutWithoutBlockingOthers) {
+  auto stalled = Connect();
+  net::write(stalled, net::buffer(std::string("POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n{")));
+  // Others are served meanwhile.
+  auto other = Connect();
+  net::write(other, net::buffer(InferRequest(true)));
+  EXPECT_THAT(ReadAll(other), HasSubstr(R"("data":[1,2])"));
+  // The stalled one is closed after the idle timeout (1 s).
+  const auto start = std::chrono::steady_clock::now();
+  ReadAll(stalled);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST_F(HttpServerTest, ClientLeavingCancelsTheInFlightRequest) {
+  repo.model->hold = true;
+  auto s = Connect();
+  net::write(s, net::buffer(InferRequest()));
+  auto held = repo.model->WaitHeld();
+  ASSERT_TRUE(held->cancelled);
+  s.close();
+  for (int i = 0; i < 500 && !held->cancelled->load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(held->cancelled->load());
+  // The late completion is harmless.
+  ThreadedModel::Complete(*held);
+  EXPECT_TRUE(server->WaitForInFlight(std::chrono::milliseconds(100)));
+}
+
+TEST_F(HttpServerTest, CompletionAfterStopIsDropped) {
+  repo.model->hold = true;
+  auto s = Connect();
+  net::write(s, net::buffer(InferRequest()));
+  auto held = repo.model->WaitHeld();
+  server->StopAccepting();
+  EXPECT_FALSE(server->WaitForInFlight(std::chrono::milliseconds(10)));
+  server->Stop();
+  ThreadedModel::Complete(*held);  // after Stop: must not crash
+  server.reset();
+  held.reset();
+}
+
+TEST_F(HttpServerTest, StopAcceptingClosesThePort) {
+  server->StopAccepting();
+  tcp::socket s(ctx);
+  boost::system::error_code ec;
+  s.connect({net::ip::make_address("127.0.0.1"), server->port()}, ec);
+  EXPECT_TRUE(ec);
+}
+
+TEST(HttpServerCreate, RejectsBadOptions) {
+  Repo repo;
+  HttpServerOptions o;
+  o.io_threads = 0;
+  EXPECT_FALSE(HttpServer::Create(o, &repo).ok());
+  o.io_threads = 1;
+  o.address = "not an address";
+  EXPECT_THAT(HttpServer::Create(o, &repo).status().message(), HasSubstr("invalid http address"));
+  EXPECT_FALSE(HttpServer::Create(HttpServerOptions{}, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace ortserve

@@ -1,0 +1,366 @@
+// HttpService (routing, metadata/config/stats/index JSON, infer round trips)
+// against a fake repository, without sockets.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include <cstring>
+#include <deque>
+
+#include "server/http/Compression.h"
+#include "server/http/HttpService.h"
+
+namespace ortserve::http {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Echoes every input as an output named OUT_<input>; `deferred` keeps the
+// request to be completed later, as a scheduler thread would.
+class FakeModel : public Model {
+ public:
+  FakeModel(std::string name, int max_batch_size) : name_(std::move(name)), stats_(max_batch_size) {
+    config_.set_name(name_);
+    config_.set_platform("onnxruntime_onnx");
+    config_.set_max_batch_size(max_batch_size);
+    auto* in = config_.add_input();
+    in->set_name("INPUT0");
+    in->set_data_type(inference::TYPE_INT32);
+    in->add_dims(16);
+    auto* out = config_.add_output();
+    out->set_name("OUT_INPUT0");
+    out->set_data_type(inference::TYPE_INT32);
+    out->add_dims(16);
+    config_.mutable_dynamic_batching()->set_max_queue_delay_microseconds(100);
+  }
+  const std::string& name() const override { return name_; }
+  const std::string& version() const override { return version_; }
+  const inference::ModelConfig& config() const override { return config_; }
+  ModelStatistics& stats() override { return stats_; }
+  bool ready() const override { return true; }
+  size_t QueueDepth() const override { return 0; }
+  void Infer(std::unique_ptr<InferenceRequest> request) override {
+    if (request->inputs.empty()) return request->on_complete(InvalidArgument("model 'simple' expects 1 input"));
+    if (deferred) {
+      held.push_back(std::move(request));
+      return;
+    }
+    Complete(std::move(request));
+  }
+  static void Complete(std::unique_ptr<InferenceRequest> request) {
+    InferenceResponse r;
+    r.model_name = request->model_name;
+    r.model_version = "1";
+    r.id = request->id;
+    for (auto& t : request->inputs) {
+      Tensor o = t;
+      o.name = "OUT_" + t.name;
+      r.outputs.push_back(o);
+      RequestedOutput ro{o.name, false};
+      for (const auto& req : request->requested_outputs)
+        if (req.name == o.name) ro.binary_data = req.binary_data;
+      r.requested.push_back(ro);
+    }
+    request->on_complete(std::move(r));
+  }
+
+  bool deferred = false;
+  std::deque<std::unique_ptr<InferenceRequest>> held;
+
+ private:
+  std::string name_;
+  std::string version_ = "1";
+  inference::ModelConfig config_;
+  ModelStatistics stats_;
+};
+
+class FakeRepository : public ModelRepository {
+ public:
+  FakeRepository() : model(std::make_shared<FakeModel>("simple", 8)) {}
+  void LoadAll() override {}
+  Result<std::shared_ptr<Model>> GetModel(const std::string& name, const std::string& version) const override {
+    if (name == "simple" && (version.empty() || version == "1")) return std::shared_ptr<Model>(model);
+    if (name == "broken") return Unavailable("model 'broken' is not ready: bad config");
+    return NotFound("unknown model '" + name + "'" + (version.empty() ? "" : " version " + version));
+  }
+  std::vector<ModelIndexEntry> Index() const override {
+    return {{"broken", "", ModelState::kUnavailable, "bad config"}, {"simple", "1", ModelState::kReady, ""}};
+  }
+  std::vector<std::shared_ptr<Model>> ReadyModels() const override { return {model}; }
+  bool AllModelsReady() const override { return false; }
+  void Shutdown() override {}
+
+  std::shared_ptr<FakeModel> model;
+};
+
+HttpRequest Req(std::string method, std::string target) {
+  HttpRequest r;
+  r.method = std::move(method);
+  r.target = std::move(target);
+  return r;
+}
+
+class HttpServiceTest : public ::testing::Test {
+ protected:
+  // Runs a request; posted work runs from `queue` when Drain() is called,
+  // like a connection strand would.
+  std::optional<HttpResponse> Call(HttpRequest req) {
+    std::optional<HttpResponse> out;
+    RequestContext ctx;
+    ctx.post = [this](std::function<void()> fn) { queue.push_back(std::move(fn)); };
+    ctx.reply = [&out, this](HttpResponse r) {
+      ++replies;
+      last = r;
+      out = std::move(r);
+    };
+    ctx.cancelled = std::make_shared<std::atomic<bool>>(false);
+    service.Handle(std::move(req), ctx);
+    Drain();
+    return out ? out : std::nullopt;
+  }
+  void Drain() {
+    while (!queue.empty()) {
+      auto fn = std::move(queue.front());
+      queue.pop_front();
+      fn();
+    }
+  }
+  HttpResponse Get(const std::string& target) {
+    auto r = Call(Req("GET", target));
+    EXPECT_TRUE(r.has_value());
+    return r.value_or(HttpResponse{});
+  }
+  HttpResponse Post(const std::string& target, std::string body, std::optional<std::string> header_length = {},
+                    std::string content_encoding = "", std::string accept = "") {
+    HttpRequest req = Req("POST", target);
+    *req.body = std::move(body);
+    req.inference_header_length = std::move(header_length);
+    req.content_encoding = std::move(content_encoding);
+    req.accept_encoding = std::move(accept);
+    auto r = Call(std::move(req));
+    EXPECT_TRUE(r.has_value());
+    return r.value_or(HttpResponse{});
+  }
+
+  FakeRepository repo;
+  HttpService service{{.max_input_size = 1 << 20, .strict_readiness = false, .server_version = "1.2.3"}, &repo};
+  std::deque<std::function<void()>> queue;
+  int replies = 0;
+  HttpResponse last;
+};
+
+rapidjson::Document Parse(const std::string& s) {
+  rapidjson::Document d;
+  d.Parse(s.data(), s.size());
+  EXPECT_FALSE(d.HasParseError()) << s;
+  return d;
+}
+
+TEST_F(HttpServiceTest, ServerMetadataAndHealth) {
+  auto r = Get("/v2");
+  EXPECT_EQ(r.status, 200u);
+  auto d = Parse(r.body);
+  EXPECT_STREQ(d["name"].GetString(), "ortserve");
+  EXPECT_STREQ(d["version"].GetString(), "1.2.3");
+  EXPECT_THAT(r.body, HasSubstr("binary_tensor_data"));
+  EXPECT_EQ(Get("/v2/health/live").status, 200u);
+  EXPECT_EQ(Get("/v2/health/ready").status, 200u);
+  service.StopAccepting();
+  EXPECT_EQ(Get("/v2/health/ready").status, 400u);
+  EXPECT_EQ(Get("/v2/health/live").status, 200u);
+}
+
+TEST_F(HttpServiceTest, StrictReadinessNeedsEveryModel) {
+  HttpService strict({.max_input_size = 1024, .strict_readiness = true, .server_version = ""}, &repo);
+  std::optional<HttpResponse> out;
+  RequestContext ctx;
+  ctx.post = [](std::function<void()> f) { f(); };
+  ctx.reply = [&](HttpResponse r) { out = r; };
+  strict.Handle(Req("GET", "/v2/health/ready"), ctx);
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->status, 400u);
+  EXPECT_THAT(out->body, HasSubstr("strict readiness"));
+}
+
+TEST_F(HttpServiceTest, NotFoundAndMethodNotAllowed) {
+  auto r = Get("/v3/foo");
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_THAT(r.body, HasSubstr(R"({"error":"no such endpoint: /v3/foo"})"));
+  EXPECT_EQ(Get("/v2/models/simple/nonsense").status, 404u);
+  EXPECT_EQ(Get("/v2/models/simple/infer").status, 405u);
+  EXPECT_EQ(Post("/v2/health/live", "").status, 405u);
+  EXPECT_EQ(Get("/v2/repository/index").status, 405u);
+  EXPECT_EQ(Get("/v2/models/bad%zzname").status, 400u);
+  EXPECT_EQ(Post("/v2/repository/models/simple/load", "").status, 501u);
+}
+
+TEST_F(HttpServiceTest, ModelMetadataPrependsTheBatchDimension) {
+  auto r = Get("/v2/models/simple");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.body,
+            R"({"name":"simple","versions":["1"],"platform":"onnxruntime_onnx",)"
+            R"("inputs":[{"name":"INPUT0","datatype":"INT32","shape":[-1,16]}],)"
+            R"("outputs":[{"name":"OUT_INPUT0","datatype":"INT32","shape":[-1,16]}]})");
+  EXPECT_EQ(Get("/v2/models/simple/versions/1").status, 200u);
+  auto unknown = Get("/v2/models/nope");
+  EXPECT_EQ(unknown.status, 400u);
+  EXPECT_THAT(unknown.body, HasSubstr("unknown model 'nope'"));
+  EXPECT_EQ(Get("/v2/models/broken").status, 503u);
+}
+
+TEST_F(HttpServiceTest, ModelReady) {
+  EXPECT_EQ(Get("/v2/models/simple/ready").status, 200u);
+  EXPECT_EQ(Get("/v2/models/simple/versions/1/ready").status, 200u);
+  EXPECT_EQ(Get("/v2/models/simple/versions/2/ready").status, 400u);
+  EXPECT_EQ(Get("/v2/models/broken/ready").status, 400u);
+}
+
+TEST_F(HttpServiceTest, ConfigPrintsInt64AsNumbersAndDefaults) {
+  auto r = Get("/v2/models/simple/config");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  auto d = Parse(r.body);
+  EXPECT_EQ(d["max_batch_size"].GetInt(), 8);
+  ASSERT_TRUE(d["input"][0]["dims"][0].IsInt64()) << r.body;
+  EXPECT_EQ(d["input"][0]["dims"][0].GetInt64(), 16);
+  EXPECT_STREQ(d["input"][0]["data_type"].GetString(), "TYPE_INT32");
+  ASSERT_TRUE(d["dynamic_batching"]["max_queue_delay_microseconds"].IsUint64()) << r.body;
+  EXPECT_EQ(d["dynamic_batching"]["max_queue_delay_microseconds"].GetUint64(), 100u);
+  EXPECT_TRUE(d.HasMember("backend"));  // default values are printed
+  EXPECT_TRUE(d["instance_group"].IsArray());
+}
+
+TEST_F(HttpServiceTest, Statistics) {
+  auto& st = repo.model->stats();
+  st.inference_count = 5;
+  st.execution_count = 2;
+  st.success.Add(1000, 5);
+  st.ForBatchSize(4)->compute_infer.Add(300);
+  auto r = Get("/v2/models/simple/stats");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  auto d = Parse(r.body);
+  const auto& m = d["model_stats"][0];
+  EXPECT_STREQ(m["name"].GetString(), "simple");
+  EXPECT_STREQ(m["version"].GetString(), "1");
+  EXPECT_EQ(m["inference_count"].GetUint64(), 5u);
+  EXPECT_EQ(m["inference_stats"]["success"]["count"].GetUint64(), 5u);
+  EXPECT_EQ(m["inference_stats"]["success"]["ns"].GetUint64(), 1000u);
+  EXPECT_TRUE(m["inference_stats"].HasMember("cache_miss"));
+  ASSERT_EQ(m["batch_stats"].Size(), 1u);
+  EXPECT_EQ(m["batch_stats"][0]["batch_size"].GetUint64(), 4u);
+  EXPECT_EQ(m["batch_stats"][0]["compute_infer"]["ns"].GetUint64(), 300u);
+  EXPECT_EQ(Get("/v2/models/stats").status, 200u);
+  EXPECT_EQ(Get("/v2/models/nope/stats").status, 400u);
+}
+
+TEST_F(HttpServiceTest, RepositoryIndex) {
+  auto all = Post("/v2/repository/index", "");
+  ASSERT_EQ(all.status, 200u);
+  EXPECT_EQ(all.body,
+            R"([{"name":"broken","state":"UNAVAILABLE","reason":"bad config"},)"
+            R"({"name":"simple","version":"1","state":"READY"}])");
+  auto ready = Post("/v2/repository/index", R"({"ready":true})");
+  EXPECT_EQ(ready.body, R"([{"name":"simple","version":"1","state":"READY"}])");
+  EXPECT_EQ(Post("/v2/repository/index", "{").status, 400u);
+}
+
+constexpr const char* kInferJson =
+    R"({"id":"7","inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,2],"data":[[3,4]]}]})";
+
+TEST_F(HttpServiceTest, InferJsonRoundTrip) {
+  auto r = Post("/v2/models/simple/infer", kInferJson);
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.body,
+            R"({"model_name":"simple","model_version":"1","id":"7","outputs":[)"
+            R"({"name":"OUT_INPUT0","datatype":"INT32","shape":[1,2],"data":[3,4]}]})");
+  EXPECT_FALSE(r.inference_header_length);
+  EXPECT_EQ(service.in_flight()->count(), 0);
+}
+
+TEST_F(HttpServiceTest, InferBinaryRoundTripIsZeroCopy) {
+  const std::string json =
+      R"({"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,2],"parameters":{"binary_data_size":8}}],)"
+      R"("outputs":[{"name":"OUT_INPUT0","parameters":{"binary_data":true}}]})";
+  const int32_t values[2] = {11, -12};
+  std::string body = json;
+  body.append(reinterpret_cast<const char*>(values), 8);
+  auto r = Post("/v2/models/simple/infer", body, std::to_string(json.size()));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  ASSERT_TRUE(r.inference_header_length);
+  EXPECT_EQ(*r.inference_header_length, r.body.size());
+  EXPECT_THAT(r.body, HasSubstr(R"("parameters":{"binary_data_size":8})"));
+  ASSERT_EQ(r.tail.size(), 1u);
+  ASSERT_EQ(r.tail[0].size(), 8u);
+  EXPECT_EQ(std::memcmp(r.tail[0].data(), values, 8), 0);
+  EXPECT_EQ(r.content_type, "application/octet-stream");
+}
+
+TEST_F(HttpServiceTest, InferCompletesLaterOnThePostedQueue) {
+  repo.model->deferred = true;
+  HttpRequest req = Req("POST", "/v2/models/simple/infer");
+  *req.body = kInferJson;
+  std::optional<HttpResponse> out;
+  RequestContext ctx;
+  ctx.post = [this](std::function<void()> fn) { queue.push_back(std::move(fn)); };
+  ctx.reply = [&](HttpResponse r) { out = std::move(r); };
+  service.Handle(std::move(req), ctx);
+  EXPECT_FALSE(out);
+  EXPECT_EQ(service.in_flight()->count(), 1);
+  EXPECT_FALSE(service.in_flight()->WaitForZero(std::chrono::milliseconds(1)));
+  // The model completes on "another thread": nothing is encoded until the
+  // connection's queue runs.
+  FakeModel::Complete(std::move(repo.model->held.front()));
+  EXPECT_FALSE(out);
+  EXPECT_TRUE(service.in_flight()->WaitForZero(std::chrono::milliseconds(1)));
+  Drain();
+  ASSERT_TRUE(out);
+  EXPECT_EQ(out->status, 200u);
+}
+
+TEST_F(HttpServiceTest, InferErrorsMapToStatusCodes) {
+  auto unknown = Post("/v2/models/nope/infer", kInferJson);
+  EXPECT_EQ(unknown.status, 400u);
+  EXPECT_THAT(unknown.body, HasSubstr("unknown model 'nope'"));
+  EXPECT_EQ(Post("/v2/models/broken/infer", kInferJson).status, 503u);
+  auto model_level = Post("/v2/models/simple/infer", R"({"inputs":[]})");
+  EXPECT_EQ(model_level.status, 400u);
+  EXPECT_THAT(model_level.body, HasSubstr("expects 1 input"));
+  auto bad_json = Post("/v2/models/simple/infer", R"({"inputs":)");
+  EXPECT_EQ(bad_json.status, 400u);
+  EXPECT_THAT(bad_json.body, HasSubstr("malformed request JSON"));
+  auto br = Post("/v2/models/simple/infer", kInferJson, std::nullopt, "br");
+  EXPECT_EQ(br.status, 501u);
+  EXPECT_THAT(br.body, HasSubstr("unsupported Content-Encoding: br"));
+  service.StopAccepting();
+  EXPECT_EQ(Post("/v2/models/simple/infer", kInferJson).status, 503u);
+}
+
+TEST_F(HttpServiceTest, CompressedRequestAndResponse) {
+  auto gz = Compress(ContentCoding::kGzip, {kInferJson});
+  auto r = Post("/v2/models/simple/infer", *gz, std::nullopt, "gzip", "gzip");
+  ASSERT_EQ(r.status, 200u);
+  EXPECT_EQ(r.content_encoding, "gzip");
+  auto plain = Decompress(ContentCoding::kGzip, r.body, 1 << 20);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_THAT(*plain, HasSubstr(R"("data":[3,4])"));
+  // A bomb in the body: 413 naming the limit, not an out-of-memory.
+  const std::string zeros(4 << 20, ' ');
+  auto bomb = Compress(ContentCoding::kGzip, {zeros});
+  auto b = Post("/v2/models/simple/infer", *bomb, std::nullopt, "gzip");
+  EXPECT_EQ(b.status, 413u);
+  EXPECT_THAT(b.body, HasSubstr("exceeds the limit of 1048576 bytes"));
+}
+
+TEST_F(HttpServiceTest, BinaryOutputCompressedKeepsJsonLength) {
+  const std::string body = R"({"parameters":{"binary_data_output":true},)"
+                           R"("inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,2],"data":[1,2]}]})";
+  auto r = Post("/v2/models/simple/infer", body, std::nullopt, "", "deflate");
+  ASSERT_EQ(r.status, 200u);
+  EXPECT_EQ(r.content_encoding, "deflate");
+  ASSERT_TRUE(r.inference_header_length);
+  auto plain = Decompress(ContentCoding::kDeflate, r.body, 1 << 20);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->size(), *r.inference_header_length + 8);
+}
+
+}  // namespace
+}  // namespace ortserve::http
