@@ -1,0 +1,279 @@
+#include "server/grpc/GrpcInferCodec.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace ortserve::grpcfe {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "tensors travel little endian; typed contents are viewed in place");
+
+using google::protobuf::RepeatedField;
+using google::protobuf::RepeatedPtrField;
+using InputTensor = inference::ModelInferRequest::InferInputTensor;
+
+// A typed field whose element type is the tensor's element type: viewed in place.
+template <typename Wire>
+TensorData View(const std::shared_ptr<const void>& owner, const RepeatedField<Wire>& field) {
+  return TensorData(owner, reinterpret_cast<const std::byte*>(field.data()),
+                    static_cast<size_t>(field.size()) * sizeof(Wire));
+}
+
+// A typed field wider than the tensor's element type (int32 for INT8/INT16,
+// uint32 for UINT8/UINT16, bool for BOOL): converted, values range-checked.
+template <typename Target, typename Wire>
+Result<TensorData> Narrow(const InputTensor& input, const RepeatedField<Wire>& field) {
+  std::vector<std::byte> bytes(static_cast<size_t>(field.size()) * sizeof(Target));
+  for (int i = 0; i < field.size(); ++i) {
+    const Wire value = field.Get(i);
+    if constexpr (!std::is_same_v<Wire, bool>) {
+      if (value < static_cast<Wire>(std::numeric_limits<Target>::min()) ||
+          value > static_cast<Wire>(std::numeric_limits<Target>::max())) {
+        return InvalidArgument("input '" + input.name() + "': element " + std::to_string(i) +
+                               " = " + std::to_string(value) + " is out of range for " +
+                               input.datatype());
+      }
+    }
+    const Target narrowed = static_cast<Target>(value);
+    std::memcpy(bytes.data() + static_cast<size_t>(i) * sizeof(Target), &narrowed, sizeof(Target));
+  }
+  return TensorData::FromVector(std::move(bytes));
+}
+
+// BYTES elements into the length-prefixed form every layer uses.
+Result<TensorData> LengthPrefixed(const InputTensor& input, const RepeatedPtrField<std::string>& field) {
+  size_t total = 0;
+  for (const std::string& element : field) {
+    if (element.size() > std::numeric_limits<uint32_t>::max()) {
+      return InvalidArgument("input '" + input.name() + "': a BYTES element is over 4 GiB");
+    }
+    total += 4 + element.size();
+  }
+  std::vector<std::byte> bytes(total);
+  std::byte* cursor = bytes.data();
+  for (const std::string& element : field) {
+    const uint32_t length = static_cast<uint32_t>(element.size());
+    std::memcpy(cursor, &length, 4);
+    if (length > 0) std::memcpy(cursor + 4, element.data(), length);
+    cursor += 4 + length;
+  }
+  return TensorData::FromVector(std::move(bytes));
+}
+
+Status CheckCount(const InputTensor& input, uint64_t expected, int64_t actual, const char* field) {
+  if (static_cast<uint64_t>(actual) == expected) return Status::Ok();
+  return InvalidArgument("input '" + input.name() + "' with shape " +
+                         ShapeToString(Shape(input.shape().begin(), input.shape().end())) +
+                         " needs " + std::to_string(expected) + " elements but contents." + field +
+                         " holds " + std::to_string(actual));
+}
+
+// Typed contents -> tensor bytes, for every datatype that has a typed field.
+Result<TensorData> DecodeTypedContents(const std::shared_ptr<const void>& owner,
+                                       const InputTensor& input, DataType dtype, uint64_t count) {
+  const inference::InferTensorContents& c = input.contents();
+#define ORTSERVE_CHECK_COUNT(field)                                                  \
+  do {                                                                               \
+    Status _st = CheckCount(input, count, c.field##_size(), #field);                 \
+    if (!_st.ok()) return _st;                                                       \
+  } while (0)
+  switch (dtype) {
+    case DataType::kBool:
+      ORTSERVE_CHECK_COUNT(bool_contents);
+      return Narrow<uint8_t>(input, c.bool_contents());
+    case DataType::kInt8:
+      ORTSERVE_CHECK_COUNT(int_contents);
+      return Narrow<int8_t>(input, c.int_contents());
+    case DataType::kInt16:
+      ORTSERVE_CHECK_COUNT(int_contents);
+      return Narrow<int16_t>(input, c.int_contents());
+    case DataType::kInt32:
+      ORTSERVE_CHECK_COUNT(int_contents);
+      return View(owner, c.int_contents());
+    case DataType::kInt64:
+      ORTSERVE_CHECK_COUNT(int64_contents);
+      return View(owner, c.int64_contents());
+    case DataType::kUint8:
+      ORTSERVE_CHECK_COUNT(uint_contents);
+      return Narrow<uint8_t>(input, c.uint_contents());
+    case DataType::kUint16:
+      ORTSERVE_CHECK_COUNT(uint_contents);
+      return Narrow<uint16_t>(input, c.uint_contents());
+    case DataType::kUint32:
+      ORTSERVE_CHECK_COUNT(uint_contents);
+      return View(owner, c.uint_contents());
+    case DataType::kUint64:
+      ORTSERVE_CHECK_COUNT(uint64_contents);
+      return View(owner, c.uint64_contents());
+    case DataType::kFp32:
+      ORTSERVE_CHECK_COUNT(fp32_contents);
+      return View(owner, c.fp32_contents());
+    case DataType::kFp64:
+      ORTSERVE_CHECK_COUNT(fp64_contents);
+      return View(owner, c.fp64_contents());
+    case DataType::kBytes:
+      ORTSERVE_CHECK_COUNT(bytes_contents);
+      return LengthPrefixed(input, c.bytes_contents());
+    case DataType::kFp16:
+    case DataType::kBf16:
+      return InvalidArgument("input '" + input.name() + "': " + input.datatype() +
+                             " has no typed contents field; send it in raw_input_contents");
+    case DataType::kInvalid:
+      break;
+  }
+#undef ORTSERVE_CHECK_COUNT
+  return InvalidArgument("input '" + input.name() + "' has invalid datatype");
+}
+
+// Non-negative integer parameter (int64 or uint64 form).
+Result<uint64_t> UnsignedParameter(const std::string& name, const inference::InferParameter& p) {
+  switch (p.parameter_choice_case()) {
+    case inference::InferParameter::kInt64Param:
+      if (p.int64_param() < 0) {
+        return InvalidArgument("parameter '" + name + "' must not be negative, got " +
+                               std::to_string(p.int64_param()));
+      }
+      return static_cast<uint64_t>(p.int64_param());
+    case inference::InferParameter::kUint64Param:
+      return p.uint64_param();
+    default:
+      return InvalidArgument("parameter '" + name + "' must be an integer");
+  }
+}
+
+Status DecodeRequestParameters(const inference::ModelInferRequest& message, InferenceRequest* out) {
+  for (const auto& [name, value] : message.parameters()) {
+    if (name == "timeout") {
+      Result<uint64_t> timeout = UnsignedParameter(name, value);
+      if (!timeout.ok()) return timeout.status();
+      out->timeout_us = *timeout;
+    } else if (name == "priority") {
+      Result<uint64_t> priority = UnsignedParameter(name, value);
+      if (!priority.ok()) return priority.status();
+      if (*priority > std::numeric_limits<uint32_t>::max()) {
+        return InvalidArgument("parameter 'priority' = " + std::to_string(*priority) +
+                               " is over the largest priority level " +
+                               std::to_string(std::numeric_limits<uint32_t>::max()));
+      }
+      out->priority = static_cast<uint32_t>(*priority);
+    } else if (name == "sequence_id") {
+      // A stateful request run without its sequence state would answer wrongly.
+      const bool set = (value.has_int64_param() && value.int64_param() != 0) ||
+                       (value.has_uint64_param() && value.uint64_param() != 0) ||
+                       (value.has_string_param() && !value.string_param().empty());
+      if (set) return Unsupported("sequence batching is not supported (request has 'sequence_id')");
+    }
+    // binary_data_output, triton_* and custom parameters are accepted and ignored.
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+grpc::StatusCode ToGrpcCode(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return grpc::StatusCode::OK;
+    case StatusCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
+    case StatusCode::kNotFound: return grpc::StatusCode::INVALID_ARGUMENT;
+    case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
+    case StatusCode::kUnsupported: return grpc::StatusCode::UNIMPLEMENTED;
+    case StatusCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case StatusCode::kCancelled: return grpc::StatusCode::CANCELLED;
+    case StatusCode::kPayloadTooLarge: return grpc::StatusCode::RESOURCE_EXHAUSTED;
+    case StatusCode::kInternal: return grpc::StatusCode::INTERNAL;
+  }
+  return grpc::StatusCode::INTERNAL;
+}
+
+grpc::Status ToGrpcStatus(const Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(ToGrpcCode(status.code()), status.message());
+}
+
+Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message,
+                          InferenceRequest* out) {
+  const inference::ModelInferRequest& m = *message;
+  const std::shared_ptr<const void> owner = message;
+  out->model_name = m.model_name();
+  out->model_version = m.model_version();
+  out->id = m.id();
+  ORTSERVE_RETURN_IF_ERROR(DecodeRequestParameters(m, out));
+
+  const bool raw = m.raw_input_contents_size() > 0;
+  if (raw && m.raw_input_contents_size() != m.inputs_size()) {
+    return InvalidArgument("request has " + std::to_string(m.inputs_size()) + " inputs but " +
+                           std::to_string(m.raw_input_contents_size()) +
+                           " raw_input_contents; give one per input, in input order, or none");
+  }
+  out->inputs.clear();
+  out->inputs.reserve(static_cast<size_t>(m.inputs_size()));
+  for (int i = 0; i < m.inputs_size(); ++i) {
+    const InputTensor& input = m.inputs(i);
+    if (input.parameters().contains("shared_memory_region")) {
+      return Unsupported("input '" + input.name() + "': shared memory inputs are not supported");
+    }
+    Tensor tensor;
+    tensor.name = input.name();
+    const std::optional<DataType> dtype = DataTypeFromName(input.datatype());
+    if (!dtype || *dtype == DataType::kInvalid) {
+      return InvalidArgument("input '" + input.name() + "' has unknown datatype '" +
+                             input.datatype() + "'");
+    }
+    tensor.dtype = *dtype;
+    tensor.shape.assign(input.shape().begin(), input.shape().end());
+    if (raw) {
+      if (input.has_contents()) {
+        return InvalidArgument("input '" + input.name() +
+                               "' has typed contents although the request uses raw_input_contents");
+      }
+      const std::string& bytes = m.raw_input_contents(i);
+      tensor.data = TensorData(owner, reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
+    } else {
+      const std::optional<uint64_t> count = ElementCount(tensor.shape);
+      if (!count) {
+        return InvalidArgument("input '" + input.name() + "' has invalid shape " +
+                               ShapeToString(tensor.shape));
+      }
+      Result<TensorData> data = DecodeTypedContents(owner, input, tensor.dtype, *count);
+      if (!data.ok()) return data.status();
+      tensor.data = std::move(data).value();
+    }
+    out->inputs.push_back(std::move(tensor));
+  }
+
+  out->requested_outputs.clear();
+  out->requested_outputs.reserve(static_cast<size_t>(m.outputs_size()));
+  for (const auto& output : m.outputs()) {
+    if (output.parameters().contains("shared_memory_region")) {
+      return Unsupported("output '" + output.name() + "': shared memory outputs are not supported");
+    }
+    if (output.parameters().contains("classification")) {
+      return Unsupported("output '" + output.name() + "': the classification extension is not supported");
+    }
+    out->requested_outputs.push_back(RequestedOutput{output.name(), /*binary_data=*/true});
+  }
+  return Status::Ok();
+}
+
+void EncodeInferResponse(const InferenceResponse& response, const std::string& request_id,
+                         inference::ModelInferResponse* out) {
+  out->set_model_name(response.model_name);
+  out->set_model_version(response.model_version);
+  out->set_id(request_id);
+  out->mutable_outputs()->Reserve(static_cast<int>(response.outputs.size()));
+  out->mutable_raw_output_contents()->Reserve(static_cast<int>(response.outputs.size()));
+  for (const Tensor& tensor : response.outputs) {
+    auto* output = out->add_outputs();
+    output->set_name(tensor.name);
+    output->set_datatype(std::string(DataTypeName(tensor.dtype)));
+    output->mutable_shape()->Add(tensor.shape.begin(), tensor.shape.end());
+    out->add_raw_output_contents()->assign(reinterpret_cast<const char*>(tensor.data.data()),
+                                           tensor.data.size());
+  }
+}
+
+}  // namespace ortserve::grpcfe

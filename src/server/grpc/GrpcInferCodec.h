@@ -1,0 +1,39 @@
+#pragma once
+// Translation between the KServe v2 gRPC messages (grpc_service.proto) and the
+// core request/response types. Pure functions: no sockets, no threads, so they
+// are unit-tested directly.
+#include <memory>
+#include <string>
+
+#include <grpcpp/support/status.h>
+
+#include "core/InferenceRequest.h"
+#include "core/Status.h"
+#include "grpc_service.pb.h"
+
+namespace ortserve::grpcfe {
+
+// The one place where core status codes become gRPC codes:
+//   kInvalidArgument, kNotFound (unknown model/version) -> INVALID_ARGUMENT
+//   kUnavailable (overload, not ready, shutting down)   -> UNAVAILABLE
+//   kUnsupported -> UNIMPLEMENTED, kDeadlineExceeded -> DEADLINE_EXCEEDED,
+//   kCancelled -> CANCELLED, kPayloadTooLarge -> RESOURCE_EXHAUSTED,
+//   kInternal -> INTERNAL.
+grpc::StatusCode ToGrpcCode(StatusCode code);
+grpc::Status ToGrpcStatus(const Status& status);
+
+// Fills `out` (model, version, id, inputs, requested outputs, timeout and
+// priority) from `message`. Tensors from raw_input_contents and typed contents
+// whose element type matches the wire type (INT32, INT64, UINT32, UINT64, FP32,
+// FP64) view the message's memory, kept alive by `message`: no copy. Other
+// typed contents (BOOL, INT8/16, UINT8/16, BYTES) are converted into a new
+// buffer. Does not set on_complete, cancelled or arrival_time.
+Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message,
+                          InferenceRequest* out);
+
+// Writes every output as name, datatype, shape and one raw_output_contents
+// entry, in order. `request_id` is echoed as the response id.
+void EncodeInferResponse(const InferenceResponse& response, const std::string& request_id,
+                         inference::ModelInferResponse* out);
+
+}  // namespace ortserve::grpcfe

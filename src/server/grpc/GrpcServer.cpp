@@ -1,0 +1,305 @@
+#include "server/grpc/GrpcServer.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <spdlog/spdlog.h>
+
+#include "repository/ModelRepository.h"
+#include "server/grpc/GrpcCalls.h"
+#include "server/grpc/GrpcInferCodec.h"
+#include "server/grpc/GrpcServiceCore.h"
+
+namespace ortserve {
+namespace grpcfe {
+
+// ---- GrpcServiceCore ------------------------------------------------------------------
+
+bool GrpcServiceCore::ServerReady() const {
+  if (stopping()) return false;
+  return !options_.strict_readiness || repository_->AllModelsReady();
+}
+
+void GrpcServiceCore::CallCreated() {
+  std::lock_guard lock(calls_mu_);
+  ++live_calls_;
+}
+
+void GrpcServiceCore::CallDestroyed() {
+  std::lock_guard lock(calls_mu_);
+  if (--live_calls_ == 0) calls_cv_.notify_all();
+}
+
+void GrpcServiceCore::WaitForNoCalls() {
+  std::unique_lock lock(calls_mu_);
+  while (!calls_cv_.wait_for(lock, std::chrono::seconds(10), [this] { return live_calls_ == 0; })) {
+    spdlog::warn("gRPC server stopping: still waiting for {} calls whose inference has not completed",
+                 live_calls_);
+  }
+}
+
+grpc::Status GrpcServiceCore::ServerLive(const inference::ServerLiveRequest&,
+                                         inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcServiceCore::ServerReady(const inference::ServerReadyRequest&,
+                                          inference::ServerReadyResponse* response) {
+  response->set_ready(ServerReady());
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcServiceCore::ModelReady(const inference::ModelReadyRequest& request,
+                                         inference::ModelReadyResponse* response) {
+  // As Triton: an unknown or unavailable model is simply not ready.
+  Result<std::shared_ptr<Model>> model = repository_->GetModel(request.name(), request.version());
+  response->set_ready(!stopping() && model.ok() && model.value()->ready());
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcServiceCore::ServerMetadata(const inference::ServerMetadataRequest&,
+                                             inference::ServerMetadataResponse* response) {
+  response->set_name(options_.server_name);
+  response->set_version(options_.server_version);
+  for (const std::string& extension : options_.extensions) response->add_extensions(extension);
+  return grpc::Status::OK;
+}
+
+namespace {
+
+void FillTensorMetadata(const std::string& name, inference::DataType config_type,
+                        const google::protobuf::RepeatedField<int64_t>& dims, bool batched,
+                        inference::ModelMetadataResponse::TensorMetadata* out) {
+  out->set_name(name);
+  const std::optional<DataType> dtype = DataTypeFromConfigName(inference::DataType_Name(config_type));
+  out->set_datatype(std::string(DataTypeName(dtype.value_or(DataType::kInvalid))));
+  if (batched) out->add_shape(-1);
+  out->mutable_shape()->Add(dims.begin(), dims.end());
+}
+
+void FillDuration(const DurationStat& stat, inference::StatisticDuration* out) {
+  out->set_count(stat.count.load(std::memory_order_relaxed));
+  out->set_ns(stat.ns.load(std::memory_order_relaxed));
+}
+
+void FillStatistics(Model& model, inference::ModelStatistics* out) {
+  ortserve::ModelStatistics& stats = model.stats();
+  out->set_name(model.name());
+  out->set_version(model.version());
+  out->set_last_inference(stats.last_inference_ms.load(std::memory_order_relaxed));
+  out->set_inference_count(stats.inference_count.load(std::memory_order_relaxed));
+  out->set_execution_count(stats.execution_count.load(std::memory_order_relaxed));
+  inference::InferStatistics* infer = out->mutable_inference_stats();
+  FillDuration(stats.success, infer->mutable_success());
+  FillDuration(stats.fail, infer->mutable_fail());
+  FillDuration(stats.queue, infer->mutable_queue());
+  FillDuration(stats.compute_input, infer->mutable_compute_input());
+  FillDuration(stats.compute_infer, infer->mutable_compute_infer());
+  FillDuration(stats.compute_output, infer->mutable_compute_output());
+  FillDuration(stats.cache_hit, infer->mutable_cache_hit());
+  FillDuration(stats.cache_miss, infer->mutable_cache_miss());
+  // As Triton: one entry per batch size that was executed at least once.
+  for (size_t size = 1; size <= stats.MaxTrackedBatchSize(); ++size) {
+    const BatchStat& batch = stats.BatchStatAt(size);
+    if (batch.compute_infer.count.load(std::memory_order_relaxed) == 0) continue;
+    inference::InferBatchStatistics* entry = out->add_batch_stats();
+    entry->set_batch_size(size);
+    FillDuration(batch.compute_input, entry->mutable_compute_input());
+    FillDuration(batch.compute_infer, entry->mutable_compute_infer());
+    FillDuration(batch.compute_output, entry->mutable_compute_output());
+  }
+}
+
+}  // namespace
+
+grpc::Status GrpcServiceCore::ModelMetadata(const inference::ModelMetadataRequest& request,
+                                            inference::ModelMetadataResponse* response) {
+  Result<std::shared_ptr<Model>> found = repository_->GetModel(request.name(), request.version());
+  if (!found.ok()) return ToGrpcStatus(found.status());
+  const Model& model = *found.value();
+  const inference::ModelConfig& config = model.config();
+  response->set_name(model.name());
+  for (const ModelIndexEntry& entry : repository_->Index()) {
+    if (entry.name == model.name() && entry.state == ModelState::kReady) response->add_versions(entry.version);
+  }
+  if (response->versions_size() == 0) response->add_versions(model.version());
+  response->set_platform(config.platform().empty() ? config.backend() : config.platform());
+  const bool batched = config.max_batch_size() > 0;
+  for (const auto& input : config.input()) {
+    FillTensorMetadata(input.name(), input.data_type(), input.dims(), batched, response->add_inputs());
+  }
+  for (const auto& output : config.output()) {
+    FillTensorMetadata(output.name(), output.data_type(), output.dims(), batched, response->add_outputs());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcServiceCore::ModelConfig(const inference::ModelConfigRequest& request,
+                                          inference::ModelConfigResponse* response) {
+  Result<std::shared_ptr<Model>> found = repository_->GetModel(request.name(), request.version());
+  if (!found.ok()) return ToGrpcStatus(found.status());
+  *response->mutable_config() = found.value()->config();
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcServiceCore::ModelStatistics(const inference::ModelStatisticsRequest& request,
+                                              inference::ModelStatisticsResponse* response) {
+  if (!request.version().empty()) {
+    Result<std::shared_ptr<Model>> found = repository_->GetModel(request.name(), request.version());
+    if (!found.ok()) return ToGrpcStatus(found.status());
+    FillStatistics(*found.value(), response->add_model_stats());
+    return grpc::Status::OK;
+  }
+  // No version: every ready version (of every model when no name either).
+  for (const std::shared_ptr<Model>& model : repository_->ReadyModels()) {
+    if (request.name().empty() || model->name() == request.name()) {
+      FillStatistics(*model, response->add_model_stats());
+    }
+  }
+  if (!request.name().empty() && response->model_stats_size() == 0) {
+    Result<std::shared_ptr<Model>> found = repository_->GetModel(request.name(), "");
+    return ToGrpcStatus(found.ok() ? Internal("model '" + request.name() + "' has no ready version")
+                                   : found.status());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status GrpcServiceCore::RepositoryIndex(const inference::RepositoryIndexRequest& request,
+                                              inference::RepositoryIndexResponse* response) {
+  for (const ModelIndexEntry& entry : repository_->Index()) {
+    if (request.ready() && entry.state != ModelState::kReady) continue;
+    auto* model = response->add_models();
+    model->set_name(entry.name);
+    model->set_version(entry.version);
+    model->set_state(ModelStateName(entry.state));
+    model->set_reason(entry.reason);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace grpcfe
+
+// ---- GrpcServer -----------------------------------------------------------------------
+
+class GrpcServer::Impl {
+ public:
+  Impl(GrpcServerOptions options, ModelRepository* repository)
+      : core_(std::move(options), repository) {}
+
+  ~Impl() {
+    Stop(std::chrono::milliseconds(0));
+  }
+
+  Status Start() {
+    std::lock_guard lock(lifecycle_mu_);
+    if (server_) return Internal("gRPC server already started");
+    const GrpcServerOptions& options = core_.options();
+    const bool ipv6 = options.address.find(':') != std::string::npos && options.address.front() != '[';
+    const std::string endpoint =
+        (ipv6 ? "[" + options.address + "]" : options.address) + ":" + std::to_string(options.port);
+
+    grpc::ServerBuilder builder;
+    int bound_port = 0;
+    builder.AddListeningPort(endpoint, grpc::InsecureServerCredentials(), &bound_port);
+    // Without this a second server on the same port would bind "successfully".
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+    builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+    builder.RegisterService(&core_.service());
+    builder.RegisterAsyncGenericService(&core_.generic_service());
+    for (int i = 0; i < options.completion_queue_threads; ++i) queues_.push_back(builder.AddCompletionQueue());
+    server_ = builder.BuildAndStart();
+    if (!server_ || bound_port == 0) {
+      server_.reset();
+      ShutdownQueues();
+      return Unavailable("gRPC server could not listen on " + endpoint +
+                         " (address in use or not available on this host)");
+    }
+    port_ = static_cast<uint16_t>(bound_port);
+    for (size_t i = 0; i < queues_.size(); ++i) {
+      grpcfe::StartListening(&core_, queues_[i].get());
+      threads_.emplace_back([this, i] {
+        const std::string name = "grpc-cq-" + std::to_string(i);
+        pthread_setname_np(pthread_self(), name.c_str());
+        grpcfe::PollQueue(queues_[i].get());
+      });
+    }
+    spdlog::info("gRPC server listening on {} ({} completion-queue threads, {} byte message limit)",
+                 endpoint.substr(0, endpoint.rfind(':')) + ":" + std::to_string(port_),
+                 options.completion_queue_threads, options.max_message_bytes);
+    return Status::Ok();
+  }
+
+  uint16_t port() const { return port_; }
+
+  void Stop(std::chrono::milliseconds drain) {
+    std::lock_guard lock(lifecycle_mu_);
+    if (!server_ || stopped_) return;
+    stopped_ = true;
+    core_.SetStopping();
+    // Stops accepting calls, waits for the running ones until the deadline,
+    // then cancels the rest (their requests see the cancel flag) and returns
+    // once every call object has let go of its gRPC call.
+    server_->Shutdown(std::chrono::system_clock::now() + drain);
+    core_.WaitForNoCalls();
+    ShutdownQueues();
+    spdlog::info("gRPC server stopped");
+  }
+
+ private:
+  void ShutdownQueues() {
+    for (auto& queue : queues_) queue->Shutdown();
+    for (std::thread& thread : threads_) thread.join();
+    threads_.clear();
+    // Drain queues that had no thread (a failed Start).
+    void* tag = nullptr;
+    bool ok = false;
+    for (auto& queue : queues_) {
+      while (queue->Next(&tag, &ok)) {
+      }
+    }
+  }
+
+  grpcfe::GrpcServiceCore core_;
+  std::mutex lifecycle_mu_;
+  std::unique_ptr<grpc::Server> server_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
+  bool stopped_ = false;
+};
+
+Result<std::unique_ptr<GrpcServer>> GrpcServer::Create(GrpcServerOptions options,
+                                                       ModelRepository* repository) {
+  if (repository == nullptr) return InvalidArgument("gRPC server needs a model repository");
+  if (options.address.empty()) return InvalidArgument("gRPC address must not be empty");
+  if (options.completion_queue_threads < 1 || options.completion_queue_threads > 64) {
+    return InvalidArgument("gRPC completion_queue_threads must be within [1, 64], got " +
+                           std::to_string(options.completion_queue_threads));
+  }
+  constexpr size_t kMinMessage = 4096;
+  constexpr size_t kMaxMessage = static_cast<size_t>(std::numeric_limits<int32_t>::max());
+  if (options.max_message_bytes < kMinMessage || options.max_message_bytes > kMaxMessage) {
+    return InvalidArgument("gRPC max_message_bytes must be within [" + std::to_string(kMinMessage) + ", " +
+                           std::to_string(kMaxMessage) + "], got " + std::to_string(options.max_message_bytes));
+  }
+  return std::unique_ptr<GrpcServer>(
+      new GrpcServer(std::make_unique<Impl>(std::move(options), repository)));
+}
+
+GrpcServer::GrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GrpcServer::~GrpcServer() = default;
+Status GrpcServer::Start() { return impl_->Start(); }
+uint16_t GrpcServer::port() const { return impl_->port(); }
+void GrpcServer::Stop(std::chrono::milliseconds drain) { impl_->Stop(drain); }
+
+}  // namespace ortserve

@@ -1,0 +1,77 @@
+#pragma once
+// The KServe v2 gRPC front end (service inference.GRPCInferenceService, wire
+// compatible with Triton's), plus grpc.health.v1.Health/Check.
+//
+// Threads: `completion_queue_threads` completion queues, one polling thread
+// each (named "grpc-cq-N"); gRPC's own internal threads come on top. No thread
+// ever waits on inference: ModelInfer/ModelStreamInfer hand the request to the
+// model and return to polling; the model's completion callback (any thread)
+// only wakes the call's queue, and the response is encoded and written on that
+// queue's thread.
+//
+// Lifetime: Create() validates, Start() binds and starts serving, Stop(drain)
+// stops accepting calls, lets in-flight calls finish until the drain deadline,
+// cancels what is left (their inference requests see the cancel flag) and
+// returns once every call has been answered — which needs the repository to
+// keep honouring on_complete, so call Stop() before ModelRepository::Shutdown().
+// The destructor stops the server if Stop() was not called.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/Status.h"
+
+namespace ortserve {
+
+class ModelRepository;
+
+struct GrpcServerOptions {
+  std::string address = "0.0.0.0";  // IPv6 addresses without brackets are fine ("::")
+  uint16_t port = 8001;             // 0: any free port, see GrpcServer::port()
+  // Completion queues, each polled by one thread. 2 keeps one core's worth of
+  // protocol work off the inference threads and is plenty for thousands of
+  // small requests per second; raise it only when profiling shows the gRPC
+  // threads saturated.
+  int completion_queue_threads = 2;
+  // Largest message received or sent, in bytes (the HTTP body limit's default).
+  // A larger request fails with RESOURCE_EXHAUSTED before it reaches the server.
+  size_t max_message_bytes = 64u << 20;
+  // Server readiness (ServerReady, health check): true only when every model in
+  // the repository is ready if strict, else as soon as the server is live.
+  bool strict_readiness = true;
+  std::string server_name = "ortserve";
+  std::string server_version;
+  // Listed by ServerMetadata.
+  std::vector<std::string> extensions = {"model_configuration", "schedule_policy", "statistics",
+                                         "binary_tensor_data", "parameters"};
+};
+
+class GrpcServer {
+ public:
+  // Fails with kInvalidArgument naming the bad option. `repository` must
+  // outlive the server.
+  static Result<std::unique_ptr<GrpcServer>> Create(GrpcServerOptions options,
+                                                    ModelRepository* repository);
+  ~GrpcServer();
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // Binds address:port and starts the polling threads. kUnavailable when the
+  // port cannot be bound (it is in use: SO_REUSEPORT is off).
+  Status Start();
+  // The bound port (the chosen one when options.port was 0); 0 before Start().
+  uint16_t port() const;
+  // Graceful stop, see the class comment. Idempotent.
+  void Stop(std::chrono::milliseconds drain);
+
+  class Impl;
+
+ private:
+  explicit GrpcServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ortserve

@@ -1,0 +1,65 @@
+#pragma once
+// State shared by every call of one GrpcServer: the async services, the
+// repository, the options, the stopping flag, the count of live call objects,
+// and the handlers of the unary methods that never wait (metadata, readiness,
+// config, statistics, index). Internal to src/server/grpc.
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/support/status.h>
+
+#include "grpc_service.grpc.pb.h"
+#include "server/grpc/GrpcServer.h"
+
+namespace ortserve {
+namespace grpcfe {
+
+class GrpcServiceCore {
+ public:
+  GrpcServiceCore(GrpcServerOptions options, ModelRepository* repository)
+      : options_(std::move(options)), repository_(repository) {}
+
+  inference::GRPCInferenceService::AsyncService& service() { return service_; }
+  grpc::AsyncGenericService& generic_service() { return generic_service_; }
+  ModelRepository& repository() { return *repository_; }
+  const GrpcServerOptions& options() const { return options_; }
+
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  void SetStopping() { stopping_.store(true, std::memory_order_release); }
+  bool ServerReady() const;
+
+  // Every call object registers itself for its whole life, so that Stop()
+  // shuts the completion queues down only once nothing can touch them.
+  void CallCreated();
+  void CallDestroyed();
+  void WaitForNoCalls();
+
+  grpc::Status ServerLive(const inference::ServerLiveRequest&, inference::ServerLiveResponse*);
+  grpc::Status ServerReady(const inference::ServerReadyRequest&, inference::ServerReadyResponse*);
+  grpc::Status ModelReady(const inference::ModelReadyRequest&, inference::ModelReadyResponse*);
+  grpc::Status ServerMetadata(const inference::ServerMetadataRequest&,
+                              inference::ServerMetadataResponse*);
+  grpc::Status ModelMetadata(const inference::ModelMetadataRequest&,
+                             inference::ModelMetadataResponse*);
+  grpc::Status ModelConfig(const inference::ModelConfigRequest&, inference::ModelConfigResponse*);
+  grpc::Status ModelStatistics(const inference::ModelStatisticsRequest&,
+                               inference::ModelStatisticsResponse*);
+  grpc::Status RepositoryIndex(const inference::RepositoryIndexRequest&,
+                               inference::RepositoryIndexResponse*);
+
+ private:
+  const GrpcServerOptions options_;
+  ModelRepository* const repository_;
+  inference::GRPCInferenceService::AsyncService service_;
+  grpc::AsyncGenericService generic_service_;
+  std::atomic<bool> stopping_{false};
+
+  std::mutex calls_mu_;
+  std::condition_variable calls_cv_;
+  size_t live_calls_ = 0;  // guarded by calls_mu_
+};
+
+}  // namespace grpcfe
+}  // namespace ortserve
