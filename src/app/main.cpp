@@ -1,6 +1,8 @@
 // ortserve: serves a Triton-layout repository of ONNX models over KServe v2.
 // main() parses flags, wires the layers together and owns the shutdown order:
 // stop accepting → drain in-flight requests → stop schedulers → stop I/O.
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
@@ -13,6 +15,7 @@
 
 #include "repository/ModelRepository.h"
 #include "runtime/OrtModelInstance.h"
+#include "server/grpc/GrpcServer.h"
 #include "server/http/HttpServer.h"
 
 namespace {
@@ -23,6 +26,9 @@ struct Flags {
   std::string http_address = "0.0.0.0";
   int http_thread_count = 0;
   uint16_t grpc_port = 8001;
+  std::string grpc_address = "0.0.0.0";
+  int grpc_thread_count = 2;
+  uint64_t grpc_max_message_size = 64ull << 20;
   uint16_t metrics_port = 8002;
   bool strict_readiness = true;
   int exit_timeout_secs = 30;
@@ -57,9 +63,15 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--http-idle-timeout-secs", f.http_idle_timeout_secs,
                  "Close a connection that sends nothing (or stalls mid-request) for this long")
       ->capture_default_str();
-  app.add_option("--grpc-port", f.grpc_port,
-                 "Port of the gRPC endpoint. Reserved: the gRPC front end is not built yet, "
-                 "so nothing listens here")
+  app.add_option("--grpc-port", f.grpc_port, "Port of the KServe v2 gRPC endpoint")
+      ->capture_default_str();
+  app.add_option("--grpc-address", f.grpc_address, "Address the gRPC endpoint binds to")
+      ->capture_default_str();
+  app.add_option("--grpc-thread-count", f.grpc_thread_count,
+                 "gRPC completion-queue threads (one queue each). They never run inference")
+      ->capture_default_str();
+  app.add_option("--grpc-max-message-size", f.grpc_max_message_size,
+                 "Largest gRPC message sent or received, in bytes")
       ->capture_default_str();
   app.add_option("--metrics-port", f.metrics_port,
                  "Port of the Prometheus endpoint. Reserved: metrics are not built yet, so "
@@ -128,6 +140,19 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  ortserve::GrpcServerOptions grpc_options;
+  grpc_options.address = flags.grpc_address;
+  grpc_options.port = flags.grpc_port;
+  grpc_options.completion_queue_threads = flags.grpc_thread_count;
+  grpc_options.max_message_bytes = flags.grpc_max_message_size;
+  grpc_options.strict_readiness = flags.strict_readiness;
+  grpc_options.server_version = ORTSERVE_VERSION;
+  auto grpc = ortserve::GrpcServer::Create(grpc_options, repository->get());
+  if (!grpc.ok()) {
+    spdlog::critical("{}", grpc.status().message());
+    return 1;
+  }
+
   // Models load before the port opens so that a client never sees a model
   // missing that is merely still loading; liveness follows the port.
   (*repository)->LoadAll();
@@ -137,6 +162,12 @@ int main(int argc, char** argv) {
   }
   spdlog::info("HTTP KServe v2 endpoint listening on {}:{} ({} I/O threads)", flags.http_address,
                (*http)->port(), http_options.io_threads);
+  if (auto st = (*grpc)->Start(); !st.ok()) {
+    spdlog::critical("{}", st.message());
+    return 1;
+  }
+  spdlog::info("gRPC KServe v2 endpoint listening on {}:{} ({} completion-queue threads)",
+               flags.grpc_address, (*grpc)->port(), grpc_options.completion_queue_threads);
 
   int sig = 0;
   sigwait(&signals, &sig);
@@ -152,8 +183,13 @@ int main(int argc, char** argv) {
   });
   second_signal.detach();
 
+  // Both front ends drain within the one exit timeout: HTTP first stops
+  // accepting and waits; gRPC gets what is left of the deadline.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(flags.exit_timeout_secs);
   (*http)->StopAccepting();
   (*http)->WaitForInFlight(std::chrono::seconds(flags.exit_timeout_secs));
+  (*grpc)->Stop(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
   (*repository)->Shutdown();
   (*http)->Stop();
   spdlog::info("shutdown complete");

@@ -198,6 +198,12 @@ Status ParseRequestParameters(object params, InferenceRequest* req, bool* binary
 Status JsonError(simdjson::error_code err) {
   if (err == simdjson::DEPTH_ERROR)
     return InvalidArgument("request JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  if (err == simdjson::NUMBER_ERROR) {
+    // The DOM parser fails the whole document, so the tensor can't be named.
+    return InvalidArgument(
+        "malformed request JSON: a number is out of range or malformed (shape dimensions and "
+        "integer data must fit in 64 bits)");
+  }
   return InvalidArgument(std::string("malformed request JSON: ") + simdjson::error_message(err));
 }
 
