@@ -193,7 +193,9 @@ struct Candidate {
 
 class ModelRepositoryImpl final : public ModelRepository {
  public:
-  explicit ModelRepositoryImpl(RepositoryOptions options) : options_(std::move(options)) {}
+  explicit ModelRepositoryImpl(RepositoryOptions options)
+      : options_(std::move(options)),
+        compute_slots_(std::make_shared<ComputeSlots>(options_.thread_budget)) {}
   ~ModelRepositoryImpl() override { Shutdown(); }
 
   void LoadAll() override {
@@ -232,8 +234,9 @@ class ModelRepositoryImpl final : public ModelRepository {
     if (plan.oversubscribed) {
       bool any_explicit = std::any_of(plan.entries.begin(), plan.entries.end(),
                                       [](const ThreadPlanEntry& e) { return e.explicit_intra; });
-      spdlog::warn("thread plan uses {} threads for {} cores{}: expect contention", plan.total_threads,
-                   plan.budget,
+      spdlog::info("thread plan: {} threads exist for {} cores{}; executions wait for free compute "
+                   "slots rather than contend",
+                   plan.total_threads, plan.budget,
                    any_explicit ? " because of configured intra_op_thread_count"
                                 : " (more instances than cores)");
     }
@@ -506,7 +509,10 @@ class ModelRepositoryImpl final : public ModelRepository {
     const bool reorder = instances.front()->OutputNames() != config_outputs;
 
     auto model = std::make_shared<ModelImpl>(c.config, version, reorder);
-    auto scheduler = ModelScheduler::Create(c.scheduler_options, std::move(instances), &model->stats());
+    SchedulerOptions scheduler_options = c.scheduler_options;
+    scheduler_options.compute_slots = compute_slots_;
+    scheduler_options.compute_slots_per_run = plan.total_threads / std::max(1, plan.instances);
+    auto scheduler = ModelScheduler::Create(std::move(scheduler_options), std::move(instances), &model->stats());
     if (!scheduler.ok()) return fail("cannot start scheduler: " + scheduler.status().message());
     model->Start(std::move(scheduler).value());
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -519,6 +525,8 @@ class ModelRepositoryImpl final : public ModelRepository {
   }
 
   const RepositoryOptions options_;
+  // The process's compute-thread budget, leased by every scheduler per run.
+  const std::shared_ptr<ComputeSlots> compute_slots_;
   mutable std::shared_mutex mutex_;
   std::map<std::string, ModelRecord> models_;
 };

@@ -48,9 +48,9 @@ std::vector<std::string> ThreadPlan::Describe() const {
                     ", spinning " + (e.allow_spinning ? "on" : "off") + " = " +
                     std::to_string(e.total_threads) + " thread(s)");
   }
-  lines.push_back("total: " + std::to_string(total_threads) + " ORT thread(s) for " +
-                  std::to_string(budget) + " core(s)" +
-                  (oversubscribed ? " (OVERSUBSCRIBED)" : ""));
+  lines.push_back("total: " + std::to_string(total_threads) + " ORT thread(s) for a budget of " +
+                  std::to_string(budget) + " core(s); at most " + std::to_string(budget) +
+                  " compute at once (compute slots)");
   return lines;
 }
 

@@ -6,7 +6,10 @@
 // left after them is split evenly over all other instances,
 // intra = max(1, remaining / auto_instances). The plan is oversubscribed when
 // its total exceeds the budget, which only happens when the user set threads
-// explicitly or there are more instances than cores; the repository warns then.
+// explicitly or there are more instances than cores. Even then the threads
+// computing at once never exceed the budget: every execution leases its
+// threads from the process's ComputeSlots (scheduler/ComputeSlots.h), so an
+// oversubscribed plan costs waiting, not contention.
 //
 // Spinning is off by default: a spinning ORT pool busy-waits for work after
 // each run, which buys microseconds of hand-off latency at the price of idle

@@ -17,6 +17,7 @@
 #include "core/InferenceRequest.h"
 #include "core/ModelStatistics.h"
 #include "core/Status.h"
+#include "scheduler/ComputeSlots.h"
 #include "runtime/ModelInstance.h"
 
 namespace ortserve {
@@ -45,6 +46,10 @@ struct SchedulerOptions {
   uint32_t priority_levels = 0;
   uint32_t default_priority_level = 0;
   std::vector<std::pair<uint32_t, QueuePolicy>> priority_queue_policies;
+  // Shared by all schedulers of the process; null: no limit. Each execution
+  // leases `compute_slots_per_run` slots (the instance's intra-op threads).
+  std::shared_ptr<ComputeSlots> compute_slots;
+  int compute_slots_per_run = 1;
 };
 
 class ModelScheduler {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <optional>
 
 namespace ortserve {
 namespace {
@@ -241,6 +242,9 @@ bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
 
 void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   ModelInstance& instance = *instances_[index];
+  // Waiting for a compute slot counts as queue time: the batch has not started.
+  std::optional<ComputeSlots::Lease> lease;
+  if (options_.compute_slots) lease.emplace(options_.compute_slots->Acquire(options_.compute_slots_per_run));
   const Clock::time_point start = clock_->Now();
 
   std::vector<const InferenceRequest*> requests;
@@ -265,6 +269,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
       if (!status.ok()) status = Internal(status.message());
     }
     infer_end = clock_->Now();
+    lease.reset();   // splitting and answering need no compute slot
     inputs.clear();  // lets the stacker reuse its buffers
     if (status.ok() && outputs.size() != instance.OutputNames().size()) {
       status = Internal(label_ + " returned " + std::to_string(outputs.size()) +
