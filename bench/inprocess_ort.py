@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""The limit: onnxruntime in-process, back-to-back session.run, no server.
+
+    .venv/bin/python bench/inprocess_ort.py --model cnn --threads 2 --batch-sizes 1,4 --duration 10
+
+One InferenceSession with intra_op_num_threads = the server's thread budget
+(sequential execution, like one server instance). For each batch size, inputs
+are built once (the batch-1 request tensor repeated along dim 0) and run
+back-to-back for --duration seconds after a short warm-up. Prints one JSON
+object: per batch size, runs, inferences/s, per-run latency percentiles.
+
+Python's per-call overhead (a few microseconds) is negligible for the cnn and
+ocr models; for "tiny" it is a large part of each call, so its figure is the
+Python-ORT limit, not ORT's.
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+DTYPES = {"FP32": np.float32, "FP16": np.float16, "INT32": np.int32, "INT64": np.int64}
+
+
+def make_session(model_path: str, threads: int) -> ort.InferenceSession:
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
+
+
+def batch_inputs(spec: dict, batch: int) -> dict:
+    body = json.loads(Path(spec["request_json"]).read_text())
+    feeds = {}
+    for t in body["inputs"]:
+        one = np.asarray(t["data"], dtype=DTYPES[t["datatype"]]).reshape(t["shape"])
+        feeds[t["name"]] = np.ascontiguousarray(np.repeat(one, batch, axis=0))
+    return feeds
+
+
+def run_one(sess, feeds, batch, duration_s, warmup_s):
+    end = time.perf_counter() + warmup_s
+    while time.perf_counter() < end:
+        sess.run(None, feeds)
+    lat = []
+    start = time.perf_counter()
+    end = start + duration_s
+    t = start
+    while t < end:
+        sess.run(None, feeds)
+        t2 = time.perf_counter()
+        lat.append(t2 - t)
+        t = t2
+    elapsed = t - start
+    lat_us = np.asarray(lat) * 1e6
+    return {
+        "batch_size": batch, "runs": len(lat), "elapsed_s": round(elapsed, 4),
+        "inferences_per_s": round(batch * len(lat) / elapsed, 2),
+        "run_latency_us": {p: round(float(np.percentile(lat_us, q)), 1)
+                           for p, q in (("p50", 50), ("p90", 90), ("p95", 95), ("p99", 99))},
+        "mean_run_us": round(float(lat_us.mean()), 1),
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", required=True, help="model name in the manifest")
+    ap.add_argument("--manifest", default=str(Path(__file__).resolve().parent / "work" / "manifest.json"))
+    ap.add_argument("--threads", type=int, default=2, help="intra-op threads (the thread budget)")
+    ap.add_argument("--batch-sizes", default="1", help="comma separated")
+    ap.add_argument("--duration", type=float, default=10.0, help="seconds per batch size")
+    ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--json", help="also write the result here")
+    args = ap.parse_args()
+
+    spec = json.loads(Path(args.manifest).read_text())[args.model]
+    sess = make_session(spec["model_path"], args.threads)
+    result = {"model": args.model, "threads": args.threads, "onnxruntime": ort.__version__,
+              "results": []}
+    for b in sorted({int(x) for x in args.batch_sizes.split(",") if x.strip()}):
+        if spec["max_batch_size"] == 0 and b != 1:
+            continue
+        result["results"].append(run_one(sess, batch_inputs(spec, b), b, args.duration, args.warmup))
+    text = json.dumps(result)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
