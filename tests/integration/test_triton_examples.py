@@ -1,0 +1,111 @@
+"""Triton's own example repository, served unchanged (../shared/triton-examples).
+
+Each test does what Triton's example client of the same name does
+(simple_http_infer_client.py, simple_grpc_infer_client.py,
+simple_http_string_infer_client.py, ...) and, beyond the client's own sum and
+difference check, compares every output with onnxruntime on the same file.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from harness import Reference, model_file, start_server
+
+pytestmark = pytest.mark.timeout(180)
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "triton-examples"
+
+
+@pytest.fixture(scope="module")
+def examples_server(log_dir):
+    if not (EXAMPLES / "simple" / "config.pbtxt").exists():
+        pytest.skip(f"Triton's example repository is not at {EXAMPLES}")
+    srv = start_server(EXAMPLES.resolve(), log_dir, "triton_examples", strict_readiness=False)
+    try:
+        srv.wait_models_ready(["simple", "simple_int8", "simple_string"])
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return Reference()
+
+
+def _example_inputs(dtype):
+    # As the example clients: INPUT0 = 0..15, INPUT1 = all ones, batch of 1.
+    input0 = np.arange(16, dtype=np.int32).reshape(1, 16).astype(dtype)
+    input1 = np.ones((1, 16), dtype=dtype)
+    return input0, input1
+
+
+def _infer(client_module, client, model, input0, input1, datatype):
+    inputs = [client_module.InferInput("INPUT0", list(input0.shape), datatype),
+              client_module.InferInput("INPUT1", list(input1.shape), datatype)]
+    inputs[0].set_data_from_numpy(input0)
+    inputs[1].set_data_from_numpy(input1)
+    outputs = [client_module.InferRequestedOutput("OUTPUT0"),
+               client_module.InferRequestedOutput("OUTPUT1")]
+    result = client.infer(model, inputs, outputs=outputs)
+    return result.as_numpy("OUTPUT0"), result.as_numpy("OUTPUT1")
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("model,dtype,datatype", [("simple", np.int32, "INT32"),
+                                                  ("simple_int8", np.int8, "INT8")])
+def test_simple_infer_client(examples_server, reference, protocol, model, dtype, datatype):
+    module = httpclient if protocol == "http" else grpcclient
+    url = examples_server.url if protocol == "http" else examples_server.grpc_url
+    client = module.InferenceServerClient(url)
+    input0, input1 = _example_inputs(dtype)
+    out0, out1 = _infer(module, client, model, input0, input1, datatype)
+    np.testing.assert_array_equal(out0, input0 + input1)
+    np.testing.assert_array_equal(out1, input0 - input1)
+    expected = reference.run(model_file(EXAMPLES, model), {"INPUT0": input0, "INPUT1": input1})
+    np.testing.assert_array_equal(out0, expected["OUTPUT0"])
+    np.testing.assert_array_equal(out1, expected["OUTPUT1"])
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_simple_string_infer_client(examples_server, reference, protocol):
+    module = httpclient if protocol == "http" else grpcclient
+    url = examples_server.url if protocol == "http" else examples_server.grpc_url
+    client = module.InferenceServerClient(url)
+    numbers0, numbers1 = _example_inputs(np.int32)
+    input0 = np.array([str(x).encode() for x in numbers0.ravel()], dtype=np.object_).reshape(1, 16)
+    input1 = np.array([str(x).encode() for x in numbers1.ravel()], dtype=np.object_).reshape(1, 16)
+    out0, out1 = _infer(module, client, "simple_string", input0, input1, "BYTES")
+    np.testing.assert_array_equal(out0.astype(np.int32), numbers0 + numbers1)
+    np.testing.assert_array_equal(out1.astype(np.int32), numbers0 - numbers1)
+    expected = reference.run(model_file(EXAMPLES, "simple_string"), {"INPUT0": input0, "INPUT1": input1})
+    assert [bytes(x) for x in out0.ravel()] == [x.encode() if isinstance(x, str) else bytes(x)
+                                               for x in expected["OUTPUT0"].ravel()]
+
+
+def test_simple_async_infer_client(examples_server):
+    client = httpclient.InferenceServerClient(examples_server.url, concurrency=4)
+    input0, input1 = _example_inputs(np.int32)
+    inputs = [httpclient.InferInput("INPUT0", [1, 16], "INT32"),
+              httpclient.InferInput("INPUT1", [1, 16], "INT32")]
+    inputs[0].set_data_from_numpy(input0)
+    inputs[1].set_data_from_numpy(input1)
+    pending = [client.async_infer("simple", inputs, request_id=str(i)) for i in range(8)]
+    for i, p in enumerate(pending):
+        result = p.get_result()
+        assert result.get_response()["id"] == str(i)
+        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), input0 + input1)
+
+
+@pytest.mark.parametrize("model", ["simple_sequence", "simple_dyna_sequence"])
+def test_sequence_models_are_unavailable_with_reason(examples_server, model):
+    entries = [e for e in examples_server.repository_index() if e["name"] == model]
+    assert entries, f"{model} missing from the repository index"
+    assert all(e["state"] == "UNAVAILABLE" for e in entries)
+    assert any("sequence" in e.get("reason", "").lower() for e in entries)
+    assert examples_server.get(f"/v2/models/{model}/ready").status_code != 200
