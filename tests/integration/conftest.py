@@ -8,6 +8,7 @@ server-backed tests are skipped; the offline model checks still run.
 from __future__ import annotations
 
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from harness import (DEMO_REPO, SMALL_BODY_LIMIT, Reference, check_add_sub_fp32, make_test_models,
@@ -92,6 +93,18 @@ def client(server):
 @pytest.fixture
 def demo_client(demo_server):
     with httpclient.InferenceServerClient(demo_server.url, network_timeout=60) as c:
+        yield c
+
+
+@pytest.fixture
+def grpc_client(server):
+    with grpcclient.InferenceServerClient(server.grpc_url) as c:
+        yield c
+
+
+@pytest.fixture
+def demo_grpc_client(demo_server):
+    with grpcclient.InferenceServerClient(demo_server.grpc_url) as c:
         yield c
 
 

@@ -74,6 +74,10 @@ class Server:
     def base(self) -> str:         # requests style
         return f"http://127.0.0.1:{self.http_port}"
 
+    @property
+    def grpc_url(self) -> str:     # tritonclient.grpc / grpcio style: host:port
+        return f"127.0.0.1:{self.grpc_port}"
+
     def __repr__(self) -> str:
         return f"<ortserve {self.base} repo={self.repo} log={self.log_path}>"
 
@@ -235,6 +239,19 @@ def _ortvalue_bits(value, shape) -> np.ndarray:
     count = int(np.prod(shape)) if shape else 1
     buf = (ctypes.c_uint16 * count).from_address(value.data_ptr())
     return np.frombuffer(bytes(buf), np.uint16).reshape(shape).copy()
+
+
+def perf_analyzer_command() -> tuple[pathlib.Path, dict]:
+    """perf_analyzer from the venv and an environment that finds libcudart."""
+    binary = pathlib.Path(sys.executable).parent / "perf_analyzer"
+    if not binary.exists():
+        binary = REPO_ROOT / ".venv" / "bin" / "perf_analyzer"
+    import nvidia.cuda_runtime  # libcudart.so.12, needed even without a GPU
+    cudart = pathlib.Path(list(nvidia.cuda_runtime.__path__)[0]) / "lib"
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(
+        p for p in (str(cudart), env.get("LD_LIBRARY_PATH", "")) if p)
+    return binary, env
 
 
 def model_file(repo: pathlib.Path, model: str, version: int = 1) -> pathlib.Path:

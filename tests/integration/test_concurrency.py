@@ -3,16 +3,13 @@ perf_analyzer runs against the server unmodified."""
 from __future__ import annotations
 
 import concurrent.futures
-import os
-import pathlib
 import subprocess
-import sys
 import threading
 
 import pytest
 import tritonclient.http as httpclient
 
-from harness import (REPO_ROOT, assert_matches, infer_inputs, model_file,
+from harness import (assert_matches, infer_inputs, model_file, perf_analyzer_command,
                      requested_outputs, sample_array)
 
 CALLERS = 48
@@ -71,18 +68,6 @@ def test_concurrent_batches_of_different_sizes(server, test_repo, reference):
     for x, probs in zip(inputs, results):
         ref = reference.run(model_file(test_repo, model), {"features": x})
         assert_matches(probs, ref["probabilities"])
-
-
-def perf_analyzer_command() -> tuple[pathlib.Path, dict]:
-    binary = pathlib.Path(sys.executable).parent / "perf_analyzer"
-    if not binary.exists():
-        binary = REPO_ROOT / ".venv" / "bin" / "perf_analyzer"
-    import nvidia.cuda_runtime  # libcudart.so.12, needed even without a GPU
-    cudart = pathlib.Path(list(nvidia.cuda_runtime.__path__)[0]) / "lib"
-    env = dict(os.environ)
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(
-        p for p in (str(cudart), env.get("LD_LIBRARY_PATH", "")) if p)
-    return binary, env
 
 
 @pytest.mark.timeout(240)
