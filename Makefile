@@ -43,6 +43,13 @@ tsan: deps
 	cmake --build build-tsan -j $(JOBS) --target $(SCHED_TESTS)
 	set -e; for t in $(SCHED_TESTS); do TSAN_OPTIONS=halt_on_error=1 build-tsan/$$t --gtest_brief=1; done
 
+# GPU provider libraries (CUDA 13 / TensorRT 10) into third_party/onnxruntime-gpu;
+# then: ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu make build BUILD_DIR=build-gpu
+# (docs/gpu.md). Never part of `make test`.
+.PHONY: gpu-deps
+gpu-deps:
+	@scripts/setup.sh gpu
+
 demo-models: deps
 	$(PY) scripts/make_demo_models.py models
 

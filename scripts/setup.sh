@@ -5,7 +5,11 @@
 #      unpacked into third_party/onnxruntime (git-ignored). ONNXRUNTIME_ROOT
 #      pointing at another install skips this step.
 #   3. A Python virtual environment (.venv) with the test and benchmark tools.
-# Usage: scripts/setup.sh [apt] [ort] [python]   (no argument: all three)
+#   gpu (only when asked: `make gpu-deps`): the GPU provider libraries (CUDA 13,
+#      TensorRT 10) from a pinned npm package, integrity-checked, installed with
+#      the ONNX Runtime above into third_party/onnxruntime-gpu; build the GPU
+#      flavour with ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu (docs/gpu.md).
+# Usage: scripts/setup.sh [apt] [ort] [python] [gpu]   (no argument: apt ort python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -26,6 +30,9 @@ ORT_NPM_PACKAGE="com.github.asus4.onnxruntime@0.4.9"
 ORT_NPM_INTEGRITY="sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
 ORT_VERSION="1.29.0"
 ORT_DIR="$ROOT/third_party/onnxruntime"
+ORT_GPU_NPM_PACKAGE="com.github.asus4.onnxruntime.linux-x64-gpu@0.4.9"
+ORT_GPU_NPM_INTEGRITY="sha512-FopIhNE/Ng+v2X65wVc9clPCBCvhvA53Hxo2U0Kf5fGdVsC7iCA+mZ0KLWggcQAj7TIZ6pNidR4AC10g74Xo6w=="
+ORT_GPU_DIR="$ROOT/third_party/onnxruntime-gpu"
 
 log() { echo "[setup] $*"; }
 
@@ -73,6 +80,32 @@ install_ort() {
   log "ONNX Runtime: installed into $ORT_DIR"
 }
 
+# The GPU package holds only provider libraries (libonnxruntime_providers_cuda.so,
+# _tensorrt.so, _shared.so), no libonnxruntime.so: ORT's core loads them from
+# its own directory, so they go next to a copy of the core SDK.
+install_gpu() {
+  local stamp="$ORT_NPM_PACKAGE + $ORT_GPU_NPM_PACKAGE"
+  if [ -f "$ORT_GPU_DIR/.version" ] && [ "$(cat "$ORT_GPU_DIR/.version")" = "$stamp" ]; then
+    log "ONNX Runtime GPU providers: present in $ORT_GPU_DIR"; return
+  fi
+  (unset ONNXRUNTIME_ROOT; install_ort)
+  local tmp; tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  log "ONNX Runtime GPU providers: fetching $ORT_GPU_NPM_PACKAGE (~180 MB)"
+  (cd "$tmp" && npm pack --silent "$ORT_GPU_NPM_PACKAGE" >/dev/null)
+  local tgz; tgz=$(ls "$tmp"/*.tgz)
+  local got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
+  if [ "$got" != "$ORT_GPU_NPM_INTEGRITY" ]; then
+    echo "[setup] GPU provider tarball integrity mismatch: expected $ORT_GPU_NPM_INTEGRITY, got $got" >&2; exit 1
+  fi
+  tar -xzf "$tgz" -C "$tmp" package/Plugins/Linux/x64
+  rm -rf "$ORT_GPU_DIR"; mkdir -p "$ORT_GPU_DIR"
+  cp -a "$ORT_DIR/include" "$ORT_DIR/lib" "$ORT_GPU_DIR/"
+  cp "$tmp"/package/Plugins/Linux/x64/libonnxruntime_providers_*.so "$ORT_GPU_DIR/lib/"
+  echo "$stamp" > "$ORT_GPU_DIR/.version"
+  log "ONNX Runtime GPU providers: installed into $ORT_GPU_DIR (build with ONNXRUNTIME_ROOT=$ORT_GPU_DIR)"
+}
+
 PY_REQUIREMENTS="$ROOT/scripts/requirements.txt"
 install_python() {
   local venv="$ROOT/.venv"
@@ -91,6 +124,7 @@ for s in "${steps[@]}"; do
     apt) install_apt ;;
     ort) install_ort ;;
     python) install_python ;;
+    gpu) install_gpu ;;
     *) echo "unknown step: $s" >&2; exit 2 ;;
   esac
 done

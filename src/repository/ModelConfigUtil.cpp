@@ -1,5 +1,7 @@
 #include "repository/ModelConfigUtil.h"
 
+#include "repository/GpuConfig.h"
+
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
@@ -51,7 +53,7 @@ const std::set<std::string>& SupportedLeaves() {
       "output.name", "output.data_type", "output.dims", "output.reshape",
       "instance_group.name", "instance_group.kind", "instance_group.count",
       "instance_group.gpus",
-      "optimization.graph",
+      "optimization.graph", "optimization.execution_accelerators",
       "dynamic_batching.preferred_batch_size", "dynamic_batching.max_queue_delay_microseconds",
       "dynamic_batching.priority_levels", "dynamic_batching.default_priority_level",
       "dynamic_batching.default_queue_policy", "dynamic_batching.priority_queue_policy",
@@ -216,7 +218,7 @@ bool IsKnownParameter(const std::string& key) {
   static const std::set<std::string> kKnown = {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning"};
-  return kKnown.count(key) > 0;
+  return kKnown.count(key) > 0 || IsGpuParameter(key);
 }
 
 DataType FromConfigDataType(inference::DataType type) {

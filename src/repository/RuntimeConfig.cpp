@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 
 namespace ortserve {
 namespace {
@@ -77,6 +78,9 @@ Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& con
     if (!b.ok()) return b.status();
     s.allow_spinning = b.value();
   }
+  auto gpu = ReadGpuSettings(config);
+  if (!gpu.ok()) return gpu.status();
+  s.gpu = std::move(gpu).value();
   if (config.optimization().has_graph()) {
     switch (config.optimization().graph().level()) {
       case -1: s.graph_optimization_level = GraphOptimizationLevel::kBasic; break;
@@ -121,7 +125,7 @@ Result<std::vector<InstanceSpec>> ExpandInstanceGroups(const inference::ModelCon
 
 RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_op_threads,
                                   const InstanceSpec& instance, const std::string& model_path,
-                                  const std::string& label) {
+                                  const std::string& label, const std::string& model_cache_root) {
   RuntimeOptions o;
   o.model_path = model_path;
   o.intra_op_threads = std::max(1, intra_op_threads);
@@ -132,9 +136,10 @@ RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_
   o.enable_mem_pattern = settings.enable_mem_pattern;
   o.graph_optimization_level = settings.graph_optimization_level;
   if (instance.gpu) {
-    // Strict: no silent CPU fallback; the runtime fails the load if CUDA is unusable.
-    o.execution_providers.push_back({"cuda", {{"device_id", std::to_string(instance.device_id)}}});
-    o.allow_fallback = false;
+    // Strict unless allow_cpu_fallback: the runtime fails the load if CUDA is unusable.
+    const std::string version = std::filesystem::path(model_path).parent_path().filename().string();
+    ApplyGpuSettings(settings.gpu, instance.device_id,
+                     ModelCacheDir(model_cache_root, settings.gpu.model_name, version), &o);
   }
   o.label = label;
   return o;

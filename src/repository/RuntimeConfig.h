@@ -6,6 +6,7 @@
 
 #include "core/Status.h"
 #include "model_config.pb.h"
+#include "repository/GpuConfig.h"
 #include "runtime/RuntimeOptions.h"
 #include "scheduler/ModelScheduler.h"
 
@@ -25,6 +26,9 @@ struct OrtSessionSettings {
   // Triton onnxruntime backend semantics of optimization.graph.level:
   // -1 -> basic, 1 -> extended, 0/absent/anything else -> all.
   GraphOptimizationLevel graph_optimization_level = GraphOptimizationLevel::kAll;
+  // GPU options (accelerators, CUDA parameters, ...): see GpuConfig.h and
+  // docs/gpu.md. Read for every model, applied to KIND_GPU instances only.
+  GpuSettings gpu;
 };
 Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config);
 
@@ -37,9 +41,13 @@ struct InstanceSpec {
 };
 Result<std::vector<InstanceSpec>> ExpandInstanceGroups(const inference::ModelConfig& config);
 
+// `model_cache_root`: main's --model-cache-dir ("" = system temp dir); GPU
+// instances keep TensorRT engine/timing caches under
+// ModelCacheDir(root, model, version), the version being the name of the
+// model file's directory (<repository>/<model>/<version>/model.onnx).
 RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_op_threads,
                                   const InstanceSpec& instance, const std::string& model_path,
-                                  const std::string& label);
+                                  const std::string& label, const std::string& model_cache_root = "");
 
 // dynamic_batching -> SchedulerOptions. Priority levels and queue policies are
 // checked (default_priority_level within 1..priority_levels, policy keys too).

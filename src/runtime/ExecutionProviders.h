@@ -21,4 +21,14 @@ namespace ortserve {
 Result<std::vector<std::string>> AppendExecutionProviders(const RuntimeOptions& options,
                                                            Ort::SessionOptions& session);
 
+// The directory libonnxruntime.so was loaded from: ORT looks for the GPU
+// provider libraries (libonnxruntime_providers_{cuda,tensorrt}.so) there.
+std::string OrtLibraryDir();
+
+// Registers libonnxruntime_providers_cuda.so with the shared env as a plugin
+// EP library (once per process; later calls return the first result). Needed
+// when the core library is a CPU build, and for Env::CopyTensors between host
+// and CUDA memory. Returns "" on success, else why not. Never throws.
+std::string EnsureCudaPluginRegistered();
+
 }  // namespace ortserve

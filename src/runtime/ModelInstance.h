@@ -25,6 +25,11 @@ class ModelInstance {
   virtual void Terminate() = 0;
 
   virtual const std::vector<std::string>& OutputNames() const = 0;
+
+  // Tells the instance that warm-up is over (its first runs were warm-up
+  // runs). A GPU instance with a numerical check stops comparing against its
+  // CPU reference and frees it. Not concurrently with Run.
+  virtual void FinishWarmup() {}
 };
 
 }  // namespace ortserve

@@ -4,9 +4,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <mutex>
 
+#include "runtime/GpuIoBinding.h"
 #include "runtime/InputStaging.h"
+#include "runtime/NumericalComparison.h"
 #include "runtime/OrtError.h"
 #include "runtime/OrtModelSignature.h"
 #include "runtime/OrtSessionFactory.h"
@@ -42,12 +45,41 @@ class OrtModelInstance final : public ModelInstance {
     input_values_.reserve(signature_.inputs.size());
   }
 
+  // GPU sessions only. Called once, before the first Run.
+  Status EnableGpuPath(const RuntimeOptions& options) {
+    if (options.io_binding) {
+      auto gpu = GpuIoBinding::Create(session_, signature_, options);
+      if (!gpu.ok()) {
+        // CUDA graphs cannot work without it; plain IOBinding is only an
+        // optimisation, so the instance still serves, and says so.
+        if (options.cuda_graph) return gpu.status();
+        spdlog::warn("{}: IOBinding disabled, running with plain Run(): {}", label_, gpu.status().message());
+        return Status::Ok();
+      }
+      gpu_ = std::move(gpu).value();
+      if (options.cuda_graph) {
+        // Runs outside the captured shapes (and each shape's first run) must not be captured.
+        run_options_.AddConfigEntry("gpu_graph_id", "-1");
+      }
+    }
+    return Status::Ok();
+  }
+
+  void SetNumericalReference(std::unique_ptr<ModelInstance> reference, const RuntimeOptions& options) {
+    reference_ = std::move(reference);
+    numerical_check_ = options.numerical_check;
+    numerical_tolerance_ = options.numerical_tolerance;
+    numerical_runs_left_ = options.numerical_check_runs;
+  }
+
+  void FinishWarmup() override { reference_.reset(); }
+
   Status Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
     if (outputs == nullptr) return InvalidArgument("model '" + label_ + "': outputs must not be null");
     Status status = BeginRun();
     if (status.ok()) status = RunSession(inputs, outputs);
     const bool terminated = EndRun();
-    if (!terminated) return status;
+    if (!terminated) return reference_ && status.ok() ? CheckNumerics(inputs, *outputs) : status;
     outputs->clear();
     return Status(StatusCode::kCancelled,
                   status.ok() ? "run of model '" + label_ + "' was terminated (its result was discarded)"
@@ -104,8 +136,17 @@ class OrtModelInstance final : public ModelInstance {
       auto results = std::make_shared<std::vector<Ort::Value>>();
       results->reserve(output_name_ptrs_.size());
       for (size_t i = 0; i < output_name_ptrs_.size(); ++i) results->emplace_back(nullptr);
-      session_.Run(run_options_, input_names_.data(), input_values_.data(), input_values_.size(),
-                   output_name_ptrs_.data(), results->data(), results->size());
+      if (gpu_) {
+        results->clear();
+        Status ran = gpu_->Run(input_values_, run_options_, results.get());
+        if (!ran.ok()) {
+          input_values_.clear();
+          return ran;
+        }
+      } else {
+        session_.Run(run_options_, input_names_.data(), input_values_.data(), input_values_.size(),
+                     output_name_ptrs_.data(), results->data(), results->size());
+      }
       // Input values view the caller's memory; drop them before returning.
       input_values_.clear();
       outputs->reserve(results->size());
@@ -121,6 +162,30 @@ class OrtModelInstance final : public ModelInstance {
     }
   }
 
+  // Compares this run's outputs with the CPU reference session (warm-up only).
+  Status CheckNumerics(const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs) {
+    std::vector<Tensor> expected;
+    Status ran = reference_->Run(inputs, &expected);
+    if (--numerical_runs_left_ <= 0) reference_.reset();
+    if (!ran.ok()) {
+      spdlog::warn("{}: numerical check skipped: the CPU reference failed: {}", label_, ran.message());
+      return Status::Ok();
+    }
+    NumericalReport report = CompareOutputs(outputs, expected, numerical_tolerance_);
+    if (report.passed) {
+      spdlog::info("{}: numerical check vs CPU FP32 passed: {}", label_, DescribeReport(report));
+      return Status::Ok();
+    }
+    const std::string message = "model '" + label_ + "': GPU outputs differ from the CPU FP32 reference: " +
+                                DescribeReport(report);
+    if (numerical_check_ == NumericalCheck::kEnforce) {
+      reference_.reset();
+      return Internal(message + " (numerical_check=enforce)");
+    }
+    spdlog::warn("{} (numerical_check=warn)", message);
+    return Status::Ok();
+  }
+
   const std::string label_;
   Ort::Session session_;
   const ModelSignature signature_;
@@ -130,6 +195,11 @@ class OrtModelInstance final : public ModelInstance {
   InputStaging staging_;
   std::vector<Ort::Value> input_values_;  // reused across runs; capacity kept
   Ort::RunOptions run_options_;
+  std::unique_ptr<GpuIoBinding> gpu_;          // GPU sessions with io_binding only
+  std::unique_ptr<ModelInstance> reference_;   // CPU FP32 session while checking numerics
+  NumericalCheck numerical_check_ = NumericalCheck::kOff;
+  double numerical_tolerance_ = 0.0;
+  int numerical_runs_left_ = 0;
 
   std::mutex terminate_mutex_;
   bool running_ = false;              // guarded by terminate_mutex_
@@ -138,18 +208,65 @@ class OrtModelInstance final : public ModelInstance {
 
 }  // namespace
 
+namespace {
+
+bool RunsOnGpu(const std::vector<std::string>& providers) {
+  return std::any_of(providers.begin(), providers.end(), [](const std::string& p) {
+    return p == "CUDAExecutionProvider" || p == "TensorrtExecutionProvider";
+  });
+}
+
+// Options of the CPU FP32 session a GPU instance is checked against.
+RuntimeOptions ReferenceOptions(const RuntimeOptions& gpu) {
+  RuntimeOptions cpu = gpu;
+  cpu.execution_providers.clear();
+  cpu.allow_fallback = false;
+  cpu.io_binding = false;
+  cpu.cuda_graph = false;
+  cpu.numerical_check = NumericalCheck::kOff;
+  cpu.label = gpu.label + " (CPU reference)";
+  return cpu;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ModelInstance>> CreateOrtModelInstance(const RuntimeOptions& requested) {
   RuntimeOptions options = requested;
   if (options.label.empty()) options.label = options.model_path;  // messages must name the model
+  if (options.cuda_graph && !options.io_binding) {
+    return InvalidArgument("model '" + options.label +
+                           "': CUDA graphs need IOBinding (fixed device buffers); enable io_binding");
+  }
   auto loaded = CreateOrtSession(options);
   if (!loaded.ok()) return loaded.status();
   const std::string context = "preparing model '" + options.label + "'";
   try {
     auto signature = ReadModelSignature(loaded->session, options.label);
     if (!signature.ok()) return signature.status();
-    spdlog::info("{}: instance ready: {}", options.label, DescribeSession(options, loaded->providers));
-    return std::unique_ptr<ModelInstance>(std::make_unique<OrtModelInstance>(
-        options.label, std::move(loaded->session), std::move(signature).value()));
+    const bool on_gpu = RunsOnGpu(loaded->providers);
+    if (!on_gpu && (options.io_binding || options.cuda_graph || options.numerical_check != NumericalCheck::kOff)) {
+      if (!options.execution_providers.empty())
+        spdlog::warn("{}: the session runs on CPU only: GPU settings (IOBinding, CUDA graphs, numerical "
+                     "check) are not used",
+                     options.label);
+    }
+    spdlog::info("{}: instance ready: {}{}", options.label, DescribeSession(options, loaded->providers),
+                 on_gpu ? fmt::format(", device {}, io_binding {}, cuda_graph {}", options.device_id,
+                                      options.io_binding ? "on" : "off", options.cuda_graph ? "on" : "off")
+                        : std::string());
+    auto instance = std::make_unique<OrtModelInstance>(options.label, std::move(loaded->session),
+                                                       std::move(signature).value());
+    if (on_gpu) {
+      Status gpu = instance->EnableGpuPath(options);
+      if (!gpu.ok()) return gpu;
+      if (options.numerical_check != NumericalCheck::kOff) {
+        auto reference = CreateOrtModelInstance(ReferenceOptions(options));
+        if (!reference.ok()) return Status(reference.status().code(), context + ": numerical check: " +
+                                                                          reference.status().message());
+        instance->SetNumericalReference(std::move(reference).value(), options);
+      }
+    }
+    return std::unique_ptr<ModelInstance>(std::move(instance));
   } catch (const Ort::Exception& e) {
     return StatusFromOrt(e, context);
   } catch (const std::exception& e) {

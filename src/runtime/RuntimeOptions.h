@@ -8,6 +8,8 @@ namespace ortserve {
 
 enum class GraphOptimizationLevel { kDisabled, kBasic, kExtended, kAll };
 enum class ExecutionMode { kSequential, kParallel };
+// Compare a GPU instance's outputs with a CPU FP32 session on its warm-up runs.
+enum class NumericalCheck { kOff, kWarn, kEnforce };
 
 struct ExecutionProviderOptions {
   std::string name;  // "cpu", "cuda", "tensorrt"
@@ -26,6 +28,23 @@ struct RuntimeOptions {
   // Tried in order; an unusable provider fails the load unless allow_fallback.
   std::vector<ExecutionProviderOptions> execution_providers;  // empty: CPU
   bool allow_fallback = false;
+
+  // GPU instances only (ignored when the session ends up on CPU alone).
+  int device_id = 0;  // CUDA ordinal, also passed to the cuda/tensorrt provider options
+  // Bind inputs from pinned host staging buffers and outputs to pinned host
+  // memory through an Ort::IoBinding (ORT then does the device copies).
+  bool io_binding = false;
+  // CUDA graphs: one captured graph ("gpu_graph_id") per distinct input shape
+  // set, at most cuda_graph_max_shapes of them; other shapes run uncaptured.
+  // Needs io_binding and "enable_cuda_graph" in the cuda provider options.
+  bool cuda_graph = false;
+  int cuda_graph_max_shapes = 8;
+  NumericalCheck numerical_check = NumericalCheck::kOff;
+  // An element passes when |gpu - cpu| <= tolerance * max(1, |cpu|).
+  double numerical_tolerance = 1e-3;
+  // The first this-many runs (warm-up) are checked, or fewer if the caller
+  // calls ModelInstance::FinishWarmup() first.
+  int numerical_check_runs = 32;
   // Instance label for logs ("resnet:1#0").
   std::string label;
 };

@@ -1,0 +1,142 @@
+#include "runtime/NumericalComparison.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace ortserve {
+namespace {
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  uint32_t bits = 0;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // inf / nan
+  } else if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mantissa <<= 1;
+      } while ((mantissa & 0x400u) == 0);
+      bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mantissa & 0x3ffu) << 13);
+    }
+  } else {
+    bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+float Bf16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+
+bool IsFloating(DataType t) {
+  return t == DataType::kFp16 || t == DataType::kBf16 || t == DataType::kFp32 || t == DataType::kFp64;
+}
+
+double ElementAt(const std::byte* data, DataType type, size_t i) {
+  switch (type) {
+    case DataType::kFp16: {
+      uint16_t h;
+      std::memcpy(&h, data + i * 2, 2);
+      return HalfToFloat(h);
+    }
+    case DataType::kBf16: {
+      uint16_t b;
+      std::memcpy(&b, data + i * 2, 2);
+      return Bf16ToFloat(b);
+    }
+    case DataType::kFp32: {
+      float f;
+      std::memcpy(&f, data + i * 4, 4);
+      return f;
+    }
+    default: {
+      double d;
+      std::memcpy(&d, data + i * 8, 8);
+      return d;
+    }
+  }
+}
+
+}  // namespace
+
+NumericalReport CompareOutputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected,
+                               double tolerance) {
+  NumericalReport report;
+  auto fail = [&](std::string why) {
+    report.passed = false;
+    if (report.detail.empty()) report.detail = std::move(why);
+  };
+  if (actual.size() != expected.size()) {
+    fail(fmt::format("{} outputs, reference has {}", actual.size(), expected.size()));
+    return report;
+  }
+  double worst_score = -1.0;  // error / allowed error of the worst element
+  for (size_t k = 0; k < actual.size(); ++k) {
+    const Tensor& a = actual[k];
+    const Tensor& e = expected[k];
+    if (a.name != e.name || a.dtype != e.dtype || a.shape != e.shape) {
+      fail(fmt::format("output #{} is '{}' {} {}, reference '{}' {} {}", k, a.name, DataTypeName(a.dtype),
+                       ShapeToString(a.shape), e.name, DataTypeName(e.dtype), ShapeToString(e.shape)));
+      continue;
+    }
+    if (a.data.size() != e.data.size()) {
+      fail(fmt::format("output '{}' has {} bytes, reference {}", a.name, a.data.size(), e.data.size()));
+      continue;
+    }
+    if (!IsFloating(a.dtype)) {
+      if (a.data.size() != 0 && std::memcmp(a.data.data(), e.data.data(), a.data.size()) != 0)
+        fail(fmt::format("output '{}' ({}) differs from the reference", a.name, DataTypeName(a.dtype)));
+      continue;
+    }
+    const size_t n = a.data.size() / DataTypeSize(a.dtype);
+    for (size_t i = 0; i < n; ++i) {
+      const double x = ElementAt(a.data.data(), a.dtype, i);
+      const double y = ElementAt(e.data.data(), e.dtype, i);
+      double abs_err = 0.0;
+      if (std::isnan(x) || std::isnan(y)) {
+        abs_err = (std::isnan(x) && std::isnan(y)) ? 0.0 : std::numeric_limits<double>::infinity();
+      } else if (x != y) {  // equal infinities compare equal
+        abs_err = std::fabs(x - y);
+      }
+      // Relative error only where the relative criterion applies (|y| >= 1);
+      // near zero a relative number says nothing.
+      const double rel_err = (abs_err == 0.0 || !(std::fabs(y) >= 1.0)) ? 0.0 : abs_err / std::fabs(y);
+      report.max_abs_error = std::max(report.max_abs_error, abs_err);
+      report.max_rel_error = std::max(report.max_rel_error, rel_err);
+      const double allowed = tolerance * std::max(1.0, std::isnan(y) ? 1.0 : std::fabs(y));
+      const double score = abs_err / allowed;  // inf when allowed is 0 and the values differ
+      if (abs_err > 0.0 && score > worst_score) {
+        worst_score = score;
+        report.worst_output = a.name;
+        report.worst_index = i;
+        if (!(abs_err <= allowed)) {
+          report.passed = false;
+          report.detail = fmt::format("output '{}' element {}: {} vs reference {} (tolerance {})", a.name,
+                                      i, x, y, tolerance);
+        }
+      }
+    }
+  }
+  return report;
+}
+
+std::string DescribeReport(const NumericalReport& report) {
+  std::string out = fmt::format("max abs error {:.3g}, max rel error {:.3g}", report.max_abs_error,
+                                report.max_rel_error);
+  if (!report.worst_output.empty())
+    out += fmt::format(" (worst: output '{}' element {})", report.worst_output, report.worst_index);
+  if (!report.passed) out += ": " + report.detail;
+  return out;
+}
+
+}  // namespace ortserve

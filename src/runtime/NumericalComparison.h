@@ -1,0 +1,40 @@
+#pragma once
+// Compares a GPU instance's outputs with a CPU FP32 reference (DESIGN: a
+// numerical tolerance check whenever an optimization changes the math). Pure:
+// no ORT, no device; unit-tested on CPU.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/Tensor.h"
+
+namespace ortserve {
+
+struct NumericalReport {
+  bool passed = true;
+  // Largest |actual - expected| over every element of every floating-point
+  // output, and largest |actual - expected| / |expected| over the elements
+  // with |expected| >= 1 (near zero only the absolute error is meaningful).
+  // NaN on one side only is an infinite error; NaN on both (or equal
+  // infinities) none.
+  double max_abs_error = 0.0;
+  double max_rel_error = 0.0;
+  // Where the worst element (by the pass criterion) is; empty when none.
+  std::string worst_output;
+  size_t worst_index = 0;
+  // Why it failed: a mismatch in names/types/shapes, an integer/bool/BYTES
+  // output that differs, or the worst floating-point element.
+  std::string detail;
+};
+
+// Compares outputs pairwise (same order, same names, types and shapes).
+// Floating-point elements (FP16, BF16, FP32, FP64) pass when
+// |actual - expected| <= tolerance * max(1, |expected|): absolute near zero,
+// relative for large values. Other types must match exactly.
+NumericalReport CompareOutputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected,
+                               double tolerance);
+
+// "max abs error 1.2e-05, max rel error 3.4e-06 (output 'y' element 17)"
+std::string DescribeReport(const NumericalReport& report);
+
+}  // namespace ortserve
