@@ -34,6 +34,11 @@ struct InferenceResponse {
   // order, when the request named none).
   std::vector<Tensor> outputs;
   std::vector<RequestedOutput> requested;  // parallel to outputs
+  // Set by the scheduler, for access logs: this request's time in the queue,
+  // its batch's compute time (input + infer + output), and that batch's rows.
+  uint64_t queue_ns = 0;
+  uint64_t compute_ns = 0;
+  uint64_t batch_size = 0;
 };
 
 using CompletionCallback = std::function<void(Result<InferenceResponse>)>;

@@ -2,12 +2,55 @@
 // Per model version counters, exactly the quantities of Triton's statistics
 // extension. Updated with relaxed atomics on the request path (no locks), read
 // by the statistics and metrics endpoints.
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "core/Histogram.h"
+#include "core/Status.h"
+
 namespace ortserve {
+
+// How a request that reached a model ended (the metrics endpoint's
+// ortserve_requests_total{outcome=...}).
+enum class RequestOutcome {
+  kSuccess,
+  kInvalidInput,  // failed validation against the model (400)
+  kRejected,      // queue full, model not ready, shutting down (503)
+  kTimeout,       // its queue timeout expired before it ran
+  kCancelled,     // the client went away before it ran
+  kInternal,      // the run itself failed
+};
+inline constexpr size_t kRequestOutcomeCount = 6;
+// "success", "invalid_input", "rejected", "timeout", "cancelled", "internal".
+inline const char* RequestOutcomeName(RequestOutcome outcome) {
+  static constexpr const char* kNames[kRequestOutcomeCount] = {
+      "success", "invalid_input", "rejected", "timeout", "cancelled", "internal"};
+  return kNames[static_cast<size_t>(outcome)];
+}
+// The outcome a failure status stands for when nothing more specific is known
+// (the scheduler knows a queue timeout from a full queue; a Status does not).
+inline RequestOutcome OutcomeOfFailure(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kUnsupported:
+    case StatusCode::kPayloadTooLarge:
+      return RequestOutcome::kInvalidInput;
+    case StatusCode::kUnavailable:
+      return RequestOutcome::kRejected;
+    case StatusCode::kDeadlineExceeded:
+      return RequestOutcome::kTimeout;
+    case StatusCode::kCancelled:
+      return RequestOutcome::kCancelled;
+    case StatusCode::kOk:
+    case StatusCode::kInternal:
+      break;
+  }
+  return RequestOutcome::kInternal;
+}
 
 struct DurationStat {
   std::atomic<uint64_t> count{0};
@@ -43,6 +86,25 @@ class ModelStatistics {
   DurationStat compute_output;
   DurationStat cache_hit;       // always zero: no response cache
   DurationStat cache_miss;
+
+  // ---- Prometheus metrics (the metrics endpoint only; Triton's fields above
+  // keep their exact meaning for the statistics extension).
+  // Requests by how they ended; their sum is every request the model saw.
+  std::array<std::atomic<uint64_t>, kRequestOutcomeCount> outcomes{};
+  void CountOutcome(RequestOutcome outcome) {
+    outcomes[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Per successful request, in ns: arrival to responses ready; enqueue to
+  // batch start; and its batch's input/infer/output durations.
+  Histogram request_duration = Histogram::Durations();
+  Histogram queue_duration = Histogram::Durations();
+  Histogram compute_input_duration = Histogram::Durations();
+  Histogram compute_infer_duration = Histogram::Durations();
+  Histogram compute_output_duration = Histogram::Durations();
+  // Per successful execution: the rows it ran.
+  Histogram batch_size = Histogram::BatchSizes();
+  // Creating the instances, warming up and starting the scheduler, in ns.
+  std::atomic<uint64_t> load_duration_ns{0};
 
   // Per executed batch size; null for sizes above the tracked maximum.
   BatchStat* ForBatchSize(size_t batch_size) {

@@ -145,9 +145,9 @@ Result<uint64_t> SchedulerImpl::BatchRows(const InferenceRequest& request) const
 void SchedulerImpl::Submit(std::unique_ptr<InferenceRequest> request) {
   if (!request) return;
   Result<uint32_t> level = PriorityLevel(*request);
-  if (!level.ok()) return Fail(std::move(request), level.status());
+  if (!level.ok()) return Fail(std::move(request), level.status(), RequestOutcome::kInvalidInput);
   Result<uint64_t> rows = BatchRows(*request);
-  if (!rows.ok()) return Fail(std::move(request), rows.status());
+  if (!rows.ok()) return Fail(std::move(request), rows.status(), RequestOutcome::kInvalidInput);
 
   Status status;
   bool wake_leader = false;
@@ -161,7 +161,7 @@ void SchedulerImpl::Submit(std::unique_ptr<InferenceRequest> request) {
       wake_leader = has_leader_;
     }
   }
-  if (!status.ok()) return Fail(std::move(request), std::move(status));
+  if (!status.ok()) return Fail(std::move(request), std::move(status), RequestOutcome::kRejected);
   // Notified after unlocking: the woken thread re-checks the queue under mu_,
   // which already holds this request, so no wake-up is lost.
   if (wake_leader) {
@@ -190,7 +190,12 @@ void SchedulerImpl::WorkerLoop(size_t index) {
     batch.clear();
     rejected.clear();
     const bool keep_running = NextBatch(&batch, &rejected);
-    for (RejectedRequest& r : rejected) Fail(std::move(r.request), std::move(r.status));
+    for (RejectedRequest& r : rejected) {
+      // The queue rejects only cancelled requests and expired timeouts.
+      const RequestOutcome outcome = r.status.code() == StatusCode::kCancelled ? RequestOutcome::kCancelled
+                                                                                : RequestOutcome::kTimeout;
+      Fail(std::move(r.request), std::move(r.status), outcome);
+    }
     if (!batch.empty()) Execute(index, batch);
     if (!keep_running) return;
   }
@@ -290,7 +295,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
 
   if (!status.ok()) {
     busy_instances_.fetch_sub(1, std::memory_order_relaxed);
-    for (QueuedRequest& entry : batch) Fail(std::move(entry.request), status);
+    for (QueuedRequest& entry : batch) Fail(std::move(entry.request), status, RequestOutcome::kInternal);
     return;
   }
 
@@ -311,20 +316,32 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   stats_->inference_count.fetch_add(batch_size, std::memory_order_relaxed);
   stats_->execution_count.fetch_add(1, std::memory_order_relaxed);
   stats_->last_inference_ms.store(WallClockMs(), std::memory_order_relaxed);
+  stats_->batch_size.Observe(batch_size);
   busy_instances_.fetch_sub(1, std::memory_order_relaxed);
 
   for (size_t i = 0; i < batch.size(); ++i) {
     InferenceRequest& request = *batch[i].request;
     if (!responses[i].ok()) {
-      Fail(std::move(batch[i].request), responses[i].status());
+      Fail(std::move(batch[i].request), responses[i].status(), RequestOutcome::kInvalidInput);
       continue;
     }
     const Clock::time_point arrival = std::min(request.arrival_time, batch[i].enqueue_time);
-    stats_->success.Add(Nanos(arrival, end));
-    stats_->queue.Add(Nanos(batch[i].enqueue_time, start));
+    const uint64_t request_ns = Nanos(arrival, end);
+    const uint64_t queue_ns = Nanos(batch[i].enqueue_time, start);
+    stats_->success.Add(request_ns);
+    stats_->queue.Add(queue_ns);
     stats_->compute_input.Add(input_ns);
     stats_->compute_infer.Add(infer_ns);
     stats_->compute_output.Add(output_ns);
+    stats_->CountOutcome(RequestOutcome::kSuccess);
+    stats_->request_duration.Observe(request_ns);
+    stats_->queue_duration.Observe(queue_ns);
+    stats_->compute_input_duration.Observe(input_ns);
+    stats_->compute_infer_duration.Observe(infer_ns);
+    stats_->compute_output_duration.Observe(output_ns);
+    responses[i].value().queue_ns = queue_ns;
+    responses[i].value().compute_ns = input_ns + infer_ns + output_ns;
+    responses[i].value().batch_size = batch_size;
     Complete(request, std::move(responses[i]));
   }
 }
@@ -357,8 +374,10 @@ Result<InferenceResponse> SchedulerImpl::BuildResponse(InferenceRequest& request
   return response;
 }
 
-void SchedulerImpl::Fail(std::unique_ptr<InferenceRequest> request, Status status) {
+void SchedulerImpl::Fail(std::unique_ptr<InferenceRequest> request, Status status,
+                         RequestOutcome outcome) {
   stats_->fail.Add(Nanos(request->arrival_time, clock_->Now()));
+  stats_->CountOutcome(outcome);
   Complete(*request, std::move(status));
 }
 

@@ -38,6 +38,11 @@
 // request fail (arrival to failure). Per successful execution: batch_stats of
 // the batch size, inference_count += batch size (summed dim 0; 1 per request
 // without a batch dim), execution_count += 1, last_inference_ms.
+// Metrics: every request completed here is counted once in stats->outcomes
+// (invalid_input: rejected by Submit's checks or naming an unknown output;
+// rejected: queue full or shutting down; timeout/cancelled: taken out by the
+// queue policy; internal: the batch failed to run); successful requests and
+// executions also feed the histograms.
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -85,7 +90,8 @@ class SchedulerImpl final : public ModelScheduler {
   Result<InferenceResponse> BuildResponse(InferenceRequest& request,
                                           std::vector<Tensor> outputs) const;
 
-  void Fail(std::unique_ptr<InferenceRequest> request, Status status);
+  // Answers `status` and counts the request under `outcome`.
+  void Fail(std::unique_ptr<InferenceRequest> request, Status status, RequestOutcome outcome);
   static void Complete(InferenceRequest& request, Result<InferenceResponse> result);
 
   const SchedulerOptions options_;

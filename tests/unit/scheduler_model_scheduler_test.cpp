@@ -258,6 +258,9 @@ SchedulerOptions BatchingOptions(int max_batch_size = 8) {
 class SchedulerTest : public ::testing::TestWithParam<int> {
  protected:
   size_t instances() const { return static_cast<size_t>(GetParam()); }
+  uint64_t Outcome(RequestOutcome outcome) const {
+    return stats_->outcomes[static_cast<size_t>(outcome)].load();
+  }
 
   void Start(SchedulerOptions options) {
     stats_ = std::make_unique<ModelStatistics>(options.max_batch_size);
@@ -561,6 +564,8 @@ TEST_P(SchedulerTest, FullQueueRejectsAtOnceNamingTheLimit) {
   ExpectAddOne("q2", 1, 4, 20);
   scheduler_->Shutdown();
   EXPECT_EQ(stats_->fail.count.load(), 1u);
+  EXPECT_EQ(Outcome(RequestOutcome::kRejected), 1u);
+  EXPECT_EQ(Outcome(RequestOutcome::kSuccess), stats_->success.count.load());
 }
 
 TEST_P(SchedulerTest, UnboundedPolicyUsesTheDefaultBound) {
@@ -589,6 +594,9 @@ TEST_P(SchedulerTest, RequestExpiredInQueueIsAnsweredAndNeverComputed) {
   EXPECT_NE(late.status().message().find("Request timeout expired"), std::string::npos);
   ExpectAddOne("fresh", 1, 4, 10);
   EXPECT_FALSE(model_->EverComputed(777));
+  scheduler_->Shutdown();
+  EXPECT_EQ(Outcome(RequestOutcome::kTimeout), 1u);
+  EXPECT_EQ(Outcome(RequestOutcome::kRejected), 0u);
 }
 
 TEST_P(SchedulerTest, ExpiryWakesAWorkerWaitingForItsWindow) {
@@ -637,6 +645,8 @@ TEST_P(SchedulerTest, CancelledRequestIsDroppedAndNeverComputed) {
   EXPECT_EQ(done_.Get("gone").status().code(), StatusCode::kCancelled);
   ExpectAddOne("kept", 1, 4, 10);
   EXPECT_FALSE(model_->EverComputed(777));
+  scheduler_->Shutdown();
+  EXPECT_EQ(Outcome(RequestOutcome::kCancelled), 1u);
 }
 
 TEST_P(SchedulerTest, HigherPriorityRunsFirst) {
@@ -678,6 +688,7 @@ TEST_P(SchedulerTest, PriorityAboveTheLevelsIsInvalid) {
   Submit(std::move(r));
   ASSERT_TRUE(done_.Done("p"));
   EXPECT_EQ(done_.Get("p").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Outcome(RequestOutcome::kInvalidInput), 1u);
 }
 
 // ---- failures and outputs -------------------------------------------------------
@@ -696,6 +707,9 @@ TEST_P(SchedulerTest, RunFailureFailsEveryRequestOfTheBatch) {
   scheduler_->Shutdown();  // the blockers finish too: stats are final
   EXPECT_EQ(BatchRuns().size(), 1u);
   EXPECT_EQ(stats_->fail.count.load(), instances() + 3);
+  EXPECT_EQ(Outcome(RequestOutcome::kInternal), instances() + 3);
+  EXPECT_EQ(Outcome(RequestOutcome::kSuccess), 0u);
+  EXPECT_EQ(stats_->request_duration.Read().count, 0u);
   EXPECT_EQ(stats_->success.count.load(), 0u);
   EXPECT_EQ(stats_->execution_count.load(), 0u);
 }

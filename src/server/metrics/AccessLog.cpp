@@ -1,0 +1,96 @@
+#include "server/metrics/AccessLog.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+namespace ortserve::metrics {
+namespace {
+
+void AppendJsonString(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (u < 0x20) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          out += "\\u00";
+          out += kHex[u >> 4];
+          out += kHex[u & 15];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+std::string IsoTime(int64_t unix_ms) {
+  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  const size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  return std::string(buf, n) + "." + std::to_string(1000 + unix_ms % 1000).substr(1) + "Z";
+}
+
+}  // namespace
+
+AccessLog::AccessLog(double sample_rate)
+    : sample_rate_(std::clamp(sample_rate, 0.0, 1.0)),
+      logger_(std::make_shared<spdlog::logger>("access", std::make_shared<spdlog::sinks::stdout_sink_mt>())) {
+  logger_->set_pattern("%v");
+  logger_->set_level(spdlog::level::info);
+  logger_->flush_on(spdlog::level::info);
+}
+
+AccessLog::~AccessLog() = default;
+
+bool AccessLog::Sampled(uint64_t n, double sample_rate) {
+  if (sample_rate >= 1.0) return true;
+  if (sample_rate <= 0.0) return false;
+  return std::floor(static_cast<double>(n + 1) * sample_rate) > std::floor(static_cast<double>(n) * sample_rate);
+}
+
+std::string AccessLog::Format(const AccessLogRecord& r, int64_t unix_ms) {
+  std::string out;
+  out.reserve(256);
+  out += "{\"time\":";
+  AppendJsonString(out, IsoTime(unix_ms));
+  out += ",\"request_id\":";
+  AppendJsonString(out, r.request_id);
+  out += ",\"model\":";
+  AppendJsonString(out, r.model);
+  out += ",\"version\":";
+  AppendJsonString(out, r.version);
+  out += ",\"protocol\":";
+  AppendJsonString(out, r.protocol);
+  out += ",\"status\":" + std::to_string(r.status_code);
+  out += ",\"queue_us\":" + std::to_string(r.queue_ns / 1000);
+  out += ",\"compute_us\":" + std::to_string(r.compute_ns / 1000);
+  out += ",\"batch_size\":" + std::to_string(r.batch_size);
+  out += ",\"bytes_in\":" + std::to_string(r.bytes_in);
+  out += ",\"bytes_out\":" + std::to_string(r.bytes_out);
+  out += '}';
+  return out;
+}
+
+void AccessLog::Write(const AccessLogRecord& record) {
+  if (!Sampled(seen_.fetch_add(1, std::memory_order_relaxed), sample_rate_)) return;
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  logger_->info(Format(record, now_ms));
+}
+
+}  // namespace ortserve::metrics

@@ -1,0 +1,38 @@
+#pragma once
+// The access log: one JSON object per line on stdout per completed infer
+// request (--access-log), keeping a deterministic fraction of them
+// (--access-log-sample-rate): with rate r the n-th request is written when
+// floor(n*r) advances, so exactly about r of every request stream is kept and
+// no lock or random number is needed.
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/AccessLogRecord.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace ortserve::metrics {
+
+class AccessLog {
+ public:
+  // sample_rate in [0, 1] (clamped).
+  explicit AccessLog(double sample_rate);
+  ~AccessLog();
+  void Write(const AccessLogRecord& record);
+
+  // The JSON line (without the newline) for `record` at `unix_ms`. For tests.
+  static std::string Format(const AccessLogRecord& record, int64_t unix_ms);
+  // Whether the n-th request (0-based) is kept at `sample_rate`. For tests.
+  static bool Sampled(uint64_t n, double sample_rate);
+
+ private:
+  const double sample_rate_;
+  std::atomic<uint64_t> seen_{0};
+  std::shared_ptr<spdlog::logger> logger_;
+};
+
+}  // namespace ortserve::metrics

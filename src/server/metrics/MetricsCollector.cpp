@@ -1,0 +1,174 @@
+#include "server/metrics/MetricsCollector.h"
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "repository/ModelRepository.h"
+#include "server/metrics/ProcessStats.h"
+#include "server/metrics/PrometheusText.h"
+
+namespace ortserve::metrics {
+namespace {
+
+constexpr double kNanosPerSecond = 1e9;
+
+struct ModelView {
+  std::shared_ptr<Model> model;
+  Labels labels;  // model, version: views into the model's strings
+};
+
+struct HistogramFamily {
+  const char* name;
+  const char* help;
+  Histogram ModelStatistics::*member;
+  double divisor;
+};
+
+constexpr std::array<HistogramFamily, 6> kHistograms = {{
+    {"ortserve_request_duration_seconds",
+     "Time from a request's arrival in the server to its response being ready, successful requests only.",
+     &ModelStatistics::request_duration, kNanosPerSecond},
+    {"ortserve_queue_duration_seconds",
+     "Time a successful request waited in the model's queue before its batch started.",
+     &ModelStatistics::queue_duration, kNanosPerSecond},
+    {"ortserve_compute_input_duration_seconds",
+     "Time spent preparing the inputs of the batch that ran each successful request.",
+     &ModelStatistics::compute_input_duration, kNanosPerSecond},
+    {"ortserve_compute_infer_duration_seconds",
+     "Time spent running the model for the batch that ran each successful request.",
+     &ModelStatistics::compute_infer_duration, kNanosPerSecond},
+    {"ortserve_compute_output_duration_seconds",
+     "Time spent splitting and building the outputs of the batch that ran each successful request.",
+     &ModelStatistics::compute_output_duration, kNanosPerSecond},
+    {"ortserve_batch_size", "Rows (summed dimension 0) per model execution.", &ModelStatistics::batch_size, 1.0},
+}};
+
+void RenderProcess(PrometheusText& out) {
+  const ProcessStats p = ReadProcessStats();
+  if (p.cpu_seconds) {
+    out.Family("process_cpu_seconds_total", "counter", "Total user and system CPU time spent in seconds.");
+    out.Sample("process_cpu_seconds_total", {}, *p.cpu_seconds);
+  }
+  if (p.resident_bytes) {
+    out.Family("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    out.Sample("process_resident_memory_bytes", {}, *p.resident_bytes);
+  }
+  if (p.threads) {
+    out.Family("process_threads", "gauge", "Number of OS threads in the process.");
+    out.Sample("process_threads", {}, *p.threads);
+  }
+  if (p.start_time_seconds) {
+    out.Family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.");
+    out.Sample("process_start_time_seconds", {}, *p.start_time_seconds);
+  }
+}
+
+}  // namespace
+
+MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(sources)) {}
+
+std::string MetricsCollector::Render() const {
+  if (!sources_.repository) return RenderMetrics(sources_, {}, {});
+  return RenderMetrics(sources_, sources_.repository->Index(), sources_.repository->ReadyModels());
+}
+
+std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
+                          const std::vector<std::shared_ptr<Model>>& ready_models) {
+  PrometheusText out;
+  out.Family("ortserve_build_info", "gauge",
+             "Always 1; the labels name the ortserve and ONNX Runtime versions and the execution providers "
+             "this ONNX Runtime build offers.");
+  out.Sample("ortserve_build_info",
+             {{"version", sources.version},
+              {"onnxruntime_version", sources.onnxruntime_version},
+              {"execution_providers", sources.execution_providers}},
+             uint64_t{1});
+  RenderProcess(out);
+
+  if (sources.http_open_connections) {
+    out.Family("ortserve_open_connections", "gauge", "Client connections open right now on the HTTP endpoint.");
+    out.Sample("ortserve_open_connections", {{"protocol", "http"}},
+               static_cast<uint64_t>(sources.http_open_connections()));
+  }
+  if (sources.grpc_active_calls) {
+    out.Family("ortserve_active_calls", "gauge",
+               "gRPC calls in progress right now (a ModelStreamInfer stream counts once).");
+    out.Sample("ortserve_active_calls", {{"protocol", "grpc"}},
+               static_cast<uint64_t>(sources.grpc_active_calls()));
+  }
+  // Model state for every version the repository knows, failed ones included.
+  out.Family("ortserve_model_state", "gauge",
+             "1 for the state each model version is in (READY, LOADING, UNAVAILABLE, UNLOADING), 0 for the others.");
+  static constexpr std::array<ModelState, 4> kStates = {ModelState::kReady, ModelState::kLoading,
+                                                        ModelState::kUnavailable, ModelState::kUnloading};
+  for (const ModelIndexEntry& e : index) {
+    for (ModelState state : kStates) {
+      out.Sample("ortserve_model_state",
+                 {{"model", e.name}, {"version", e.version}, {"state", ModelStateName(state)}},
+                 uint64_t{e.state == state ? 1u : 0u});
+    }
+  }
+
+  std::vector<ModelView> models;
+  for (const auto& m : ready_models) {
+    ModelView view{m, {}};
+    view.labels = {{"model", view.model->name()}, {"version", view.model->version()}};
+    models.push_back(std::move(view));
+  }
+
+  out.Family("ortserve_model_load_duration_seconds", "gauge",
+             "Time the last load of the model version took: creating its instances, warming up, starting its "
+             "scheduler.");
+  for (const ModelView& m : models) {
+    out.Sample("ortserve_model_load_duration_seconds", m.labels,
+               static_cast<double>(m.model->stats().load_duration_ns.load(std::memory_order_relaxed)) /
+                   kNanosPerSecond);
+  }
+
+  out.Family("ortserve_requests_total", "counter",
+             "Inference requests that reached the model version, by how they ended: success, invalid_input "
+             "(failed validation), rejected (queue full, not ready, shutting down), timeout (queue timeout "
+             "expired), cancelled (client went away), internal (the run failed).");
+  for (const ModelView& m : models) {
+    const ModelStatistics& stats = m.model->stats();
+    for (size_t i = 0; i < kRequestOutcomeCount; ++i) {
+      Labels labels = m.labels;
+      labels.emplace_back("outcome", RequestOutcomeName(static_cast<RequestOutcome>(i)));
+      out.Sample("ortserve_requests_total", labels, stats.outcomes[i].load(std::memory_order_relaxed));
+    }
+  }
+
+  out.Family("ortserve_inferences_total", "counter",
+             "Inferences performed: the rows (summed dimension 0) of successful executions; 1 per request for "
+             "models without batching.");
+  for (const ModelView& m : models) {
+    out.Sample("ortserve_inferences_total", m.labels,
+               m.model->stats().inference_count.load(std::memory_order_relaxed));
+  }
+  out.Family("ortserve_executions_total", "counter",
+             "Successful model executions (one per batch run on an instance).");
+  for (const ModelView& m : models) {
+    out.Sample("ortserve_executions_total", m.labels,
+               m.model->stats().execution_count.load(std::memory_order_relaxed));
+  }
+
+  out.Family("ortserve_pending_requests", "gauge", "Requests waiting in the model version's queue right now.");
+  for (const ModelView& m : models) {
+    out.Sample("ortserve_pending_requests", m.labels, static_cast<uint64_t>(m.model->QueueDepth()));
+  }
+  out.Family("ortserve_busy_instances", "gauge", "Instances of the model version running a batch right now.");
+  for (const ModelView& m : models) {
+    out.Sample("ortserve_busy_instances", m.labels, static_cast<uint64_t>(m.model->BusyInstances()));
+  }
+
+  for (const HistogramFamily& h : kHistograms) {
+    out.Family(h.name, "histogram", h.help);
+    for (const ModelView& m : models) {
+      out.HistogramSamples(h.name, m.labels, (m.model->stats().*h.member).Read(), h.divisor);
+    }
+  }
+  return out.Take();
+}
+
+}  // namespace ortserve::metrics

@@ -1,0 +1,43 @@
+#pragma once
+// Renders every ortserve metric in the Prometheus text format: build info,
+// process, front-end and per model version metrics. Reads the lock-free
+// counters and histograms of ModelStatistics, and the repository's index
+// (under its shared lock) — never anything on the request path's locks.
+// Render() is safe from any thread; each call takes a fresh snapshot.
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "repository/ModelRepository.h"
+
+namespace ortserve::metrics {
+
+struct MetricsSources {
+  const ModelRepository* repository = nullptr;  // must outlive the collector
+  // ortserve_build_info labels.
+  std::string version;
+  std::string onnxruntime_version;
+  std::string execution_providers;  // comma separated, in ORT's order
+  // Front-end gauges; an empty function leaves the sample out.
+  std::function<size_t()> http_open_connections;
+  std::function<size_t()> grpc_active_calls;
+};
+
+// The whole exposition for the given repository index (model states) and
+// ready models (everything per model version). `sources.repository` is not
+// read. Exposed for tests.
+std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
+                          const std::vector<std::shared_ptr<Model>>& ready_models);
+
+class MetricsCollector {
+ public:
+  explicit MetricsCollector(MetricsSources sources);
+  std::string Render() const;
+
+ private:
+  MetricsSources sources_;
+};
+
+}  // namespace ortserve::metrics

@@ -1,0 +1,34 @@
+#include "server/metrics/AccessLog.h"
+
+#include <gtest/gtest.h>
+
+namespace ortserve::metrics {
+namespace {
+
+TEST(AccessLog, FormatsOneJsonObject) {
+  AccessLogRecord r{.protocol = "http", .request_id = "id\"1\n", .model = "m\\x", .version = "3",
+                    .status_code = 200, .queue_ns = 12'345, .compute_ns = 2'000'999, .batch_size = 4,
+                    .bytes_in = 100, .bytes_out = 64};
+  EXPECT_EQ(AccessLog::Format(r, 1'700'000'000'123),
+            "{\"time\":\"2023-11-14T22:13:20.123Z\",\"request_id\":\"id\\\"1\\n\",\"model\":\"m\\\\x\","
+            "\"version\":\"3\",\"protocol\":\"http\",\"status\":200,\"queue_us\":12,\"compute_us\":2000,"
+            "\"batch_size\":4,\"bytes_in\":100,\"bytes_out\":64}");
+  AccessLogRecord control;
+  control.protocol = "grpc";
+  control.request_id = std::string_view("\x01", 1);
+  EXPECT_NE(AccessLog::Format(control, 5).find("\"request_id\":\"\\u0001\""), std::string::npos);
+  EXPECT_NE(AccessLog::Format(control, 5).find("\"time\":\"1970-01-01T00:00:00.005Z\""), std::string::npos);
+}
+
+TEST(AccessLog, SamplingKeepsExactlyTheRate) {
+  for (double rate : {0.0, 0.1, 0.25, 1.0 / 3, 0.5, 1.0}) {
+    int kept = 0;
+    for (uint64_t n = 0; n < 1200; ++n) kept += AccessLog::Sampled(n, rate) ? 1 : 0;
+    EXPECT_EQ(kept, static_cast<int>(1200 * rate + 1e-9)) << rate;
+  }
+  EXPECT_TRUE(AccessLog::Sampled(0, 1.0));
+  EXPECT_FALSE(AccessLog::Sampled(0, 0.0));
+}
+
+}  // namespace
+}  // namespace ortserve::metrics
