@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -17,6 +18,9 @@
 #include "runtime/OrtModelInstance.h"
 #include "server/grpc/GrpcServer.h"
 #include "server/http/HttpServer.h"
+#include "server/metrics/AccessLog.h"
+#include "server/metrics/MetricsCollector.h"
+#include "server/metrics/MetricsServer.h"
 
 namespace {
 
@@ -30,12 +34,20 @@ struct Flags {
   int grpc_thread_count = 2;
   uint64_t grpc_max_message_size = 64ull << 20;
   uint16_t metrics_port = 8002;
+  std::string metrics_address = "0.0.0.0";
+  bool allow_metrics = true;
+  bool access_log = false;
+  double access_log_sample_rate = 1.0;
   bool strict_readiness = true;
   int exit_timeout_secs = 30;
   uint64_t http_max_input_size = 64ull << 20;
   int http_idle_timeout_secs = 60;
   int thread_budget = 0;
   int log_verbose = 0;
+  std::string model_control_mode = "none";
+  int repository_poll_secs = 15;
+  std::vector<std::string> load_models;
+  std::string model_cache_dir;
 };
 
 int DefaultHttpThreads() {
@@ -74,8 +86,21 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "Largest gRPC message sent or received, in bytes")
       ->capture_default_str();
   app.add_option("--metrics-port", f.metrics_port,
-                 "Port of the Prometheus endpoint. Reserved: metrics are not built yet, so "
-                 "nothing listens here")
+                 "Port of the Prometheus endpoint (GET /metrics, text format 0.0.4; see docs/metrics.md)")
+      ->capture_default_str();
+  app.add_option("--metrics-address", f.metrics_address, "Address the Prometheus endpoint binds to")
+      ->capture_default_str();
+  app.add_option("--allow-metrics", f.allow_metrics,
+                 "false: no Prometheus endpoint (nothing listens on --metrics-port)")
+      ->capture_default_str();
+  app.add_option("--access-log", f.access_log,
+                 "true: one JSON line on stdout per completed HTTP or gRPC ModelInfer request (time, "
+                 "request id, model, version, protocol, status, queue/compute µs, batch size, bytes "
+                 "in/out)")
+      ->capture_default_str();
+  app.add_option("--access-log-sample-rate", f.access_log_sample_rate,
+                 "Fraction of requests the access log keeps (deterministic: every 1/rate-th)")
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--strict-readiness", f.strict_readiness,
                  "true: /v2/health/ready is 200 only when every model in the repository is "
@@ -91,6 +116,24 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--log-verbose", f.log_verbose, "0: info; 1 and above: debug")
       ->capture_default_str();
+  app.add_option("--model-control-mode", f.model_control_mode,
+                 "none: load the repository once at startup; poll: also rescan it every "
+                 "--repository-poll-secs and load added, reload changed, unload removed models; "
+                 "explicit: load only --load-model models at startup, then load/unload through "
+                 "the repository API (POST /v2/repository/models/<m>/load|unload, gRPC "
+                 "RepositoryModelLoad/Unload)")
+      ->check(CLI::IsMember({"none", "poll", "explicit"}))
+      ->capture_default_str();
+  app.add_option("--repository-poll-secs", f.repository_poll_secs,
+                 "poll mode: seconds between two scans of the model repository")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--load-model", f.load_models,
+                 "explicit mode: a model to load at startup (repeatable; '*': all). Without it "
+                 "explicit mode starts with no model loaded");
+  app.add_option("--model-cache-dir", f.model_cache_dir,
+                 "Directory for TensorRT engine and timing caches, shared by all instances of a "
+                 "model and kept across restarts (empty: <temp dir>/ortserve-model-cache)");
 }
 
 // Blocks SIGINT/SIGTERM in every thread (inherited by threads created later)
@@ -119,11 +162,31 @@ int main(int argc, char** argv) {
 
   spdlog::info("ortserve {} with ONNX Runtime {}", ORTSERVE_VERSION, ortserve::OrtVersion());
 
+  const ortserve::ModelControlMode control_mode =
+      flags.model_control_mode == "explicit" ? ortserve::ModelControlMode::kExplicit
+      : flags.model_control_mode == "poll"   ? ortserve::ModelControlMode::kPoll
+                                             : ortserve::ModelControlMode::kNone;
+  if (!flags.load_models.empty() && control_mode != ortserve::ModelControlMode::kExplicit) {
+    spdlog::critical("--load-model needs --model-control-mode=explicit (in mode '{}' every model loads)",
+                     flags.model_control_mode);
+    return 1;
+  }
   auto repository = ortserve::ModelRepository::Create(
-      {.repository_path = flags.model_repository, .thread_budget = flags.thread_budget});
+      {.repository_path = flags.model_repository,
+       .thread_budget = flags.thread_budget,
+       .control_mode = control_mode,
+       .poll_interval = std::chrono::seconds(flags.repository_poll_secs),
+       .startup_models = flags.load_models,
+       .model_cache_dir = flags.model_cache_dir});
   if (!repository.ok()) {
     spdlog::critical("{}", repository.status().message());
     return 1;
+  }
+
+  ortserve::AccessLogSink access_log;
+  if (flags.access_log) {
+    auto log = std::make_shared<ortserve::metrics::AccessLog>(flags.access_log_sample_rate);
+    access_log = [log](const ortserve::AccessLogRecord& record) { log->Write(record); };
   }
 
   ortserve::HttpServerOptions http_options;
@@ -134,6 +197,7 @@ int main(int argc, char** argv) {
   http_options.strict_readiness = flags.strict_readiness;
   http_options.server_version = ORTSERVE_VERSION;
   http_options.idle_timeout = std::chrono::seconds(flags.http_idle_timeout_secs);
+  http_options.access_log = access_log;
   auto http = ortserve::HttpServer::Create(http_options, repository->get());
   if (!http.ok()) {
     spdlog::critical("{}", http.status().message());
@@ -147,6 +211,7 @@ int main(int argc, char** argv) {
   grpc_options.max_message_bytes = flags.grpc_max_message_size;
   grpc_options.strict_readiness = flags.strict_readiness;
   grpc_options.server_version = ORTSERVE_VERSION;
+  grpc_options.access_log = access_log;
   auto grpc = ortserve::GrpcServer::Create(grpc_options, repository->get());
   if (!grpc.ok()) {
     spdlog::critical("{}", grpc.status().message());
@@ -169,6 +234,37 @@ int main(int argc, char** argv) {
   spdlog::info("gRPC KServe v2 endpoint listening on {}:{} ({} completion-queue threads)",
                flags.grpc_address, (*grpc)->port(), grpc_options.completion_queue_threads);
 
+  std::unique_ptr<ortserve::metrics::MetricsServer> metrics;
+  if (flags.allow_metrics) {
+    std::string providers;
+    for (const std::string& p : ortserve::AvailableExecutionProviders()) {
+      providers += (providers.empty() ? "" : ",") + p;
+    }
+    auto collector = std::make_shared<ortserve::metrics::MetricsCollector>(ortserve::metrics::MetricsSources{
+        .repository = repository->get(),
+        .version = ORTSERVE_VERSION,
+        .onnxruntime_version = ortserve::OrtVersion(),
+        .execution_providers = providers,
+        .http_open_connections = [h = http->get()] { return h->OpenConnections(); },
+        .grpc_active_calls = [g = grpc->get()] { return g->ActiveCalls(); }});
+    auto created = ortserve::metrics::MetricsServer::Create(
+        {.address = flags.metrics_address, .port = flags.metrics_port},
+        [collector] { return collector->Render(); });
+    if (!created.ok()) {
+      spdlog::critical("{}", created.status().message());
+      return 1;
+    }
+    metrics = std::move(created).value();
+    if (auto st = metrics->Start(); !st.ok()) {
+      spdlog::critical("{}", st.message());
+      return 1;
+    }
+    spdlog::info("Prometheus metrics endpoint listening on {}:{}/metrics", flags.metrics_address,
+                 metrics->port());
+  } else {
+    spdlog::info("Prometheus metrics endpoint disabled (--allow-metrics=false)");
+  }
+
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("received {}, shutting down (up to {} s for in-flight requests; a second signal "
@@ -190,6 +286,8 @@ int main(int argc, char** argv) {
   (*http)->WaitForInFlight(std::chrono::seconds(flags.exit_timeout_secs));
   (*grpc)->Stop(std::chrono::duration_cast<std::chrono::milliseconds>(
       std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
+  // Scrapes keep working while requests drain; they stop before the models go.
+  if (metrics) metrics->Stop();
   (*repository)->Shutdown();
   (*http)->Stop();
   spdlog::info("shutdown complete");

@@ -3,6 +3,8 @@
 // (<repo>/<model>/<version>/model.onnx, optional <repo>/<model>/config.pbtxt),
 // parses or auto-completes their configs, loads and warms them, and hands out
 // refcounted handles so an unload never frees a model under a running request.
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +35,8 @@ class Model {
   // kInvalidArgument naming the problem.
   virtual void Infer(std::unique_ptr<InferenceRequest> request) = 0;
   virtual size_t QueueDepth() const = 0;
+  // Instances running a batch right now.
+  virtual size_t BusyInstances() const { return 0; }
 };
 
 struct ModelIndexEntry {
@@ -42,10 +46,28 @@ struct ModelIndexEntry {
   std::string reason;   // why UNAVAILABLE
 };
 
+// Triton's model control modes (--model-control-mode).
+//   kNone:     LoadAll() loads the whole repository once; nothing changes later.
+//   kPoll:     as kNone, then the loader thread rescans the repository every
+//              poll_interval and loads added, reloads changed and unloads
+//              removed models and versions.
+//   kExplicit: LoadAll() loads only `startup_models`; later changes come from
+//              Load()/Unload() (the repository API of the front ends).
+enum class ModelControlMode { kNone, kPoll, kExplicit };
+const char* ModelControlModeName(ModelControlMode mode);  // "none", "poll", "explicit"
+
 struct RepositoryOptions {
   std::string repository_path;
   // Cores the thread plan may use across all instances (default: hardware).
   int thread_budget = 0;
+  ModelControlMode control_mode = ModelControlMode::kNone;
+  // kPoll: time between two scans of the repository.
+  std::chrono::milliseconds poll_interval = std::chrono::seconds(15);
+  // kExplicit: the models LoadAll() loads ("*": all). Empty: none (as Triton).
+  std::vector<std::string> startup_models;
+  // Where TensorRT engine and timing caches live, shared by all instances of
+  // a model and kept across restarts. Empty: <temp dir>/ortserve-model-cache.
+  std::string model_cache_dir;
 };
 
 class ModelRepository {
@@ -70,8 +92,42 @@ class ModelRepository {
   // True when every model found in the repository is ready.
   virtual bool AllModelsReady() const = 0;
 
-  // Stops every scheduler after its in-flight requests finish.
+  // Stops the loader thread (queued loads/unloads answer kUnavailable), then
+  // every scheduler after its in-flight requests finish.
   virtual void Shutdown() = 0;
+
+  // ---- live model management ---------------------------------------------
+  // Every load, unload and poll step runs on the repository's one loader
+  // thread (created by Create()), one at a time, so they never race each other.
+  //
+  // Load(name) (re)reads <repo>/<name>: new versions are loaded; versions whose
+  // config.pbtxt or model file changed (mtime or size) are loaded and warmed
+  // beside the serving one and then swapped in atomically; versions no longer
+  // selected are unloaded; unchanged ones keep serving. A version that fails
+  // to load never replaces a working one: the old keeps serving and the
+  // failure shows as the version's reason in Index() and in the log.
+  // Unload(name) stops new requests at once and answers when the requests
+  // already running on the model have finished.
+  //
+  // The *Async forms queue the work and return at once; `done` is called
+  // exactly once, on the loader thread (on the caller's thread when refused at
+  // once). Both answer kUnavailable unless the control mode is kExplicit (see
+  // ModelControlDisabledMessage); kNotFound for a model with no directory. The blocking
+  // forms wait for the loader thread: never call them from a thread that must
+  // not block (I/O, completion queues) or from `done`.
+  // (The defaults describe a repository without live management: kNone.)
+  virtual ModelControlMode control_mode() const { return ModelControlMode::kNone; }
+  virtual void LoadAsync(const std::string& name, std::function<void(Status)> done);
+  virtual void UnloadAsync(const std::string& name, std::function<void(Status)> done);
+  Status Load(const std::string& name);
+  Status Unload(const std::string& name);
+  // One poll step, whatever the mode: rescans the repository and syncs every
+  // model with it (added, changed, removed). Blocks until it is done. The
+  // loader thread calls it every poll_interval in kPoll mode.
+  virtual void Poll() {}
 };
+
+// Why explicit load/unload is refused in `mode` (Triton's wording).
+std::string ModelControlDisabledMessage(ModelControlMode mode);
 
 }  // namespace ortserve

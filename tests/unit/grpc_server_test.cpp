@@ -582,7 +582,10 @@ TEST_F(GrpcServerTest, LaterExtensionsAreUnimplemented) {
 
   grpc::ClientContext load_ctx;
   inference::RepositoryModelLoadResponse load;
-  EXPECT_EQ(stub_->RepositoryModelLoad(&load_ctx, {}, &load).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  // Implemented, but refused outside model control mode explicit (as Triton).
+  grpc::Status load_status = stub_->RepositoryModelLoad(&load_ctx, {}, &load);
+  EXPECT_EQ(load_status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(load_status.error_message().find("explicit model load / unload is not allowed"), std::string::npos);
 
   inference::ModelInferRequest shm = AddOneRequest("add_one", "x");
   shm.clear_raw_input_contents();

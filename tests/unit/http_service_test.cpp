@@ -191,7 +191,10 @@ TEST_F(HttpServiceTest, NotFoundAndMethodNotAllowed) {
   EXPECT_EQ(Post("/v2/health/live", "").status, 405u);
   EXPECT_EQ(Get("/v2/repository/index").status, 405u);
   EXPECT_EQ(Get("/v2/models/bad%zzname").status, 400u);
-  EXPECT_EQ(Post("/v2/repository/models/simple/load", "").status, 501u);
+  // Model control mode none (the fake's default): refused as Triton does.
+  auto load = Post("/v2/repository/models/simple/load", "");
+  EXPECT_EQ(load.status, 400u);
+  EXPECT_THAT(load.body, HasSubstr("explicit model load / unload is not allowed"));
 }
 
 TEST_F(HttpServiceTest, ModelMetadataPrependsTheBatchDimension) {

@@ -82,6 +82,13 @@ const ModelIndexEntry* Find(const std::vector<ModelIndexEntry>& index, const std
   return nullptr;
 }
 
+RepositoryOptions Options(std::string path, int thread_budget) {
+  RepositoryOptions options;
+  options.repository_path = std::move(path);
+  options.thread_budget = thread_budget;
+  return options;
+}
+
 std::string Describe(const std::vector<ModelIndexEntry>& index) {
   std::string s;
   for (const auto& e : index) {
@@ -98,13 +105,13 @@ TEST(ModelStateNames, AreTritonStyle) {
 }
 
 TEST(ModelRepositoryCreate, RejectsMissingFolder) {
-  auto repo = ModelRepository::Create({"/nonexistent/ortserve/repo", 0});
+  auto repo = ModelRepository::Create(Options("/nonexistent/ortserve/repo", 0));
   ASSERT_FALSE(repo.ok());
   EXPECT_NE(repo.status().message().find("/nonexistent/ortserve/repo"), std::string::npos);
 }
 
 TEST(TritonExamples, ServedInPlace) {
-  auto created = ModelRepository::Create({kTritonExamples.string(), 2});
+  auto created = ModelRepository::Create(Options(kTritonExamples.string(), 2));
   ASSERT_TRUE(created.ok()) << created.status().message();
   auto& repo = *created.value();
   repo.LoadAll();
@@ -182,7 +189,7 @@ class TempRepository : public testing::Test {
   }
 
   ModelRepository& Load(int budget = 4) {
-    auto created = ModelRepository::Create({root_.string(), budget});
+    auto created = ModelRepository::Create(Options(root_.string(), budget));
     EXPECT_TRUE(created.ok()) << created.status().message();
     repo_ = std::move(created).value();
     repo_->LoadAll();

@@ -23,7 +23,16 @@ namespace ortserve::grpcfe {
 using Service = inference::GRPCInferenceService::AsyncService;
 
 CallBase::CallBase(GrpcServiceCore* core) : core_(core) { core_->CallCreated(); }
-CallBase::~CallBase() { core_->CallDestroyed(); }
+CallBase::~CallBase() {
+  if (started_) core_->CallEnded();
+  core_->CallDestroyed();
+}
+
+void CallBase::MarkStarted() {
+  if (started_) return;
+  started_ = true;
+  core_->CallStarted();
+}
 
 void PollQueue(grpc::ServerCompletionQueue* cq) {
   void* raw = nullptr;
@@ -61,6 +70,7 @@ class UnaryCall final : public CallBase {
       return;
     }
     Listen(core_, cq_, request_fn_, handle_fn_);
+    MarkStarted();
     const grpc::Status status = handle_fn_(*core_, request_, &response_);
     if (status.ok()) {
       responder_.Finish(response_, status, &finish_tag_);
@@ -110,6 +120,7 @@ class InferCall final : public CallBase {
           return;
         }
         Listen(core_, cq_);
+        MarkStarted();
         refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
         Start();
         return;
@@ -155,13 +166,34 @@ class InferCall final : public CallBase {
     model_.reset();
     if (!result_->ok()) return FinishWithError(result_->status());
     EncodeInferResponse(result_->value(), message_->id(), &response_);
+    if (core_->options().access_log) LogAccess(grpc::StatusCode::OK, &result_->value(), response_.ByteSizeLong());
     result_.reset();
     message_.reset();  // the input tensors viewed it; the model is done with them
     responder_.Finish(response_, grpc::Status::OK, &finish_tag_);
   }
 
   void FinishWithError(const Status& status) {
-    responder_.FinishWithError(ToGrpcStatus(status), &finish_tag_);
+    const grpc::Status error = ToGrpcStatus(status);
+    if (core_->options().access_log) LogAccess(error.error_code(), nullptr, error.error_message().size());
+    responder_.FinishWithError(error, &finish_tag_);
+  }
+
+  void LogAccess(grpc::StatusCode code, const InferenceResponse* response, uint64_t bytes_out) const {
+    AccessLogRecord record;
+    record.protocol = "grpc";
+    record.request_id = message_->id();
+    record.model = message_->model_name();
+    record.version = message_->model_version();
+    record.status_code = static_cast<int>(code);
+    record.bytes_in = message_->ByteSizeLong();
+    record.bytes_out = bytes_out;
+    if (response) {
+      record.version = response->model_version;
+      record.queue_ns = response->queue_ns;
+      record.compute_ns = response->compute_ns;
+      record.batch_size = response->batch_size;
+    }
+    core_->options().access_log(record);
   }
 
   void Unref() {
@@ -209,6 +241,7 @@ class StreamCall final : public CallBase {
           return;
         }
         Listen(core_, cq_);
+        MarkStarted();
         refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
         StartRead();
         return;
@@ -409,6 +442,7 @@ class GenericCall final : public CallBase {
           return;
         }
         Listen(core_, cq_);
+        MarkStarted();
         if (ctx_.method() == "/grpc.health.v1.Health/Check") {
           stream_.Read(&in_, &read_tag_);
         } else {
@@ -472,6 +506,82 @@ class GenericCall final : public CallBase {
   Tag finish_tag_{this, kFinish};
 };
 
+// ---- RepositoryModelLoad / RepositoryModelUnload ---------------------------------------
+
+// The load or unload runs on the repository's loader thread (it may take
+// seconds: sessions, warm-up, draining); its completion only wakes this call's
+// queue, and the call is finished on the polling thread. Request parameters
+// are accepted and ignored. Lifetime: the request → (wake) → finish chain.
+template <typename Req, typename Resp, bool kLoad>
+class ModelControlCall final : public CallBase {
+ public:
+  using RequestFn = typename UnaryCall<Req, Resp>::RequestFn;
+
+  static void Listen(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq, RequestFn request) {
+    new ModelControlCall(core, cq, request);
+  }
+
+  void OnEvent(int event, bool ok) override {
+    switch (event) {
+      case kRequest:
+        if (!ok) {
+          delete this;
+          return;
+        }
+        Listen(core_, cq_, request_fn_);
+        Start();
+        return;
+      case kResult:
+        Finish(*result_);
+        return;
+      case kFinish:
+        delete this;
+        return;
+    }
+  }
+
+ private:
+  enum { kRequest, kResult, kFinish };
+
+  ModelControlCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq, RequestFn request)
+      : CallBase(core), cq_(cq), request_fn_(request) {
+    (core_->service().*request_fn_)(&ctx_, &request_, &responder_, cq_, cq_, &request_tag_);
+  }
+
+  void Start() {
+    if (core_->stopping()) return Finish(Unavailable("server is shutting down"));
+    auto done = [this](Status status) {
+      result_.emplace(std::move(status));
+      WakeQueue(&alarm_, cq_, &result_tag_);
+    };
+    if constexpr (kLoad) {
+      core_->repository().LoadAsync(request_.model_name(), std::move(done));
+    } else {
+      core_->repository().UnloadAsync(request_.model_name(), std::move(done));
+    }
+  }
+
+  void Finish(const Status& status) {
+    if (status.ok()) {
+      responder_.Finish(response_, grpc::Status::OK, &finish_tag_);
+    } else {
+      responder_.FinishWithError(ToGrpcStatus(status), &finish_tag_);
+    }
+  }
+
+  grpc::ServerCompletionQueue* const cq_;
+  const RequestFn request_fn_;
+  grpc::ServerContext ctx_;
+  Req request_;
+  Resp response_;
+  grpc::ServerAsyncResponseWriter<Resp> responder_{&ctx_};
+  std::optional<Status> result_;
+  grpc::Alarm alarm_;
+  Tag request_tag_{this, kRequest};
+  Tag result_tag_{this, kResult};
+  Tag finish_tag_{this, kFinish};
+};
+
 // ---- methods of extensions not implemented yet ---------------------------------------
 
 template <typename Req, typename Resp>
@@ -499,8 +609,10 @@ void StartListening(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) {
   ORTSERVE_LISTEN(ModelConfig, ORTSERVE_HANDLER(ModelConfig));
   ORTSERVE_LISTEN(ModelStatistics, ORTSERVE_HANDLER(ModelStatistics));
   ORTSERVE_LISTEN(RepositoryIndex, ORTSERVE_HANDLER(RepositoryIndex));
-  ORTSERVE_LISTEN_UNIMPLEMENTED(RepositoryModelLoad);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(RepositoryModelUnload);
+  ModelControlCall<inference::RepositoryModelLoadRequest, inference::RepositoryModelLoadResponse,
+                   true>::Listen(core, cq, &Service::RequestRepositoryModelLoad);
+  ModelControlCall<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse,
+                   false>::Listen(core, cq, &Service::RequestRepositoryModelUnload);
   ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryStatus);
   ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryRegister);
   ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryUnregister);

@@ -25,7 +25,13 @@ class CallBase {
   virtual void OnEvent(int event, bool ok) = 0;
 
  protected:
+  // A client call arrived on this object (it counts as active until destroyed).
+  void MarkStarted();
+
   GrpcServiceCore* const core_;
+
+ private:
+  bool started_ = false;
 };
 
 // Posts one listener for every method (and for the health check) on `cq`;

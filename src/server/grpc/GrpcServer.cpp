@@ -240,6 +240,7 @@ class GrpcServer::Impl {
   }
 
   uint16_t port() const { return port_; }
+  size_t active_calls() const { return core_.active_calls(); }
 
   void Stop(std::chrono::milliseconds drain) {
     std::lock_guard lock(lifecycle_mu_);
@@ -301,5 +302,6 @@ GrpcServer::~GrpcServer() = default;
 Status GrpcServer::Start() { return impl_->Start(); }
 uint16_t GrpcServer::port() const { return impl_->port(); }
 void GrpcServer::Stop(std::chrono::milliseconds drain) { impl_->Stop(drain); }
+size_t GrpcServer::ActiveCalls() const { return impl_->active_calls(); }
 
 }  // namespace ortserve

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "core/AccessLogRecord.h"
 #include "core/Status.h"
 
 namespace ortserve {
@@ -47,6 +48,8 @@ struct GrpcServerOptions {
   // Listed by ServerMetadata.
   std::vector<std::string> extensions = {"model_configuration", "schedule_policy", "statistics",
                                          "binary_tensor_data", "parameters"};
+  // Called once per completed ModelInfer call (see core/AccessLogRecord.h).
+  AccessLogSink access_log;
 };
 
 class GrpcServer {
@@ -66,6 +69,8 @@ class GrpcServer {
   uint16_t port() const;
   // Graceful stop, see the class comment. Idempotent.
   void Stop(std::chrono::milliseconds drain);
+  // Calls and streams in progress right now (for the metrics endpoint). Any thread.
+  size_t ActiveCalls() const;
 
   class Impl;
 

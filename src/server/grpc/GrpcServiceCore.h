@@ -35,6 +35,12 @@ class GrpcServiceCore {
   void CallCreated();
   void CallDestroyed();
   void WaitForNoCalls();
+  // Calls a client has started and the server has not finished with (what
+  // the metrics endpoint reports; a stream counts once however many requests
+  // it carries).
+  void CallStarted() { active_calls_.fetch_add(1, std::memory_order_relaxed); }
+  void CallEnded() { active_calls_.fetch_sub(1, std::memory_order_relaxed); }
+  size_t active_calls() const { return active_calls_.load(std::memory_order_relaxed); }
 
   grpc::Status ServerLive(const inference::ServerLiveRequest&, inference::ServerLiveResponse*);
   grpc::Status ServerReady(const inference::ServerReadyRequest&, inference::ServerReadyResponse*);
@@ -59,6 +65,7 @@ class GrpcServiceCore {
   std::mutex calls_mu_;
   std::condition_variable calls_cv_;
   size_t live_calls_ = 0;  // guarded by calls_mu_
+  std::atomic<size_t> active_calls_{0};
 };
 
 }  // namespace grpcfe

@@ -5,6 +5,7 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <atomic>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -76,15 +77,19 @@ struct Core {
   bool gate_open = true;  // completions may still be posted
   std::mutex sessions_mu;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  std::atomic<size_t> open_connections{0};  // live Session objects
 };
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, std::shared_ptr<Core> core, std::shared_ptr<http::HttpService> service,
           const HttpServerOptions& options)
-      : stream_(std::move(socket)), core_(std::move(core)), service_(std::move(service)), options_(options) {}
+      : stream_(std::move(socket)), core_(std::move(core)), service_(std::move(service)), options_(options) {
+    core_->open_connections.fetch_add(1, std::memory_order_relaxed);
+  }
 
   ~Session() {
+    core_->open_connections.fetch_sub(1, std::memory_order_relaxed);
     std::lock_guard l(core_->sessions_mu);
     core_->sessions.erase(this);
   }
@@ -339,6 +344,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
                                .strict_readiness = impl->options.strict_readiness,
                                .server_version = impl->options.server_version},
       repository);
+  impl->service->set_access_log(impl->options.access_log);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 
@@ -380,6 +386,10 @@ Status HttpServer::Start() {
 }
 
 uint16_t HttpServer::port() const { return impl_->bound_port; }
+
+size_t HttpServer::OpenConnections() const {
+  return impl_->core->open_connections.load(std::memory_order_relaxed);
+}
 
 void HttpServer::StopAccepting() {
   Impl& s = *impl_;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <string>
 
+#include "core/AccessLogRecord.h"
 #include "core/Status.h"
 
 namespace ortserve {
@@ -42,6 +43,8 @@ struct HttpServerOptions {
   // A connection that sends nothing (or not the rest of a request) for this
   // long is closed; also bounds a write to a client that does not read.
   std::chrono::seconds idle_timeout{60};
+  // Called once per completed infer request (see core/AccessLogRecord.h).
+  AccessLogSink access_log;
 };
 
 class HttpServer {
@@ -67,6 +70,8 @@ class HttpServer {
   // Closes every connection (cancelling in-flight requests) and joins the
   // I/O threads. Idempotent.
   void Stop();
+  // Client connections open right now (for the metrics endpoint). Any thread.
+  size_t OpenConnections() const;
 
  private:
   struct Impl;

@@ -120,7 +120,7 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
     }
     if (n == 5 && p[2] == "models" && (p[4] == "load" || p[4] == "unload")) {
       if (!post) return reply(MethodNotAllowed(request, "POST"));
-      return reply(ErrorResponse(501, "model " + p[4] + " is not supported: ortserve loads the whole repository at startup"));
+      return HandleModelControl(request, p[3], p[4] == "load", std::move(context));
     }
   }
 
@@ -216,11 +216,54 @@ HttpResponse HttpService::HandleRepositoryIndex(const HttpRequest& request) {
   return JsonResponse(RepositoryIndexJson(repository_->Index(), ready_only));
 }
 
+void HttpService::HandleModelControl(const HttpRequest& request, const std::string& model, bool load,
+                                     RequestContext context) {
+  // The body ({"parameters": {...}}) is accepted and ignored: ortserve reads
+  // config and files from the repository only.
+  if (repository_->control_mode() != ModelControlMode::kExplicit) {
+    // Triton answers 400 here.
+    HttpResponse r = ErrorResponse(400, ModelControlDisabledMessage(repository_->control_mode()));
+    CompressResponse(&r, request.accept_encoding);
+    return context.reply(std::move(r));
+  }
+  // The load runs on the repository's loader thread; the reply is posted back
+  // to this connection's strand when it is done.
+  in_flight_->Add();
+  auto done = [post = std::move(context.post), reply = std::move(context.reply),
+               accept = request.accept_encoding, counter = in_flight_](Status status) {
+    post([reply, status, accept] {
+      // Triton answers a failed load or unload with 400.
+      HttpResponse r = status.ok() ? EmptyResponse(200)
+                                   : ErrorResponse(status.code() == StatusCode::kUnavailable ? 503 : 400,
+                                                   status.message());
+      CompressResponse(&r, accept);
+      reply(std::move(r));
+    });
+    counter->Done();
+  };
+  if (load) {
+    repository_->LoadAsync(model, std::move(done));
+  } else {
+    repository_->UnloadAsync(model, std::move(done));
+  }
+}
+
 void HttpService::HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                               RequestContext context) {
+  const uint64_t bytes_in = request.body->size();
   auto fail = [&](const Status& st) {
     HttpResponse r = ErrorResponse(st);
     CompressResponse(&r, request.accept_encoding);
+    if (access_log_) {
+      AccessLogRecord record;
+      record.protocol = "http";
+      record.model = model;
+      record.version = version;
+      record.status_code = static_cast<int>(r.status);
+      record.bytes_in = bytes_in;
+      record.bytes_out = r.size();
+      access_log_(record);
+    }
     context.reply(std::move(r));
   };
   if (!accepting_.load()) return fail(Unavailable("server is shutting down; not accepting inference requests"));
@@ -248,13 +291,15 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   const bool listed = decoded->outputs_listed;
   const bool binary_default = decoded->binary_data_output;
   in_flight_->Add();
+  AccessLogSink log = access_log_;
+  std::string id = log ? req.id : std::string();
   req.on_complete = [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
-                     accept = std::move(request.accept_encoding),
-                     counter = in_flight_](Result<InferenceResponse> result) {
+                     accept = std::move(request.accept_encoding), counter = in_flight_, log = std::move(log),
+                     id = std::move(id), model, version, bytes_in](Result<InferenceResponse> result) {
     auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
     // Encoding happens on the connection's strand, never on the thread that
     // finished the inference.
-    post([reply, shared, listed, binary_default, accept] {
+    post([reply, shared, listed, binary_default, accept, log, id, model, version, bytes_in] {
       HttpResponse r;
       if (!shared->ok()) {
         r = ErrorResponse(shared->status());
@@ -272,6 +317,24 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
         }
       }
       CompressResponse(&r, accept);
+      if (log) {
+        AccessLogRecord record;
+        record.protocol = "http";
+        record.request_id = id;
+        record.model = model;
+        record.version = version;
+        record.status_code = static_cast<int>(r.status);
+        record.bytes_in = bytes_in;
+        record.bytes_out = r.size();
+        if (shared->ok()) {
+          const InferenceResponse& response = shared->value();
+          record.version = response.model_version;
+          record.queue_ns = response.queue_ns;
+          record.compute_ns = response.compute_ns;
+          record.batch_size = response.batch_size;
+        }
+        log(record);
+      }
       reply(std::move(r));
     });
     counter->Done();

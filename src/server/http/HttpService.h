@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/AccessLogRecord.h"
 #include "core/InferenceRequest.h"
 #include "core/Tensor.h"
 #include "repository/ModelRepository.h"
@@ -98,6 +99,8 @@ class HttpService {
   void StopAccepting() { accepting_.store(false); }
   bool accepting() const { return accepting_.load(); }
   const std::shared_ptr<InFlightCounter>& in_flight() const { return in_flight_; }
+  // Called once per completed infer request; set before serving. Empty: none.
+  void set_access_log(AccessLogSink sink) { access_log_ = std::move(sink); }
 
   // Builds an error response ({"error": message}) with the mapped status.
   static HttpResponse ErrorResponse(const Status& status);
@@ -109,11 +112,14 @@ class HttpService {
   HttpResponse HandleModelGet(const std::string& model, const std::string& version, std::string_view action);
   HttpResponse HandleStats(const std::string& model, const std::string& version);
   HttpResponse HandleRepositoryIndex(const HttpRequest& request);
+  void HandleModelControl(const HttpRequest& request, const std::string& model, bool load,
+                          RequestContext context);
   HttpResponse Ready();
 
   HttpServiceOptions options_;
   ModelRepository* repository_;
   std::atomic<bool> accepting_{true};
+  AccessLogSink access_log_;
   std::shared_ptr<InFlightCounter> in_flight_ = std::make_shared<InFlightCounter>();
 };
 

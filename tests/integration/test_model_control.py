@@ -1,0 +1,209 @@
+"""Live model management: --model-control-mode none|poll|explicit, Triton's
+repository API (HTTP POST /v2/repository/models/<m>/load|unload, gRPC
+RepositoryModelLoad/Unload) through tritonclient, polling, failed reloads that
+keep the old version serving, and the version_weights canary split.
+
+The test model "addk" adds a constant k to its input; each version/reload
+writes a different k so the answer tells which load is serving. Waits are
+bounded polls, never timing assertions.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from harness import assert_error, make_test_models
+
+WAIT_S = 60  # bound on a poll-mode change becoming visible
+
+ADDK_CONFIG = """
+name: "{name}"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+{extra}
+input [ {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+output [ {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+"""
+
+
+def write_addk(repo, name="addk", versions=None, extra=""):
+    """<repo>/<name> with versions {version: k}; returns the model dir."""
+    versions = versions or {1: 1.0}
+    d = repo / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.pbtxt").write_text(ADDK_CONFIG.format(name=name, extra=extra))
+    for v, k in versions.items():
+        set_version(d, v, k)
+    return d
+
+
+def set_version(model_dir, version, k):
+    (model_dir / str(version)).mkdir(exist_ok=True)
+    data = make_test_models.build_add_constant(float(k)).SerializeToString()
+    tmp = model_dir / str(version) / "model.onnx.tmp"
+    tmp.write_bytes(data)
+    tmp.replace(model_dir / str(version) / "model.onnx")  # never a half-written model
+
+
+def infer_k(client, name="addk", version=""):
+    """The k the serving load adds (input ones)."""
+    inp = httpclient.InferInput("INPUT0", [1, 4], "FP32")
+    inp.set_data_from_numpy(np.ones((1, 4), np.float32))
+    out = client.infer(name, [inp], model_version=version).as_numpy("OUTPUT0")
+    return float(out[0, 0]) - 1.0
+
+
+def wait_for(predicate, what, server):
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        assert server.alive(), f"server exited while waiting for {what}:\n{server.log_tail()}"
+        try:
+            if predicate():
+                return
+        except Exception:  # noqa: BLE001 - not there yet
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {WAIT_S}s waiting for {what}; log tail:\n{server.log_tail()}")
+
+
+def index_entry(server, name):
+    return [e for e in server.repository_index() if e["name"] == name]
+
+
+@pytest.fixture
+def explicit_server(launch, tmp_path):
+    repo = tmp_path / "repo"
+    write_addk(repo, "addk", {1: 1.0})
+    write_addk(repo, "other", {1: 5.0})
+    srv = launch(repo, extra_args=("--model-control-mode=explicit", "--load-model", "other"))
+    srv.wait_models_ready(["other"])
+    return srv, repo
+
+
+def test_explicit_mode_http_load_reload_unload(explicit_server):
+    srv, repo = explicit_server
+    client = httpclient.InferenceServerClient(srv.url)
+    assert not client.is_model_ready("addk"), "explicit mode loads only --load-model models"
+    entry = index_entry(srv, "addk")
+    assert entry and entry[0].get("state") == "UNAVAILABLE" and entry[0].get("reason") == "not loaded", entry
+
+    client.load_model("addk")
+    assert client.is_model_ready("addk")
+    assert infer_k(client) == 1.0
+
+    # Changed model file: the new load is warmed beside the old, then swapped in.
+    set_version(repo / "addk", 1, 3.0)
+    client.load_model("addk")
+    assert infer_k(client) == 3.0
+
+    # A broken reload never replaces the working load.
+    (repo / "addk" / "1" / "model.onnx").write_bytes(b"not an onnx model at all")
+    with pytest.raises(InferenceServerException) as failed:
+        client.load_model("addk")
+    assert "addk" in str(failed.value)
+    assert client.is_model_ready("addk")
+    assert infer_k(client) == 3.0
+    entry = [e for e in index_entry(srv, "addk") if e.get("version") == "1"]
+    assert entry and entry[0]["state"] == "READY" and "keeps serving" in entry[0]["reason"], entry
+    assert "failed to reload" in srv.log_text()
+
+    # Unload: the model stops serving, others are untouched.
+    r = srv.post("/v2/repository/models/addk/unload", json={"parameters": {"unload_dependents": False}})
+    assert r.status_code == 200, r.text
+    assert not client.is_model_ready("addk")
+    with pytest.raises(InferenceServerException):
+        infer_k(client)
+    assert infer_k(client, "other") == 5.0
+    entry = index_entry(srv, "addk")
+    assert entry and entry[0]["state"] == "UNAVAILABLE" and entry[0]["reason"] == "unloaded", entry
+
+    assert_error(srv.post("/v2/repository/models/no_such_model/load", data=b""), 400, "no_such_model")
+    assert_error(srv.get("/v2/repository/models/addk/load"), 405)
+
+
+def test_explicit_mode_grpc_load_unload(explicit_server):
+    srv, repo = explicit_server
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    assert not client.is_model_ready("addk")
+    client.load_model("addk")
+    assert client.is_model_ready("addk")
+    assert infer_k(httpclient.InferenceServerClient(srv.url)) == 1.0
+    client.unload_model("addk")
+    assert not client.is_model_ready("addk")
+    with pytest.raises(InferenceServerException) as missing:
+        client.load_model("no_such_model")
+    assert "no_such_model" in str(missing.value)
+    assert client.is_model_ready("other")
+
+
+def test_none_mode_rejects_load_and_unload(launch, tmp_path):
+    repo = tmp_path / "repo"
+    write_addk(repo)
+    srv = launch(repo)
+    srv.wait_models_ready(["addk"])
+    assert_error(srv.post("/v2/repository/models/addk/load"), 400, "explicit model load / unload is not allowed",
+                 "explicit")
+    assert_error(srv.post("/v2/repository/models/addk/unload"), 400, "not allowed")
+    with pytest.raises(InferenceServerException) as refused:
+        grpcclient.InferenceServerClient(srv.grpc_url).unload_model("addk")
+    assert "UNAVAILABLE" in str(refused.value.status()) and "not allowed" in refused.value.message()
+    assert infer_k(httpclient.InferenceServerClient(srv.url)) == 1.0, "a refused unload changes nothing"
+
+
+def test_poll_mode_adds_changes_and_removes_models(launch, tmp_path):
+    repo = tmp_path / "repo"
+    write_addk(repo, "base", {1: 2.0})
+    srv = launch(repo, extra_args=("--model-control-mode=poll", "--repository-poll-secs", "1"))
+    srv.wait_models_ready(["base"])
+    client = httpclient.InferenceServerClient(srv.url)
+    assert not client.is_model_ready("addk")
+
+    # Added: built outside the repository, then moved in whole.
+    staging = tmp_path / "staging"
+    write_addk(staging, "addk", {1: 1.0})
+    shutil.move(str(staging / "addk"), str(repo / "addk"))
+    wait_for(lambda: client.is_model_ready("addk"), "the added model READY", srv)
+    assert infer_k(client) == 1.0
+
+    # A new version (latest policy): it takes over from version 1.
+    set_version(repo / "addk", 2, 7.0)
+    wait_for(lambda: infer_k(client) == 7.0, "version 2 serving", srv)
+    wait_for(lambda: not client.is_model_ready("addk", "1"), "version 1 unloaded", srv)
+
+    # Changed in place, then broken: the last good load keeps serving.
+    set_version(repo / "addk", 2, 9.0)
+    wait_for(lambda: infer_k(client) == 9.0, "the changed version 2 serving", srv)
+    (repo / "addk" / "2" / "model.onnx").write_bytes(b"garbage")
+    wait_for(lambda: any("keeps serving" in e.get("reason", "") for e in index_entry(srv, "addk")),
+             "the failed reload in the index", srv)
+    assert infer_k(client) == 9.0
+
+    # Removed: unknown.
+    shutil.rmtree(repo / "addk")
+    wait_for(lambda: not index_entry(srv, "addk"), "the removed model gone from the index", srv)
+    assert not client.is_model_ready("addk")
+    assert infer_k(client, "base") == 2.0
+    assert_error(srv.post("/v2/repository/models/base/load"), 400, "polling is enabled")
+
+
+def test_canary_weights_split_unversioned_requests(launch, tmp_path):
+    repo = tmp_path / "repo"
+    write_addk(repo, "canary", {1: 1.0, 2: 2.0},
+               extra='version_policy { all { } }\n'
+                     'parameters { key: "version_weights" value { string_value: "1:3,2:1" } }')
+    srv = launch(repo)
+    srv.wait_models_ready(["canary"])
+    client = httpclient.InferenceServerClient(srv.url)
+    answers = [infer_k(client, "canary") for _ in range(8)]
+    # Smooth weighted round-robin: exactly 3:1 over every 4 requests.
+    assert answers.count(1.0) == 6 and answers.count(2.0) == 2, answers
+    assert infer_k(client, "canary", "2") == 2.0, "a named version is never redirected"
+    stats = {s["version"]: s["inference_stats"]["success"]["count"]
+             for s in srv.get("/v2/models/canary/stats").json()["model_stats"]}
+    assert stats == {"1": 6, "2": 3}, stats
