@@ -157,8 +157,10 @@ class InferCall final : public CallBase {
     request->cancelled = cancelled_;
     request->on_complete = [this](Result<InferenceResponse> result) {
       result_.emplace(std::move(result));
+      core_->InferenceFinished();
       WakeQueue(&alarm_, cq_, &result_tag_);
     };
+    core_->InferenceStarted();
     model_->Infer(std::move(request));
   }
 
@@ -324,8 +326,10 @@ class StreamCall final : public CallBase {
     request->cancelled = cancelled_;
     request->on_complete = [this, model = model.value(), id = answer.id, name = answer.model_name,
                             version = answer.model_version](Result<InferenceResponse> result) mutable {
+      core_->InferenceFinished();
       Complete(Answer{std::move(id), std::move(name), std::move(version), std::move(result)});
     };
+    core_->InferenceStarted();
     model.value()->Infer(std::move(request));
   }
 

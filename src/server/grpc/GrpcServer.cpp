@@ -1,5 +1,6 @@
 #include "server/grpc/GrpcServer.h"
 
+#include <algorithm>
 #include <pthread.h>
 
 #include <chrono>
@@ -36,6 +37,21 @@ void GrpcServiceCore::CallCreated() {
 void GrpcServiceCore::CallDestroyed() {
   std::lock_guard lock(calls_mu_);
   if (--live_calls_ == 0) calls_cv_.notify_all();
+}
+
+void GrpcServiceCore::InferenceStarted() {
+  std::lock_guard lock(calls_mu_);
+  ++inferences_in_flight_;
+}
+
+void GrpcServiceCore::InferenceFinished() {
+  std::lock_guard lock(calls_mu_);
+  if (--inferences_in_flight_ == 0) calls_cv_.notify_all();
+}
+
+bool GrpcServiceCore::WaitForNoInferences(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(calls_mu_);
+  return calls_cv_.wait_until(lock, deadline, [this] { return inferences_in_flight_ == 0; });
 }
 
 void GrpcServiceCore::WaitForNoCalls() {
@@ -247,10 +263,20 @@ class GrpcServer::Impl {
     if (!server_ || stopped_) return;
     stopped_ = true;
     core_.SetStopping();
-    // Stops accepting calls, waits for the running ones until the deadline,
-    // then cancels the rest (their requests see the cancel flag) and returns
-    // once every call object has let go of its gRPC call.
-    server_->Shutdown(std::chrono::system_clock::now() + drain);
+    // New requests are refused from here on (stopping). Wait until the ones
+    // inside models have completed, up to the drain deadline; then shut down
+    // with a short grace for their responses to be written. Calls still open
+    // after that (idle streams, or requests past the deadline) are cancelled,
+    // and their requests see the cancel flag. Returns once every call object
+    // has let go of its gRPC call.
+    const auto deadline = std::chrono::steady_clock::now() + drain;
+    if (!core_.WaitForNoInferences(deadline))
+      spdlog::warn("gRPC server stopping: drain time over, cancelling requests still running");
+    constexpr auto kWriteGrace = std::chrono::milliseconds(500);
+    const auto left = std::max(deadline - std::chrono::steady_clock::now(),
+                               std::chrono::steady_clock::duration::zero());
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::min<std::chrono::steady_clock::duration>(left, kWriteGrace));
     core_.WaitForNoCalls();
     ShutdownQueues();
     spdlog::info("gRPC server stopped");

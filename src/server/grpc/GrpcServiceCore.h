@@ -4,6 +4,7 @@
 // and the handlers of the unary methods that never wait (metadata, readiness,
 // config, statistics, index). Internal to src/server/grpc.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -35,6 +36,13 @@ class GrpcServiceCore {
   void CallCreated();
   void CallDestroyed();
   void WaitForNoCalls();
+  // Inference requests handed to a model and not yet completed (unary calls
+  // and stream requests). Stop() waits for these, not for calls: an idle
+  // stream holds no work and must not hold up shutdown.
+  void InferenceStarted();
+  void InferenceFinished();
+  // False if `deadline` passed first.
+  bool WaitForNoInferences(std::chrono::steady_clock::time_point deadline);
   // Calls a client has started and the server has not finished with (what
   // the metrics endpoint reports; a stream counts once however many requests
   // it carries).
@@ -65,6 +73,7 @@ class GrpcServiceCore {
   std::mutex calls_mu_;
   std::condition_variable calls_cv_;
   size_t live_calls_ = 0;  // guarded by calls_mu_
+  size_t inferences_in_flight_ = 0;  // guarded by calls_mu_
   std::atomic<size_t> active_calls_{0};
 };
 
