@@ -63,3 +63,12 @@ clean:
 bench: build
 	$(PY) bench/make_bench_models.py
 	$(PY) bench/run_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(BENCH_ARGS)
+
+# libFuzzer (clang, ASan+UBSan) on every tests/fuzz target, FUZZ_SECONDS each
+# (default 60), built in build-fuzz/; FUZZ_TARGETS="http_infer_request ..." for
+# a subset. Not part of `make test`, which replays the seed corpora instead
+# (ctest fuzz_*_corpus). tests/fuzz/README.md.
+.PHONY: fuzz
+fuzz: deps
+	scripts/setup.sh fuzz
+	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60) FUZZ_TARGETS="$(FUZZ_TARGETS)" JOBS=$(JOBS) tests/fuzz/run_fuzz.sh

@@ -9,7 +9,7 @@
 #      TensorRT 10) from a pinned npm package, integrity-checked, installed with
 #      the ONNX Runtime above into third_party/onnxruntime-gpu; build the GPU
 #      flavour with ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu (docs/gpu.md).
-# Usage: scripts/setup.sh [apt] [ort] [python] [gpu]   (no argument: apt ort python)
+# Usage: scripts/setup.sh [apt] [ort] [python] [gpu] [fuzz]   (no argument: apt ort python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -38,9 +38,12 @@ log() { echo "[setup] $*"; }
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# Only for `make fuzz` (libFuzzer + sanitizers); `make test` replays the corpora with GCC.
+FUZZ_APT_PACKAGES=(clang-14 libclang-rt-14-dev)
+
 install_apt() {
   local missing=()
-  for p in "${APT_PACKAGES[@]}"; do
+  for p in "$@"; do
     # npm/python3-venv may be satisfied by non-Debian installs (nvm, pyenv).
     case $p in
       npm) command -v npm >/dev/null && continue ;;
@@ -121,7 +124,8 @@ install_python() {
 
 for s in "${steps[@]}"; do
   case $s in
-    apt) install_apt ;;
+    apt) install_apt "${APT_PACKAGES[@]}" ;;
+    fuzz) install_apt "${FUZZ_APT_PACKAGES[@]}" ;;
     ort) install_ort ;;
     python) install_python ;;
     gpu) install_gpu ;;

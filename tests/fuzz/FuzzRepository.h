@@ -1,0 +1,42 @@
+#pragma once
+// Helpers for the fuzz targets that link the repository layer (or above).
+#include <spdlog/spdlog.h>
+
+#include "FuzzCommon.h"
+#include "model_config.pb.h"
+#include "repository/ModelConfigUtil.h"
+
+namespace ortserve::fuzz {
+
+// The model the request decoders' inputs are checked against after decoding
+// (RequestValidator + input reshape, as the server does before scheduling).
+// The seed corpora use these names, so valid seeds reach the validator.
+inline const inference::ModelConfig& ValidationConfig() {
+  static const inference::ModelConfig config = [] {
+    auto parsed = ParseModelConfig(R"pb(
+      name: "fuzz"
+      platform: "onnxruntime_onnx"
+      max_batch_size: 8
+      input [
+        { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+        { name: "INPUT1" data_type: TYPE_FP32 dims: [ -1, 2 ] reshape: { shape: [ -1 ] } },
+        { name: "TEXT" data_type: TYPE_STRING dims: [ -1 ] optional: true }
+      ]
+      output [
+        { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+        { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ -1 ] }
+      ]
+    )pb");
+    FUZZ_CHECK(parsed.ok());
+    return std::move(parsed).value();
+  }();
+  return config;
+}
+
+// Logging off: fuzzing runs millions of inputs and some paths warn.
+inline bool QuietLogs() {
+  spdlog::set_level(spdlog::level::off);
+  return true;
+}
+
+}  // namespace ortserve::fuzz
