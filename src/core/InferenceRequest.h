@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/Status.h"
@@ -39,6 +40,10 @@ struct InferenceResponse {
   uint64_t queue_ns = 0;
   uint64_t compute_ns = 0;
   uint64_t batch_size = 0;
+  // String parameters the front ends emit in the response's `parameters`
+  // (e.g. "ortserve_fallback_from": the model that handed the request to the
+  // fallback model named in model_name).
+  std::vector<std::pair<std::string, std::string>> parameters;
 };
 
 using CompletionCallback = std::function<void(Result<InferenceResponse>)>;

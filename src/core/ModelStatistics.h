@@ -19,8 +19,8 @@ enum class RequestOutcome {
   kSuccess,
   kInvalidInput,  // failed validation against the model (400)
   kRejected,      // queue full, model not ready, shutting down (503)
-  kTimeout,       // its queue timeout expired before it ran
-  kCancelled,     // the client went away before it ran
+  kTimeout,       // its timeout expired in the queue, or during a run that was then terminated
+  kCancelled,     // the client went away (before it ran, or its run was terminated)
   kInternal,      // the run itself failed
 };
 inline constexpr size_t kRequestOutcomeCount = 6;
@@ -50,6 +50,21 @@ inline RequestOutcome OutcomeOfFailure(const Status& status) {
       break;
   }
   return RequestOutcome::kInternal;
+}
+
+// Why a request to a model was served by its fallback model instead (the
+// metrics endpoint's ortserve_fallback_total{reason=...}).
+enum class FallbackReason {
+  kQueueFull,     // the primary's queue was full
+  kExpectedWait,  // the primary's expected wait exceeded the request's timeout
+  kRunFailed,     // the primary's run failed (kInternal)
+};
+inline constexpr size_t kFallbackReasonCount = 3;
+// "queue_full", "expected_wait", "run_failed".
+inline const char* FallbackReasonName(FallbackReason reason) {
+  static constexpr const char* kNames[kFallbackReasonCount] = {"queue_full", "expected_wait",
+                                                               "run_failed"};
+  return kNames[static_cast<size_t>(reason)];
 }
 
 struct DurationStat {
@@ -94,6 +109,16 @@ class ModelStatistics {
   void CountOutcome(RequestOutcome outcome) {
     outcomes[static_cast<size_t>(outcome)].fetch_add(1, std::memory_order_relaxed);
   }
+  // Requests of this model handed to its fallback model, by reason. They are
+  // not in `outcomes` above unless the primary also failed them (run_failed:
+  // counted `internal` here, then answered by the fallback).
+  std::array<std::atomic<uint64_t>, kFallbackReasonCount> fallbacks{};
+  void CountFallback(FallbackReason reason) {
+    fallbacks[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // Executions stopped in the middle (ModelInstance::Terminate) because every
+  // request of the batch had timed out or been cancelled.
+  std::atomic<uint64_t> terminated_executions{0};
   // Per successful request, in ns: arrival to responses ready; enqueue to
   // batch start; and its batch's input/infer/output durations.
   Histogram request_duration = Histogram::Durations();

@@ -154,6 +154,25 @@ Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSig
   }
   Shape expected = tensor.has_reshape() ? ConfigDims(tensor.reshape().shape()) : dims;
   if (tensor.has_reshape()) {
+    // Reshape dims: positive, or one -1, with a product that fits 64 bits
+    // (a wrapped product would let a nonsensical reshape pass the count check).
+    int wildcards = 0;
+    uint64_t product = 1;
+    for (int64_t d : expected) {
+      if (d == -1) {
+        ++wildcards;
+      } else if (d <= 0 || product > UINT64_MAX / static_cast<uint64_t>(d)) {
+        return Unavailable(std::string(kind) + " '" + tensor.name() + "': invalid reshape " +
+                           ShapeToString(expected) +
+                           " (each dim must be positive or -1, with a product that fits 64 bits)");
+      } else {
+        product *= static_cast<uint64_t>(d);
+      }
+    }
+    if (wildcards > 1) {
+      return Unavailable(std::string(kind) + " '" + tensor.name() + "': reshape " +
+                         ShapeToString(expected) + " has more than one -1");
+    }
     auto dims_count = ElementCount(dims);
     auto reshape_count = ElementCount(expected);
     if (dims_count && reshape_count && *dims_count != *reshape_count) {
@@ -217,8 +236,62 @@ std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& confi
 bool IsKnownParameter(const std::string& key) {
   static const std::set<std::string> kKnown = {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
-      "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning"};
+      "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",
+      "fallback_model"};
   return kKnown.count(key) > 0 || IsGpuParameter(key);
+}
+
+std::string FallbackModelName(const inference::ModelConfig& config) {
+  auto it = config.parameters().find(kFallbackModelParameter);
+  return it == config.parameters().end() ? std::string() : it->second.string_value();
+}
+
+namespace {
+
+template <typename Io>
+Status CompareIo(const char* kind, const google::protobuf::RepeatedPtrField<Io>& primary,
+                 const google::protobuf::RepeatedPtrField<Io>& fallback) {
+  auto dims_text = [](const Io& io) {
+    std::string s = "[";
+    for (int i = 0; i < io.dims_size(); ++i) s += (i ? ", " : "") + std::to_string(io.dims(i));
+    return s + "]";
+  };
+  if (primary.size() != fallback.size()) {
+    return InvalidArgument(std::string("it has ") + std::to_string(fallback.size()) + " " + kind +
+                           "s, the primary " + std::to_string(primary.size()));
+  }
+  for (const Io& p : primary) {
+    const Io* match = nullptr;
+    for (const Io& f : fallback)
+      if (f.name() == p.name()) match = &f;
+    if (!match) return InvalidArgument(std::string("it has no ") + kind + " '" + p.name() + "'");
+    if (match->data_type() != p.data_type()) {
+      return InvalidArgument(std::string(kind) + " '" + p.name() + "' is " +
+                             inference::DataType_Name(match->data_type()) + ", the primary's " +
+                             inference::DataType_Name(p.data_type()));
+    }
+    if (dims_text(*match) != dims_text(p)) {
+      return InvalidArgument(std::string(kind) + " '" + p.name() + "' has dims " + dims_text(*match) +
+                             ", the primary's " + dims_text(p));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckFallbackCompatible(const inference::ModelConfig& primary,
+                               const inference::ModelConfig& fallback) {
+  if ((primary.max_batch_size() > 0) != (fallback.max_batch_size() > 0)) {
+    return InvalidArgument(std::string("it ") + (fallback.max_batch_size() > 0 ? "batches" : "does not batch") +
+                           " and the primary " + (primary.max_batch_size() > 0 ? "does" : "does not"));
+  }
+  if (fallback.max_batch_size() < primary.max_batch_size()) {
+    return InvalidArgument("its max_batch_size " + std::to_string(fallback.max_batch_size()) +
+                           " is below the primary's " + std::to_string(primary.max_batch_size()));
+  }
+  ORTSERVE_RETURN_IF_ERROR(CompareIo("input", primary.input(), fallback.input()));
+  return CompareIo("output", primary.output(), fallback.output());
 }
 
 DataType FromConfigDataType(inference::DataType type) {
@@ -367,6 +440,9 @@ Result<Shape> ReshapeDims(const Shape& from, const Shape& to_dims) {
                                ShapeToString(to_dims) + ": more than one -1");
       }
       unknown = static_cast<int>(i);
+    } else if (out[i] != 0 && known > UINT64_MAX / static_cast<uint64_t>(out[i])) {
+      return InvalidArgument("cannot reshape " + ShapeToString(from) + " to " +
+                             ShapeToString(to_dims) + ": element count overflows 64 bits");
     } else {
       known *= static_cast<uint64_t>(out[i]);
     }

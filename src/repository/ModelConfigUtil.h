@@ -39,6 +39,19 @@ std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& confi
 // plus "allow_spinning").
 bool IsKnownParameter(const std::string& key);
 
+// parameters { key: "fallback_model" value { string_value: "<model>" } }: the
+// model that serves this model's requests when it is overloaded or its run
+// fails (see docs/model-config.md).
+inline constexpr const char* kFallbackModelParameter = "fallback_model";
+// The fallback named by `config`; empty when none.
+std::string FallbackModelName(const inference::ModelConfig& config);
+// Whether `fallback` can serve every request `primary` accepts: the same
+// inputs and outputs (names, data types, dims, in any order), batching on
+// both or neither, and a max_batch_size at least the primary's. The message
+// names the first difference.
+Status CheckFallbackCompatible(const inference::ModelConfig& primary,
+                               const inference::ModelConfig& fallback);
+
 // Config <-> core data type. TYPE_STRING is BYTES.
 DataType FromConfigDataType(inference::DataType type);
 inference::DataType ToConfigDataType(DataType type);

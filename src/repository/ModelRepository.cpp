@@ -112,15 +112,41 @@ Result<std::string> ReadFile(const fs::path& path) {
   return ss.str();
 }
 
+class ModelImpl;
+
+// How a model finds its fallback at request time: the newest READY version of
+// a model, while the repository exists. Shared by the repository and every
+// model it loaded (a model may outlive the repository: then no fallback).
+class FallbackLookup {
+ public:
+  using Find = std::function<std::shared_ptr<ModelImpl>(const std::string& name)>;
+  explicit FallbackLookup(Find find) : find_(std::move(find)) {}
+  std::shared_ptr<ModelImpl> Latest(const std::string& name) const {
+    std::lock_guard lock(mu_);
+    return find_ ? find_(name) : nullptr;
+  }
+  void Detach() {
+    std::lock_guard lock(mu_);
+    find_ = nullptr;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  Find find_;  // guarded by mu_
+};
+
 class ModelImpl final : public Model {
  public:
-  ModelImpl(inference::ModelConfig config, std::string version, bool reorder_outputs)
+  ModelImpl(inference::ModelConfig config, std::string version, bool reorder_outputs,
+            std::shared_ptr<const FallbackLookup> fallback_lookup = nullptr)
       : shared_config_(std::make_shared<const inference::ModelConfig>(std::move(config))),
         config_(*shared_config_),
         version_(std::move(version)),
         stats_(config_.max_batch_size()),
         output_reshape_(HasOutputReshape(config_)),
-        reorder_outputs_(reorder_outputs) {}
+        reorder_outputs_(reorder_outputs),
+        fallback_name_(FallbackModelName(config_)),
+        fallback_lookup_(fallback_name_.empty() ? nullptr : std::move(fallback_lookup)) {}
 
   ~ModelImpl() override { Shutdown(); }
 
@@ -143,12 +169,24 @@ class ModelImpl final : public Model {
   }
 
   void Infer(std::unique_ptr<InferenceRequest> request) override {
+    InferWith(std::move(request), /*allow_fallback=*/fallback_lookup_ != nullptr);
+  }
+
+  // Serves `request` here, never handing it to a fallback (the one hop).
+  void InferDirect(std::unique_ptr<InferenceRequest> request) {
+    InferWith(std::move(request), /*allow_fallback=*/false);
+  }
+
+ private:
+  void InferWith(std::unique_ptr<InferenceRequest> request, bool allow_fallback) {
     if (!request) return;
     Status status;
+    std::shared_ptr<InferenceRequest> spare;  // the request as the client sent it, for a fallback
     if (!ready()) {
       status = Unavailable("model '" + name() + "' version '" + version_ + "' is not ready");
     } else {
       status = ValidateRequest(config_, *request);
+      if (status.ok() && allow_fallback) spare = SpareCopy(*request);
       if (status.ok()) status = ApplyInputReshape(config_, request.get());
     }
     if (!status.ok()) {
@@ -160,6 +198,7 @@ class ModelImpl final : public Model {
       if (done) done(status);
       return;
     }
+    CompletionCallback client_done = spare ? request->on_complete : CompletionCallback();
     const bool filter = reorder_outputs_ && request->requested_outputs.empty();
     if (output_reshape_ || filter) {
       // Captures the config, not `this`: the callback may run after the last
@@ -181,10 +220,86 @@ class ModelImpl final : public Model {
         done(std::move(result));
       };
     }
-    scheduler_->Submit(std::move(request));
+    if (!spare) {
+      scheduler_->Submit(std::move(request));
+      return;
+    }
+
+    spare->on_complete = std::move(client_done);
+    if (scheduler_->ExpectedToMissDeadline(*request) &&
+        HandToFallback(spare, FallbackReason::kExpectedWait)) {
+      return;
+    }
+    // A failed run is retried once on the fallback. The callback runs on a
+    // worker of this model's scheduler, which this model outlives.
+    request->on_complete = [this, spare, done = std::move(request->on_complete)](
+                               Result<InferenceResponse> result) mutable {
+      if (!result.ok() && result.status().code() == StatusCode::kInternal &&
+          HandToFallback(spare, FallbackReason::kRunFailed)) {
+        return;
+      }
+      done(std::move(result));
+    };
+    Status full = scheduler_->TrySubmit(request);
+    if (full.ok()) return;
+    if (HandToFallback(spare, FallbackReason::kQueueFull)) return;
+    // No fallback to take it: answered as the scheduler answers a full queue.
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - request->arrival_time);
+    stats_.fail.Add(static_cast<uint64_t>(std::max<int64_t>(0, elapsed.count())));
+    stats_.CountOutcome(RequestOutcome::kRejected);
+    CompletionCallback done = std::move(spare->on_complete);
+    if (done) done(std::move(full));
   }
 
- private:
+  // Everything the fallback needs, copied before this model's input reshape:
+  // input data is shared, not copied.
+  static std::shared_ptr<InferenceRequest> SpareCopy(const InferenceRequest& request) {
+    auto spare = std::make_shared<InferenceRequest>();
+    spare->model_name = request.model_name;
+    spare->id = request.id;
+    spare->inputs = request.inputs;
+    spare->requested_outputs = request.requested_outputs;
+    spare->timeout_us = request.timeout_us;
+    spare->priority = request.priority;
+    spare->arrival_time = request.arrival_time;
+    spare->cancelled = request.cancelled;
+    return spare;
+  }
+
+  // Sends the spare request to the newest READY version of the fallback
+  // model; false (and nothing done) when there is none or it is not
+  // compatible. The client's timeout keeps counting from its arrival.
+  bool HandToFallback(const std::shared_ptr<InferenceRequest>& spare, FallbackReason reason) {
+    std::shared_ptr<ModelImpl> fallback = fallback_lookup_->Latest(fallback_name_);
+    if (!fallback || fallback.get() == this) return false;
+    Status compatible = CheckFallbackCompatible(config_, fallback->config());
+    if (!compatible.ok()) {
+      spdlog::warn("model '{}': fallback model '{}' is not compatible ({}); not used", name(),
+                   fallback_name_, compatible.message());
+      return false;
+    }
+    auto request = std::make_unique<InferenceRequest>(*spare);
+    request->model_version.clear();
+    request->model_name = fallback_name_;
+    if (request->timeout_us != 0) {
+      const auto elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                  Clock::now() - request->arrival_time).count();
+      request->timeout_us = elapsed_us <= 0 ? request->timeout_us
+                            : static_cast<uint64_t>(elapsed_us) >= request->timeout_us
+                                ? 1
+                                : request->timeout_us - static_cast<uint64_t>(elapsed_us);
+    }
+    request->on_complete = [from = name(), done = std::move(request->on_complete)](
+                               Result<InferenceResponse> result) {
+      if (result.ok()) result.value().parameters.emplace_back("ortserve_fallback_from", from);
+      if (done) done(std::move(result));
+    };
+    stats_.CountFallback(reason);
+    fallback->InferDirect(std::move(request));
+    return true;
+  }
+
   // The request named no outputs: answer the config's outputs in config order
   // (the instance produces every model output in its own order).
   static void KeepConfigOutputs(const inference::ModelConfig& config, InferenceResponse* response) {
@@ -213,6 +328,8 @@ class ModelImpl final : public Model {
   ModelStatistics stats_;  // outlives scheduler_ (declared before it)
   const bool output_reshape_;
   const bool reorder_outputs_;
+  const std::string fallback_name_;  // empty: none
+  const std::shared_ptr<const FallbackLookup> fallback_lookup_;  // null: no fallback
   std::atomic<ModelState> state_{ModelState::kLoading};
   std::unique_ptr<ModelScheduler> scheduler_;
 };
@@ -299,6 +416,8 @@ class ModelRepositoryImpl final : public ModelRepository {
   explicit ModelRepositoryImpl(RepositoryOptions options)
       : options_(std::move(options)),
         compute_slots_(std::make_shared<ComputeSlots>(options_.thread_budget)),
+        fallback_lookup_(std::make_shared<FallbackLookup>(
+            [this](const std::string& name) { return LatestReady(name); })),
         loader_([this] { LoaderLoop(); }) {}
   ~ModelRepositoryImpl() override { Shutdown(); }
 
@@ -389,6 +508,7 @@ class ModelRepositoryImpl final : public ModelRepository {
   }
 
   void Shutdown() override {
+    fallback_lookup_->Detach();  // requests failing from here on answer their own error
     StopLoader();
     std::vector<std::shared_ptr<ModelImpl>> models;
     {
@@ -421,6 +541,17 @@ class ModelRepositoryImpl final : public ModelRepository {
   }
 
  private:
+  // The newest READY version of `name` (a fallback ignores canary weights).
+  std::shared_ptr<ModelImpl> LatestReady(const std::string& name) const {
+    std::shared_lock lock(mutex_);
+    auto it = models_.find(name);
+    if (it == models_.end()) return nullptr;
+    for (auto v = it->second.versions.rbegin(); v != it->second.versions.rend(); ++v) {
+      if (v->second.state == ModelState::kReady && v->second.model) return v->second.model;
+    }
+    return nullptr;
+  }
+
   // ---- the loader thread ---------------------------------------------------
 
   // A queued job; `cancelled` when the repository shuts down first.
@@ -574,6 +705,14 @@ class ModelRepositoryImpl final : public ModelRepository {
     for (auto& p : prepared) {
       for (auto& c : p.candidates) c.plan = plan.entries[i++];
     }
+    // Fallback models load before the models that name them, so that a
+    // primary's load can check its fallback's inputs and outputs.
+    std::set<std::string> fallbacks;
+    for (const auto& p : prepared)
+      for (const auto& c : p.candidates)
+        if (auto f = FallbackModelName(c.config); !f.empty()) fallbacks.insert(f);
+    std::stable_partition(prepared.begin(), prepared.end(),
+                          [&](const PreparedModel& p) { return fallbacks.count(p.name) > 0; });
     // Publish every model's LOADING/UNAVAILABLE states before the first load.
     for (auto& p : prepared) Publish(p);
     for (auto& p : prepared) (void)LoadCandidates(p);
@@ -932,6 +1071,21 @@ class ModelRepositoryImpl final : public ModelRepository {
     auto fail = [](const std::string& reason) -> Result<std::shared_ptr<ModelImpl>> {
       return Unavailable(reason);
     };
+    if (const std::string fallback = FallbackModelName(c.config); !fallback.empty()) {
+      if (fallback == c.name) return fail("parameter fallback_model names the model itself");
+      if (auto target = LatestReady(fallback)) {
+        Status compatible = CheckFallbackCompatible(c.config, target->config());
+        if (!compatible.ok()) {
+          return fail("fallback_model '" + fallback + "' cannot serve this model's requests: " +
+                      compatible.message());
+        }
+        spdlog::info("model '{}': fallback model '{}' (version {} checked compatible)", label, fallback,
+                     target->version());
+      } else {
+        spdlog::warn("model '{}': fallback model '{}' is not loaded; requests fall back to it once it "
+                     "is READY (and compatible)", label, fallback);
+      }
+    }
 
     std::vector<std::unique_ptr<ModelInstance>> instances;
     for (size_t i = 0; i < c.instances.size(); ++i) {
@@ -978,7 +1132,7 @@ class ModelRepositoryImpl final : public ModelRepository {
     for (const auto& out : c.config.output()) config_outputs.push_back(out.name());
     const bool reorder = instances.front()->OutputNames() != config_outputs;
 
-    auto model = std::make_shared<ModelImpl>(c.config, version, reorder);
+    auto model = std::make_shared<ModelImpl>(c.config, version, reorder, fallback_lookup_);
     SchedulerOptions scheduler_options = c.scheduler_options;
     scheduler_options.compute_slots = compute_slots_;
     scheduler_options.compute_slots_per_run = plan.total_threads / std::max(1, plan.instances);
@@ -999,6 +1153,7 @@ class ModelRepositoryImpl final : public ModelRepository {
   const RepositoryOptions options_;
   // The process's compute-thread budget, leased by every scheduler per run.
   const std::shared_ptr<ComputeSlots> compute_slots_;
+  const std::shared_ptr<FallbackLookup> fallback_lookup_;
   mutable std::shared_mutex mutex_;
   std::map<std::string, ModelRecord> models_;  // guarded by mutex_; written on the loader thread
 

@@ -93,11 +93,19 @@ Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& con
 
 Result<std::vector<InstanceSpec>> ExpandInstanceGroups(const inference::ModelConfig& config) {
   std::vector<InstanceSpec> out;
+  uint64_t total = 0;
   for (const auto& group : config.instance_group()) {
     const int count = group.count() == 0 ? 1 : group.count();
-    if (count < 0) {
-      return Unavailable("instance_group '" + group.name() + "': count must be >= 1, got " +
+    if (count < 0 || count > kMaxInstancesPerModel) {
+      return Unavailable("instance_group '" + group.name() + "': count must be within [1, " +
+                         std::to_string(kMaxInstancesPerModel) + "], got " +
                          std::to_string(group.count()));
+    }
+    // Checked before expanding: gpus x count could otherwise allocate without bound.
+    total += static_cast<uint64_t>(count) * std::max(1, group.gpus_size());
+    if (total > static_cast<uint64_t>(kMaxInstancesPerModel)) {
+      return Unavailable("instance_group: more than " + std::to_string(kMaxInstancesPerModel) +
+                         " instances in total for model '" + config.name() + "'");
     }
     switch (group.kind()) {
       case inference::ModelInstanceGroup::KIND_CPU:

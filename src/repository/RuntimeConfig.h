@@ -39,6 +39,11 @@ struct InstanceSpec {
   bool gpu = false;
   int device_id = 0;
 };
+// Each instance is a session with its own weights and a worker thread; far
+// more than any machine can use, and a bound that keeps a typo from
+// allocating gigabytes.
+inline constexpr int kMaxInstancesPerModel = 256;
+
 Result<std::vector<InstanceSpec>> ExpandInstanceGroups(const inference::ModelConfig& config);
 
 // `model_cache_root`: main's --model-cache-dir ("" = system temp dir); GPU

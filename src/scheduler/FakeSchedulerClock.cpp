@@ -19,6 +19,7 @@ void FakeSchedulerClock::WaitUntil(std::condition_variable& cv, std::unique_lock
     // Advance ran first (we see the new time) or it sees us registered and
     // then blocks on `lock`'s mutex until cv.wait() has released it.
     std::lock_guard<std::mutex> guard(mu_);
+    ++waits_started_;
     if (now_ >= deadline) return;
     waiters_.push_back({&cv, lock.mutex()});
   }
@@ -27,6 +28,11 @@ void FakeSchedulerClock::WaitUntil(std::condition_variable& cv, std::unique_lock
   auto it = std::find_if(waiters_.begin(), waiters_.end(),
                          [&](const Waiter& w) { return w.cv == &cv && w.mu == lock.mutex(); });
   if (it != waiters_.end()) waiters_.erase(it);
+}
+
+uint64_t FakeSchedulerClock::WaitsStarted() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return waits_started_;
 }
 
 void FakeSchedulerClock::Advance(Clock::duration by) {

@@ -21,6 +21,10 @@ class FakeSchedulerClock final : public SchedulerClock {
   // waiter's mutex held (it locks each one to notify without a lost wakeup).
   void Advance(Clock::duration by);
 
+  // How many WaitUntil() calls have begun: a test that advanced the time can
+  // wait for a thread's next wait to know it has looked at the new time.
+  uint64_t WaitsStarted() const;
+
  private:
   struct Waiter {
     std::condition_variable* cv;
@@ -29,6 +33,7 @@ class FakeSchedulerClock final : public SchedulerClock {
   mutable std::mutex mu_;
   Clock::time_point now_;        // guarded by mu_
   std::vector<Waiter> waiters_;  // guarded by mu_; threads inside WaitUntil
+  uint64_t waits_started_ = 0;   // guarded by mu_
 };
 
 }  // namespace ortserve

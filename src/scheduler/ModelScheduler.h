@@ -50,6 +50,11 @@ struct SchedulerOptions {
   // leases `compute_slots_per_run` slots (the instance's intra-op threads).
   std::shared_ptr<ComputeSlots> compute_slots;
   int compute_slots_per_run = 1;
+  // The run watchdog (see SchedulerImpl.h) re-reads the cancel flags of a
+  // running batch this often, and only while a running batch has a live
+  // request that carries a cancel flag: front ends set the flag without
+  // notifying anyone. Deadlines need no polling. Must be positive.
+  uint64_t cancel_poll_interval_us = 5000;
 };
 
 class ModelScheduler {
@@ -69,6 +74,23 @@ class ModelScheduler {
   // "Request timeout expired ..." (as Triton) and never computed; a cancelled
   // one kCancelled. See SchedulerImpl.h for the full policy.
   virtual void Submit(std::unique_ptr<InferenceRequest> request) = 0;
+
+  // As Submit, except when the queue is full: then the request stays with the
+  // caller (not completed, not counted) and the kUnavailable status saying so
+  // is returned, so that the caller can send it elsewhere (a fallback model).
+  // Ownership moves to the scheduler iff the result is OK; every other
+  // refusal is answered through on_complete as Submit answers it.
+  virtual Status TrySubmit(std::unique_ptr<InferenceRequest>& request) {
+    Submit(std::move(request));
+    return Status::Ok();
+  }
+
+  // Whether `request`, queued now, is expected to wait longer than its queue
+  // timeout (only for requests that would be rejected on timeout). The
+  // expected wait is executions ahead (queue depth, divided by
+  // max_batch_size under dynamic batching) x a moving average of the recent
+  // execution time / instances; false while no execution has been measured.
+  virtual bool ExpectedToMissDeadline(const InferenceRequest& /*request*/) const { return false; }
 
   // Stops accepting (later Submits answer kUnavailable), finishes queued and
   // running requests, joins the workers. Idempotent; the destructor calls it.

@@ -18,8 +18,7 @@ uint64_t RequestQueue::MaxSize(uint32_t level) const {
   return configured != 0 ? configured : default_max_queue_size_;
 }
 
-Clock::time_point RequestQueue::Deadline(const InferenceRequest& request,
-                                         const QueuePolicy& policy, Clock::time_point now) const {
+uint64_t RequestQueue::EffectiveTimeoutUs(const InferenceRequest& request, const QueuePolicy& policy) {
   // Triton: a request may shorten the default timeout but never lengthen it;
   // with no default, the request's own timeout applies.
   uint64_t timeout_us = policy.default_timeout_us;
@@ -27,6 +26,12 @@ Clock::time_point RequestQueue::Deadline(const InferenceRequest& request,
       (timeout_us == 0 || request.timeout_us < timeout_us)) {
     timeout_us = request.timeout_us;
   }
+  return timeout_us;
+}
+
+Clock::time_point RequestQueue::Deadline(const InferenceRequest& request,
+                                         const QueuePolicy& policy, Clock::time_point now) const {
+  const uint64_t timeout_us = EffectiveTimeoutUs(request, policy);
   if (timeout_us == 0) return Clock::time_point::max();
   const auto limit = std::chrono::duration_cast<Clock::duration>(std::chrono::microseconds(
       std::min<uint64_t>(timeout_us, std::chrono::microseconds::max().count() / 4)));

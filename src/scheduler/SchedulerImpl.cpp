@@ -62,6 +62,9 @@ Status ValidateOptions(const SchedulerOptions& o,
                              " is outside 1..priority_levels " + std::to_string(o.priority_levels));
     }
   }
+  if (o.cancel_poll_interval_us == 0) {
+    return InvalidArgument(label + ": cancel_poll_interval_us must be positive");
+  }
   if (o.default_max_queue_size == 0) {
     return InvalidArgument(label + ": default_max_queue_size must be positive");
   }
@@ -90,9 +93,11 @@ SchedulerImpl::SchedulerImpl(SchedulerOptions options,
       assembler_(options_.max_batch_size, options_.dynamic_batching,
                  options_.preferred_batch_sizes, options_.max_queue_delay_us),
       stackers_(instances_.size()),
-      queue_(label_, LevelPolicies(options_), options_.default_max_queue_size) {
+      queue_(label_, LevelPolicies(options_), options_.default_max_queue_size),
+      running_(instances_.size()) {
   workers_.reserve(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
 
 SchedulerImpl::~SchedulerImpl() { Shutdown(); }
@@ -143,13 +148,47 @@ Result<uint64_t> SchedulerImpl::BatchRows(const InferenceRequest& request) const
 }
 
 void SchedulerImpl::Submit(std::unique_ptr<InferenceRequest> request) {
-  if (!request) return;
+  (void)SubmitImpl(request, /*keep_when_full=*/false);
+}
+
+Status SchedulerImpl::TrySubmit(std::unique_ptr<InferenceRequest>& request) {
+  return SubmitImpl(request, /*keep_when_full=*/true);
+}
+
+bool SchedulerImpl::ExpectedToMissDeadline(const InferenceRequest& request) const {
+  const uint64_t average_ns = average_execution_ns_.load(std::memory_order_relaxed);
+  if (average_ns == 0) return false;
+  Result<uint32_t> level = PriorityLevel(request);
+  if (!level.ok()) return false;  // Submit answers it
+  const QueuePolicy& policy = queue_.policy(*level);  // immutable after construction
+  if (policy.timeout_action != QueuePolicy::TimeoutAction::kReject) return false;
+  const uint64_t timeout_us = RequestQueue::EffectiveTimeoutUs(request, policy);
+  if (timeout_us == 0) return false;
+  uint64_t executions = QueueDepth();
+  if (options_.max_batch_size > 0 && options_.dynamic_batching) {
+    const auto per_batch = static_cast<uint64_t>(options_.max_batch_size);
+    executions = (executions + per_batch - 1) / per_batch;
+  }
+  const long double wait_ns = static_cast<long double>(executions) * average_ns /
+                              static_cast<long double>(instances_.size());
+  return wait_ns > static_cast<long double>(timeout_us) * 1000.0L;
+}
+
+Status SchedulerImpl::SubmitImpl(std::unique_ptr<InferenceRequest>& request, bool keep_when_full) {
+  if (!request) return Status::Ok();
   Result<uint32_t> level = PriorityLevel(*request);
-  if (!level.ok()) return Fail(std::move(request), level.status(), RequestOutcome::kInvalidInput);
+  if (!level.ok()) {
+    Fail(std::move(request), level.status(), RequestOutcome::kInvalidInput);
+    return Status::Ok();
+  }
   Result<uint64_t> rows = BatchRows(*request);
-  if (!rows.ok()) return Fail(std::move(request), rows.status(), RequestOutcome::kInvalidInput);
+  if (!rows.ok()) {
+    Fail(std::move(request), rows.status(), RequestOutcome::kInvalidInput);
+    return Status::Ok();
+  }
 
   Status status;
+  bool queue_full = false;
   bool wake_leader = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -157,11 +196,16 @@ void SchedulerImpl::Submit(std::unique_ptr<InferenceRequest> request) {
       status = Unavailable(label_ + " is shutting down");
     } else {
       status = queue_.Push(request, *level, *rows, clock_->Now());
+      queue_full = !status.ok();
       queue_depth_.store(queue_.size(), std::memory_order_relaxed);
       wake_leader = has_leader_;
     }
   }
-  if (!status.ok()) return Fail(std::move(request), std::move(status), RequestOutcome::kRejected);
+  if (queue_full && keep_when_full) return status;
+  if (!status.ok()) {
+    Fail(std::move(request), std::move(status), RequestOutcome::kRejected);
+    return Status::Ok();
+  }
   // Notified after unlocking: the woken thread re-checks the queue under mu_,
   // which already holds this request, so no wake-up is lost.
   if (wake_leader) {
@@ -169,6 +213,7 @@ void SchedulerImpl::Submit(std::unique_ptr<InferenceRequest> request) {
   } else {
     follower_cv_.notify_one();
   }
+  return Status::Ok();
 }
 
 void SchedulerImpl::Shutdown() {
@@ -181,6 +226,93 @@ void SchedulerImpl::Shutdown() {
   follower_cv_.notify_all();
   for (std::thread& worker : workers_)
     if (worker.joinable()) worker.join();
+  // After the workers: no batch runs any more, so nothing is left to watch.
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    watch_stopping_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+}
+
+void SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch) {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    RunningBatch& running = running_[index];
+    running.terminated = false;
+    running.requests.clear();  // keeps its capacity: no allocation once warm
+    for (const QueuedRequest& entry : batch) {
+      const std::atomic<bool>* cancelled = entry.request->cancelled.get();
+      // A request that can neither expire nor be cancelled keeps the whole
+      // batch alive: nothing to watch.
+      if (cancelled == nullptr && entry.deadline == Clock::time_point::max()) {
+        running.requests.clear();
+        running.active = false;
+        return;
+      }
+      running.requests.push_back({entry.deadline, cancelled});
+    }
+    running.active = true;
+  }
+  watch_cv_.notify_one();
+}
+
+bool SchedulerImpl::Unwatch(size_t index) {
+  std::lock_guard<std::mutex> lock(watch_mu_);
+  RunningBatch& running = running_[index];
+  const bool terminated = running.active && running.terminated;
+  running.active = false;
+  running.terminated = false;
+  return terminated;
+}
+
+void SchedulerImpl::WatchdogLoop() {
+  const auto poll = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::microseconds(options_.cancel_poll_interval_us));
+  std::unique_lock<std::mutex> lock(watch_mu_);
+  while (!watch_stopping_) {
+    const Clock::time_point now = clock_->Now();
+    Clock::time_point wake = Clock::time_point::max();
+    bool poll_cancellations = false;
+    for (size_t i = 0; i < running_.size(); ++i) {
+      RunningBatch& running = running_[i];
+      if (!running.active || running.terminated) continue;
+      bool dead = true;
+      // The batch dies, at the latest, when the last deadline among its
+      // requests not cancelled passes.
+      Clock::time_point last_deadline = Clock::time_point::min();
+      bool cancellable_live = false;
+      for (const WatchedRequest& r : running.requests) {
+        if (r.cancelled && r.cancelled->load(std::memory_order_relaxed)) continue;
+        last_deadline = std::max(last_deadline, r.deadline);
+        if (r.deadline > now) {
+          dead = false;
+          cancellable_live |= r.cancelled != nullptr;
+        }
+      }
+      if (dead) {
+        running.terminated = true;
+        instances_[i]->Terminate();  // thread-safe, returns at once
+        continue;
+      }
+      if (last_deadline != Clock::time_point::max()) wake = std::min(wake, last_deadline);
+      poll_cancellations |= cancellable_live;
+    }
+    if (poll_cancellations) wake = std::min(wake, now + poll);
+    if (wake == Clock::time_point::max()) {
+      watch_cv_.wait(lock);
+    } else {
+      clock_->WaitUntil(watch_cv_, lock, wake);
+    }
+  }
+}
+
+void SchedulerImpl::RecordExecution(uint64_t ns) {
+  uint64_t old = average_execution_ns_.load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    next = old == 0 ? std::max<uint64_t>(ns, 1) : std::max<uint64_t>((old * 7 + ns) / 8, 1);
+  } while (!average_execution_ns_.compare_exchange_weak(old, next, std::memory_order_relaxed));
 }
 
 void SchedulerImpl::WorkerLoop(size_t index) {
@@ -266,11 +398,19 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   std::vector<std::vector<Tensor>> per_request;
   Clock::time_point input_end = start, infer_end = start;
   Status status;
+  bool terminated = false;
   try {
     status = stackers_[index].Stack(requests, &inputs);
     input_end = clock_->Now();
     if (status.ok()) {
-      status = instance.Run(inputs, &outputs);
+      Watch(index, batch);
+      try {
+        status = instance.Run(inputs, &outputs);
+      } catch (...) {
+        terminated = Unwatch(index);
+        throw;
+      }
+      terminated = Unwatch(index);
       if (!status.ok()) status = Internal(status.message());
     }
     infer_end = clock_->Now();
@@ -293,6 +433,27 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
     status = Internal(label_ + ": unknown exception while running a batch");
   }
 
+  if (terminated) {
+    // Whatever Run returned: every request was dead when it was stopped.
+    lease.reset();
+    stats_->terminated_executions.fetch_add(1, std::memory_order_relaxed);
+    busy_instances_.fetch_sub(1, std::memory_order_relaxed);
+    for (QueuedRequest& entry : batch) {
+      const std::string id = entry.request->id;
+      if (entry.request->cancelled && entry.request->cancelled->load(std::memory_order_relaxed)) {
+        Fail(std::move(entry.request),
+             {StatusCode::kCancelled,
+              "request '" + id + "' for " + label_ + " was cancelled; its run was terminated"},
+             RequestOutcome::kCancelled);
+      } else {
+        Fail(std::move(entry.request),
+             Unavailable("Request timeout expired (" + label_ + ", request '" + id +
+                         "'); its run was terminated"),
+             RequestOutcome::kTimeout);
+      }
+    }
+    return;
+  }
   if (!status.ok()) {
     busy_instances_.fetch_sub(1, std::memory_order_relaxed);
     for (QueuedRequest& entry : batch) Fail(std::move(entry.request), status, RequestOutcome::kInternal);
@@ -305,6 +466,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
     responses.push_back(BuildResponse(*batch[i].request, std::move(per_request[i])));
   const Clock::time_point end = clock_->Now();
 
+  RecordExecution(Nanos(start, end));
   const uint64_t input_ns = Nanos(start, input_end);
   const uint64_t infer_ns = Nanos(input_end, infer_end);
   const uint64_t output_ns = Nanos(infer_end, end);

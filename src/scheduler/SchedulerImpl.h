@@ -28,6 +28,28 @@
 // priority level instead. A request's timeout may shorten, never lengthen, its
 // policy's default_timeout_us; with no default it applies as given.
 //
+// Deadlines during the run (the run watchdog): one watchdog thread per
+// scheduler, started with the workers and joined after them, knows each
+// worker's running batch (per request: its deadline and cancel flag). When
+// every request of a running batch is dead -- its deadline has passed, or it
+// was cancelled -- it sets the batch's `terminated` mark and calls the
+// instance's Terminate(); the worker then answers each request as the queue
+// would (kUnavailable "Request timeout expired ..." / kCancelled, counted as
+// timeout / cancelled), counts stats->terminated_executions, and serves the
+// next batch. A batch with one live request is never terminated; a batch
+// with a request that has neither a deadline nor a cancel flag is not even
+// watched. The watchdog sleeps on watch_cv_ until the earliest moment a
+// watched batch could die (its latest live deadline) and is woken when a batch
+// starts; cancel flags are plain atomics nobody notifies, so while a watched
+// batch has a live request with a cancel flag the watchdog also wakes every
+// options.cancel_poll_interval_us (and at no other time).
+// Per scheduler rather than per process because it uses the scheduler's clock
+// (tests drive it with the fake clock) and must stop before the instances it
+// terminates are destroyed; it costs one sleeping thread per model version.
+// A Terminate() that lands just before Run() starts or after it returns does
+// nothing to the instance (see ModelInstance); the worker still answers by
+// the mark, so a batch found dead is never answered as a success.
+//
 // Priorities: with priority_levels 0 the request's priority is ignored (as
 // Triton); otherwise 0 means default_priority_level and a value above
 // priority_levels is rejected with kInvalidArgument.
@@ -44,6 +66,7 @@
 // queue policy; internal: the batch failed to run); successful requests and
 // executions also feed the histograms.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -71,6 +94,8 @@ class SchedulerImpl final : public ModelScheduler {
   ~SchedulerImpl() override;
 
   void Submit(std::unique_ptr<InferenceRequest> request) override;
+  Status TrySubmit(std::unique_ptr<InferenceRequest>& request) override;
+  bool ExpectedToMissDeadline(const InferenceRequest& request) const override;
   void Shutdown() override;
   size_t QueueDepth() const override { return queue_depth_.load(std::memory_order_relaxed); }
   size_t BusyInstances() const override { return busy_instances_.load(std::memory_order_relaxed); }
@@ -82,6 +107,26 @@ class SchedulerImpl final : public ModelScheduler {
   bool NextBatch(std::vector<QueuedRequest>* batch, std::vector<RejectedRequest>* rejected);
   void ResignLeader();  // requires mu_
   void Execute(size_t index, std::vector<QueuedRequest>& batch);
+  // Queues the request; with `keep_when_full` a full queue leaves it with the
+  // caller and returns why (see TrySubmit).
+  Status SubmitImpl(std::unique_ptr<InferenceRequest>& request, bool keep_when_full);
+
+  // ---- the run watchdog
+  struct WatchedRequest {
+    Clock::time_point deadline;           // max: none
+    const std::atomic<bool>* cancelled;   // null: cannot be cancelled
+  };
+  struct RunningBatch {
+    bool active = false;      // a watched batch is (about to be) running
+    bool terminated = false;  // the watchdog found it dead and terminated it
+    std::vector<WatchedRequest> requests;
+  };
+  void WatchdogLoop();
+  // Registers worker `index`'s batch with the watchdog (if it can ever die).
+  void Watch(size_t index, const std::vector<QueuedRequest>& batch);
+  // Ends the watch; true when the watchdog terminated the batch.
+  bool Unwatch(size_t index);
+  void RecordExecution(uint64_t ns);
 
   // Validation done at Submit: the rows a request adds to a batch, or why it
   // cannot be scheduled.
@@ -113,8 +158,18 @@ class SchedulerImpl final : public ModelScheduler {
   std::atomic<size_t> queue_depth_{0};
   std::atomic<size_t> busy_instances_{0};
 
+  // Moving average (1/8 weight per execution) of a batch's start-to-end
+  // time in ns; 0 until the first execution.
+  std::atomic<uint64_t> average_execution_ns_{0};
+
+  std::mutex watch_mu_;                  // never held while calling a worker's Run
+  std::condition_variable watch_cv_;
+  std::vector<RunningBatch> running_;    // guarded by watch_mu_; one per worker
+  bool watch_stopping_ = false;          // guarded by watch_mu_
+
   std::mutex shutdown_mu_;             // serialises Shutdown(); taken before mu_
   std::vector<std::thread> workers_;   // guarded by shutdown_mu_ after construction
+  std::thread watchdog_;               // guarded by shutdown_mu_ after construction
 };
 
 }  // namespace ortserve

@@ -168,8 +168,9 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 """
 
 
-def build_slow(seed: int = 3):
+def build_slow(seed: int = 3, depth: int = SLOW_DEPTH, width: int = SLOW_WIDTH):
     """x[-1,16] -> broadcast to [-1,W,W] -> DEPTH x (MatMul W x W, Tanh) -> mean -> [-1,4]."""
+    SLOW_DEPTH, SLOW_WIDTH = depth, width  # noqa: N806  (local override of the defaults)
     rng = np.random.default_rng(seed)
     w_in = (rng.standard_normal((16, SLOW_WIDTH)) / 4).astype(np.float32)
     spread = rng.standard_normal((SLOW_WIDTH, SLOW_WIDTH)).astype(np.float32)
@@ -278,16 +279,59 @@ def _builders() -> dict:
     return b
 
 
+def build_fallback_small(seed: int = 5):
+    """x[-1,16] -> x @ W(16x4) = y[-1,4]: fast, and compatible with slow's inputs/outputs."""
+    w = (np.random.default_rng(seed).standard_normal((16, 4)) / 4).astype(np.float32)
+    return demo.make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [("x", TensorProto.FLOAT, ["batch", 16])], [("y", TensorProto.FLOAT, ["batch", 4])],
+        [demo.const("w", w)], name="fallback_small", opset=18)
+
+
+def _extra_builders() -> dict:
+    """Models for per-test servers only (build_test_repository(repo, [names])):
+    never in the full test repository, whose startup they would slow down.
+
+      very_slow         slow's graph at width 640 (~15x the work: a second or
+                        more per run), max_batch_size 1, REJECT on timeout with
+                        allow_timeout_override: a run that is terminated is
+                        told apart from one that completes by its outcome.
+      fallback_small    x[-1,16] -> MatMul -> y[-1,4] (fast), max_batch_size 8.
+      fallback_primary  slow_queue2's setup (slow graph, max_batch_size 1,
+                        queue of 2) with parameter fallback_model "fallback_small".
+    """
+    b = {}
+    b["very_slow"] = lambda repo: demo.write_model(
+        repo, "very_slow", build_slow(depth=SLOW_DEPTH, width=640).SerializeToString(),
+        slow_config("very_slow", 1, "timeout_action: REJECT allow_timeout_override: true"))
+    b["fallback_small"] = lambda repo: demo.write_model(
+        repo, "fallback_small", build_fallback_small().SerializeToString(), f"""
+name: "fallback_small"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+{io_block("input", "x", "TYPE_FP32", [16])}
+{io_block("output", "y", "TYPE_FP32", [4])}
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+""")
+    b["fallback_primary"] = lambda repo: demo.write_model(
+        repo, "fallback_primary", build_slow().SerializeToString(),
+        slow_config("fallback_primary", 1, "max_queue_size: 2")
+        + 'parameters { key: "fallback_model" value: { string_value: "fallback_small" } }\n')
+    return b
+
+
 def model_names() -> list[str]:
     return list(_builders())
 
 
 def build_test_repository(repo: pathlib.Path, only: list[str] | None = None) -> pathlib.Path:
-    """Writes all test models (or just `only`) into `repo`; returns repo."""
+    """Writes all test models (or just `only`, which may also name the extra
+    per-test models) into `repo`; returns repo."""
     repo.mkdir(parents=True, exist_ok=True)
     builders = _builders()
+    extra = _extra_builders()
     for name in (only if only is not None else builders):
-        builders[name](repo)
+        (builders.get(name) or extra[name])(repo)
     return repo
 
 

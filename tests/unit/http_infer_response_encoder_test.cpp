@@ -121,3 +121,22 @@ TEST(HttpJsonWriter, ErrorJsonEscapes) {
 
 }  // namespace
 }  // namespace ortserve::http
+
+namespace ortserve::http {
+namespace {
+
+TEST(HttpInferResponseEncoder, ResponseParametersAreEmittedOnlyWhenPresent) {
+  auto plain = EncodeInferResponse(Response({Make<int32_t>("i", DataType::kInt32, {1}, {7})}), false, false);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->json.find("\"parameters\""), std::string::npos) << plain->json;
+
+  auto r = Response({Make<int32_t>("i", DataType::kInt32, {1}, {7})});
+  r.parameters.emplace_back("ortserve_fallback_from", "big");
+  auto enc = EncodeInferResponse(r, false, false);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_NE(enc->json.find("\"parameters\":{\"ortserve_fallback_from\":\"big\"}"), std::string::npos)
+      << enc->json;
+}
+
+}  // namespace
+}  // namespace ortserve::http

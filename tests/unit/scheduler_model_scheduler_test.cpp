@@ -595,7 +595,12 @@ TEST_P(SchedulerTest, RequestExpiredInQueueIsAnsweredAndNeverComputed) {
   ExpectAddOne("fresh", 1, 4, 10);
   EXPECT_FALSE(model_->EverComputed(777));
   scheduler_->Shutdown();
-  EXPECT_EQ(Outcome(RequestOutcome::kTimeout), 1u);
+  // The blockers' deadlines passed while they ran, so the run watchdog
+  // (tests/unit/scheduler_run_watchdog_test.cpp) may stop each of them — or
+  // Open() may release it first; either way a stopped blocker is one more
+  // timeout, never a rejection.
+  EXPECT_LE(stats_->terminated_executions.load(), instances());
+  EXPECT_EQ(Outcome(RequestOutcome::kTimeout), 1u + stats_->terminated_executions.load());
   EXPECT_EQ(Outcome(RequestOutcome::kRejected), 0u);
 }
 

@@ -128,8 +128,9 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
 
   out.Family("ortserve_requests_total", "counter",
              "Inference requests that reached the model version, by how they ended: success, invalid_input "
-             "(failed validation), rejected (queue full, not ready, shutting down), timeout (queue timeout "
-             "expired), cancelled (client went away), internal (the run failed).");
+             "(failed validation), rejected (queue full, not ready, shutting down), timeout (timeout expired in "
+             "the queue or during a run that was then terminated), cancelled (client went away), internal (the "
+             "run failed).");
   for (const ModelView& m : models) {
     const ModelStatistics& stats = m.model->stats();
     for (size_t i = 0; i < kRequestOutcomeCount; ++i) {
@@ -137,6 +138,26 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
       labels.emplace_back("outcome", RequestOutcomeName(static_cast<RequestOutcome>(i)));
       out.Sample("ortserve_requests_total", labels, stats.outcomes[i].load(std::memory_order_relaxed));
     }
+  }
+
+  out.Family("ortserve_fallback_total", "counter",
+             "Requests to the model version handed to its fallback model (parameter fallback_model), by "
+             "reason: queue_full, expected_wait (queue depth x average execution time / instances exceeded the "
+             "request's timeout), run_failed. The fallback counts them in its own ortserve_requests_total.");
+  for (const ModelView& m : models) {
+    const ModelStatistics& stats = m.model->stats();
+    for (size_t i = 0; i < kFallbackReasonCount; ++i) {
+      Labels labels = m.labels;
+      labels.emplace_back("reason", FallbackReasonName(static_cast<FallbackReason>(i)));
+      out.Sample("ortserve_fallback_total", labels, stats.fallbacks[i].load(std::memory_order_relaxed));
+    }
+  }
+  out.Family("ortserve_terminated_executions_total", "counter",
+             "Executions stopped mid-run (ORT RunOptions terminate) because every request of the batch had "
+             "timed out or been cancelled.");
+  for (const ModelView& m : models) {
+    out.Sample("ortserve_terminated_executions_total", m.labels,
+               m.model->stats().terminated_executions.load(std::memory_order_relaxed));
   }
 
   out.Family("ortserve_inferences_total", "counter",
