@@ -48,6 +48,19 @@ struct Flags {
   int repository_poll_secs = 15;
   std::vector<std::string> load_models;
   std::string model_cache_dir;
+  // Access control and TLS (docs in AddFlags).
+  std::vector<std::string> http_restricted_api;
+  std::vector<std::string> grpc_restricted_protocol;
+  bool allow_unauthenticated_model_control = false;
+  bool http_use_ssl = false;
+  std::string http_server_cert;
+  std::string http_server_key;
+  std::string http_root_cert;
+  bool grpc_use_ssl = false;
+  bool grpc_use_ssl_mutual = false;
+  std::string grpc_server_cert;
+  std::string grpc_server_key;
+  std::string grpc_root_cert;
 };
 
 int DefaultHttpThreads() {
@@ -134,6 +147,43 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--model-cache-dir", f.model_cache_dir,
                  "Directory for TensorRT engine and timing caches, shared by all instances of a "
                  "model and kept across restarts (empty: <temp dir>/ortserve-model-cache)");
+
+  const std::string groups =
+      "health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging";
+  app.add_option("--http-restricted-api", f.http_restricted_api,
+                 "<group>[,<group>...]:<header>=<value> (repeatable; Triton's syntax). HTTP calls to "
+                 "those API groups must carry the header with exactly that value; others stay open. "
+                 "Groups: " + groups + ". A refusal says only 'this API is restricted; the request lacks "
+                 "valid credentials': 401 when the header is absent, 403 when its value is wrong. "
+                 "GET /metrics (--metrics-port) is never restricted");
+  app.add_option("--grpc-restricted-protocol", f.grpc_restricted_protocol,
+                 "As --http-restricted-api for gRPC: the header is a metadata key (lowercase). Refusals "
+                 "are UNAUTHENTICATED (key absent) or PERMISSION_DENIED (wrong value)");
+  app.add_option("--allow-unauthenticated-model-control", f.allow_unauthenticated_model_control,
+                 "Unlike Triton, ortserve refuses model load/unload (HTTP 403, gRPC PERMISSION_DENIED) "
+                 "in --model-control-mode=explicit unless the model-repository group is restricted "
+                 "(--http-restricted-api / --grpc-restricted-protocol, per protocol) or this is true. "
+                 "The repository index stays open unless restricted")
+      ->capture_default_str();
+  app.add_option("--http-use-ssl", f.http_use_ssl,
+                 "true: the HTTP endpoint speaks HTTPS only (TLS 1.2+), with --http-server-cert/-key")
+      ->capture_default_str();
+  app.add_option("--http-server-cert", f.http_server_cert, "PEM certificate chain of the HTTPS endpoint");
+  app.add_option("--http-server-key", f.http_server_key, "PEM private key (unencrypted) of the HTTPS endpoint");
+  app.add_option("--http-root-cert", f.http_root_cert,
+                 "PEM CA certificate(s): with --http-use-ssl, require a client certificate signed by "
+                 "them (mutual TLS)");
+  app.add_option("--grpc-use-ssl", f.grpc_use_ssl,
+                 "true: the gRPC endpoint uses TLS with --grpc-server-cert/-key")
+      ->capture_default_str();
+  app.add_option("--grpc-use-ssl-mutual", f.grpc_use_ssl_mutual,
+                 "true: gRPC TLS that also requires a client certificate signed by --grpc-root-cert "
+                 "(implies --grpc-use-ssl)")
+      ->capture_default_str();
+  app.add_option("--grpc-server-cert", f.grpc_server_cert, "PEM certificate chain of the gRPC endpoint");
+  app.add_option("--grpc-server-key", f.grpc_server_key, "PEM private key (unencrypted) of the gRPC endpoint");
+  app.add_option("--grpc-root-cert", f.grpc_root_cert,
+                 "PEM CA certificate(s) that sign client certificates (needed by --grpc-use-ssl-mutual)");
 }
 
 // Blocks SIGINT/SIGTERM in every thread (inherited by threads created later)
@@ -189,7 +239,35 @@ int main(int argc, char** argv) {
     access_log = [log](const ortserve::AccessLogRecord& record) { log->Write(record); };
   }
 
+  auto http_policy = ortserve::auth::AccessPolicy::Parse(flags.http_restricted_api, "--http-restricted-api");
+  if (!http_policy.ok()) {
+    spdlog::critical("{}", http_policy.status().message());
+    return 1;
+  }
+  auto grpc_policy =
+      ortserve::auth::AccessPolicy::Parse(flags.grpc_restricted_protocol, "--grpc-restricted-protocol");
+  if (!grpc_policy.ok()) {
+    spdlog::critical("{}", grpc_policy.status().message());
+    return 1;
+  }
+  if (!flags.http_use_ssl && (!flags.http_server_cert.empty() || !flags.http_server_key.empty() ||
+                              !flags.http_root_cert.empty())) {
+    spdlog::critical("--http-server-cert/--http-server-key/--http-root-cert need --http-use-ssl=true");
+    return 1;
+  }
+  if (!flags.grpc_use_ssl && !flags.grpc_use_ssl_mutual &&
+      (!flags.grpc_server_cert.empty() || !flags.grpc_server_key.empty() || !flags.grpc_root_cert.empty())) {
+    spdlog::critical("--grpc-server-cert/--grpc-server-key/--grpc-root-cert need --grpc-use-ssl=true");
+    return 1;
+  }
+
   ortserve::HttpServerOptions http_options;
+  http_options.access_policy = std::make_shared<const ortserve::auth::AccessPolicy>(std::move(*http_policy));
+  http_options.allow_unauthenticated_model_control = flags.allow_unauthenticated_model_control;
+  http_options.tls = {.enabled = flags.http_use_ssl,
+                      .server_cert_file = flags.http_server_cert,
+                      .server_key_file = flags.http_server_key,
+                      .root_cert_file = flags.http_root_cert};
   http_options.address = flags.http_address;
   http_options.port = flags.http_port;
   http_options.io_threads = flags.http_thread_count > 0 ? flags.http_thread_count : DefaultHttpThreads();
@@ -205,6 +283,13 @@ int main(int argc, char** argv) {
   }
 
   ortserve::GrpcServerOptions grpc_options;
+  grpc_options.access_policy = std::make_shared<const ortserve::auth::AccessPolicy>(std::move(*grpc_policy));
+  grpc_options.allow_unauthenticated_model_control = flags.allow_unauthenticated_model_control;
+  grpc_options.tls = {.enabled = flags.grpc_use_ssl || flags.grpc_use_ssl_mutual,
+                      .mutual = flags.grpc_use_ssl_mutual,
+                      .server_cert_file = flags.grpc_server_cert,
+                      .server_key_file = flags.grpc_server_key,
+                      .root_cert_file = flags.grpc_root_cert};
   grpc_options.address = flags.grpc_address;
   grpc_options.port = flags.grpc_port;
   grpc_options.completion_queue_threads = flags.grpc_thread_count;
@@ -225,8 +310,11 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", st.message());
     return 1;
   }
-  spdlog::info("HTTP KServe v2 endpoint listening on {}:{} ({} I/O threads)", flags.http_address,
-               (*http)->port(), http_options.io_threads);
+  spdlog::info("HTTP KServe v2 endpoint listening on {}:{} ({} I/O threads{})", flags.http_address,
+               (*http)->port(), http_options.io_threads,
+               !flags.http_use_ssl            ? ""
+               : flags.http_root_cert.empty() ? ", HTTPS"
+                                              : ", HTTPS with client certificates");
   if (auto st = (*grpc)->Start(); !st.ok()) {
     spdlog::critical("{}", st.message());
     return 1;

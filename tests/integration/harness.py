@@ -56,7 +56,12 @@ class Server:
     """One ortserve process on free ports, logging to a file."""
 
     def __init__(self, repo: pathlib.Path, log_path: pathlib.Path, *,
-                 strict_readiness: bool = False, extra_args: tuple[str, ...] = ()):
+                 strict_readiness: bool = False, extra_args: tuple[str, ...] = (),
+                 https: dict | None = None):
+        # https: the server speaks HTTPS (--http-use-ssl); the dict holds the
+        # `requests` TLS arguments (verify=<CA file>, cert=(cert, key)) that
+        # get()/post() and the startup wait use.
+        self.https = https
         self.repo = pathlib.Path(repo)
         self.log_path = pathlib.Path(log_path)
         self.strict_readiness = strict_readiness
@@ -72,7 +77,7 @@ class Server:
 
     @property
     def base(self) -> str:         # requests style
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"{'https' if self.https is not None else 'http'}://127.0.0.1:{self.http_port}"
 
     @property
     def grpc_url(self) -> str:     # tritonclient.grpc / grpcio style: host:port
@@ -156,10 +161,14 @@ class Server:
     # -- HTTP shortcuts
     def get(self, path: str, **kw) -> requests.Response:
         kw.setdefault("timeout", HTTP_TIMEOUT_S)
+        for k, v in (self.https or {}).items():
+            kw.setdefault(k, v)
         return requests.get(self.base + path, **kw)
 
     def post(self, path: str, **kw) -> requests.Response:
         kw.setdefault("timeout", HTTP_TIMEOUT_S)
+        for k, v in (self.https or {}).items():
+            kw.setdefault(k, v)
         return requests.post(self.base + path, **kw)
 
     def infer_raw(self, model: str, body, headers=None, version: str | None = None,

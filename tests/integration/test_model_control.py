@@ -81,7 +81,10 @@ def explicit_server(launch, tmp_path):
     repo = tmp_path / "repo"
     write_addk(repo, "addk", {1: 1.0})
     write_addk(repo, "other", {1: 5.0})
-    srv = launch(repo, extra_args=("--model-control-mode=explicit", "--load-model", "other"))
+    # Load/unload without a model-repository key must be allowed explicitly
+    # (test_access.py covers the default refusal and the keyed form).
+    srv = launch(repo, extra_args=("--model-control-mode=explicit", "--load-model", "other",
+                                   "--allow-unauthenticated-model-control=true"))
     srv.wait_models_ready(["other"])
     return srv, repo
 

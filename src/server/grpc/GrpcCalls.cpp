@@ -59,9 +59,9 @@ class UnaryCall final : public CallBase {
                                       grpc::CompletionQueue*, grpc::ServerCompletionQueue*, void*);
   using HandleFn = grpc::Status (*)(GrpcServiceCore&, const Req&, Resp*);
 
-  static void Listen(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq, RequestFn request,
-                     HandleFn handle) {
-    new UnaryCall(core, cq, request, handle);
+  static void Listen(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq, auth::ApiGroup group,
+                     RequestFn request, HandleFn handle) {
+    new UnaryCall(core, cq, group, request, handle);
   }
 
   void OnEvent(int event, bool ok) override {
@@ -69,9 +69,10 @@ class UnaryCall final : public CallBase {
       delete this;  // finished, or the server shut down before a call came
       return;
     }
-    Listen(core_, cq_, request_fn_, handle_fn_);
+    Listen(core_, cq_, group_, request_fn_, handle_fn_);
     MarkStarted();
-    const grpc::Status status = handle_fn_(*core_, request_, &response_);
+    grpc::Status status = core_->CheckAccess(group_, ctx_);
+    if (status.ok()) status = handle_fn_(*core_, request_, &response_);
     if (status.ok()) {
       responder_.Finish(response_, status, &finish_tag_);
     } else {
@@ -81,12 +82,14 @@ class UnaryCall final : public CallBase {
 
  private:
   enum { kRequest, kFinish };
-  UnaryCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq, RequestFn request, HandleFn handle)
-      : CallBase(core), cq_(cq), request_fn_(request), handle_fn_(handle) {
+  UnaryCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq, auth::ApiGroup group, RequestFn request,
+            HandleFn handle)
+      : CallBase(core), cq_(cq), group_(group), request_fn_(request), handle_fn_(handle) {
     (core_->service().*request_fn_)(&ctx_, &request_, &responder_, cq_, cq_, &request_tag_);
   }
 
   grpc::ServerCompletionQueue* const cq_;
+  const auth::ApiGroup group_;
   const RequestFn request_fn_;
   const HandleFn handle_fn_;
   grpc::ServerContext ctx_;
@@ -98,10 +101,10 @@ class UnaryCall final : public CallBase {
 };
 
 template <typename Req, typename Resp>
-void ListenUnary(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq,
+void ListenUnary(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq, auth::ApiGroup group,
                  typename UnaryCall<Req, Resp>::RequestFn request,
                  typename UnaryCall<Req, Resp>::HandleFn handle) {
-  UnaryCall<Req, Resp>::Listen(core, cq, request, handle);
+  UnaryCall<Req, Resp>::Listen(core, cq, group, request, handle);
 }
 
 // ---- ModelInfer ------------------------------------------------------------------
@@ -146,6 +149,9 @@ class InferCall final : public CallBase {
   }
 
   void Start() {
+    if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
+      return FinishWithError(denied);
+    }
     if (core_->stopping()) return FinishWithError(Unavailable("server is shutting down"));
     auto request = std::make_unique<InferenceRequest>();
     Status decoded = DecodeInferRequest(message_, request.get());
@@ -174,8 +180,8 @@ class InferCall final : public CallBase {
     responder_.Finish(response_, grpc::Status::OK, &finish_tag_);
   }
 
-  void FinishWithError(const Status& status) {
-    const grpc::Status error = ToGrpcStatus(status);
+  void FinishWithError(const Status& status) { FinishWithError(ToGrpcStatus(status)); }
+  void FinishWithError(const grpc::Status& error) {
     if (core_->options().access_log) LogAccess(error.error_code(), nullptr, error.error_message().size());
     responder_.FinishWithError(error, &finish_tag_);
   }
@@ -245,6 +251,16 @@ class StreamCall final : public CallBase {
         Listen(core_, cq_);
         MarkStarted();
         refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
+        if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
+          // The read loop's reference passes to this Finish.
+          {
+            std::lock_guard lock(mu_);
+            reads_done_ = true;
+            finish_started_ = true;
+          }
+          stream_.Finish(denied, &finish_tag_);
+          return;
+        }
         StartRead();
         return;
       case kRead:
@@ -448,6 +464,10 @@ class GenericCall final : public CallBase {
         Listen(core_, cq_);
         MarkStarted();
         if (ctx_.method() == "/grpc.health.v1.Health/Check") {
+          if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kHealth, ctx_); !denied.ok()) {
+            stream_.Finish(denied, &finish_tag_);
+            return;
+          }
           stream_.Read(&in_, &read_tag_);
         } else {
           stream_.Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "unknown method " + ctx_.method()),
@@ -553,7 +573,16 @@ class ModelControlCall final : public CallBase {
   }
 
   void Start() {
+    if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kModelRepository, ctx_); !denied.ok()) {
+      return responder_.FinishWithError(denied, &finish_tag_);
+    }
     if (core_->stopping()) return Finish(Unavailable("server is shutting down"));
+    if (core_->ModelControlLocked()) {
+      return responder_.FinishWithError(
+          grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                       auth::ModelControlNeedsAuthMessage("--grpc-restricted-protocol")),
+          &finish_tag_);
+    }
     auto done = [this](Status status) {
       result_.emplace(std::move(status));
       WakeQueue(&alarm_, cq_, &result_tag_);
@@ -597,34 +626,36 @@ grpc::Status NotImplemented(GrpcServiceCore&, const Req&, Resp*) {
 #define ORTSERVE_HANDLER(method)                                                                      \
   [](GrpcServiceCore& core, const inference::method##Request& request,                                \
      inference::method##Response* response) { return core.method(request, response); }
-#define ORTSERVE_LISTEN(method, handler) \
-  ListenUnary<inference::method##Request, inference::method##Response>(core, cq, &Service::Request##method, handler)
-#define ORTSERVE_LISTEN_UNIMPLEMENTED(method) \
-  ORTSERVE_LISTEN(method, (&NotImplemented<inference::method##Request, inference::method##Response>))
+#define ORTSERVE_LISTEN(method, group, handler)                                                    \
+  ListenUnary<inference::method##Request, inference::method##Response>(core, cq, auth::ApiGroup::group, \
+                                                                       &Service::Request##method, handler)
+#define ORTSERVE_LISTEN_UNIMPLEMENTED(method, group) \
+  ORTSERVE_LISTEN(method, group, (&NotImplemented<inference::method##Request, inference::method##Response>))
 
 }  // namespace
 
 void StartListening(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) {
-  ORTSERVE_LISTEN(ServerLive, ORTSERVE_HANDLER(ServerLive));
-  ORTSERVE_LISTEN(ServerReady, ORTSERVE_HANDLER(ServerReady));
-  ORTSERVE_LISTEN(ModelReady, ORTSERVE_HANDLER(ModelReady));
-  ORTSERVE_LISTEN(ServerMetadata, ORTSERVE_HANDLER(ServerMetadata));
-  ORTSERVE_LISTEN(ModelMetadata, ORTSERVE_HANDLER(ModelMetadata));
-  ORTSERVE_LISTEN(ModelConfig, ORTSERVE_HANDLER(ModelConfig));
-  ORTSERVE_LISTEN(ModelStatistics, ORTSERVE_HANDLER(ModelStatistics));
-  ORTSERVE_LISTEN(RepositoryIndex, ORTSERVE_HANDLER(RepositoryIndex));
+  // API groups as Triton's --grpc-restricted-protocol maps them.
+  ORTSERVE_LISTEN(ServerLive, kHealth, ORTSERVE_HANDLER(ServerLive));
+  ORTSERVE_LISTEN(ServerReady, kHealth, ORTSERVE_HANDLER(ServerReady));
+  ORTSERVE_LISTEN(ModelReady, kHealth, ORTSERVE_HANDLER(ModelReady));
+  ORTSERVE_LISTEN(ServerMetadata, kMetadata, ORTSERVE_HANDLER(ServerMetadata));
+  ORTSERVE_LISTEN(ModelMetadata, kMetadata, ORTSERVE_HANDLER(ModelMetadata));
+  ORTSERVE_LISTEN(ModelConfig, kModelConfig, ORTSERVE_HANDLER(ModelConfig));
+  ORTSERVE_LISTEN(ModelStatistics, kStatistics, ORTSERVE_HANDLER(ModelStatistics));
+  ORTSERVE_LISTEN(RepositoryIndex, kModelRepository, ORTSERVE_HANDLER(RepositoryIndex));
   ModelControlCall<inference::RepositoryModelLoadRequest, inference::RepositoryModelLoadResponse,
                    true>::Listen(core, cq, &Service::RequestRepositoryModelLoad);
   ModelControlCall<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse,
                    false>::Listen(core, cq, &Service::RequestRepositoryModelUnload);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryStatus);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryRegister);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryUnregister);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryStatus);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryRegister);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryUnregister);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(TraceSetting);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(LogSettings);
+  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryStatus, kSharedMemory);
+  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryRegister, kSharedMemory);
+  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryUnregister, kSharedMemory);
+  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryStatus, kSharedMemory);
+  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryRegister, kSharedMemory);
+  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryUnregister, kSharedMemory);
+  ORTSERVE_LISTEN_UNIMPLEMENTED(TraceSetting, kTrace);
+  ORTSERVE_LISTEN_UNIMPLEMENTED(LogSettings, kLogging);
   // Two pending ModelInfer listeners per queue, so that a burst of calls finds
   // one posted while the previous is being re-posted.
   InferCall::Listen(core, cq);

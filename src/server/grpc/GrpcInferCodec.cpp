@@ -264,6 +264,9 @@ void EncodeInferResponse(const InferenceResponse& response, const std::string& r
   out->set_model_name(response.model_name);
   out->set_model_version(response.model_version);
   out->set_id(request_id);
+  for (const auto& [key, value] : response.parameters) {
+    (*out->mutable_parameters())[key].set_string_param(value);
+  }
   out->mutable_outputs()->Reserve(static_cast<int>(response.outputs.size()));
   out->mutable_raw_output_contents()->Reserve(static_cast<int>(response.outputs.size()));
   for (const Tensor& tensor : response.outputs) {

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <limits>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -60,6 +62,33 @@ void GrpcServiceCore::WaitForNoCalls() {
     spdlog::warn("gRPC server stopping: still waiting for {} calls whose inference has not completed",
                  live_calls_);
   }
+}
+
+grpc::Status GrpcServiceCore::CheckAccess(auth::ApiGroup group, const grpc::ServerContextBase& context) const {
+  const auth::AccessPolicy* policy = options_.access_policy.get();
+  if (policy == nullptr) return grpc::Status::OK;
+  const auth::AccessPolicy::Restriction* restriction = policy->RestrictionFor(group);
+  if (restriction == nullptr) return grpc::Status::OK;
+  std::optional<std::string_view> presented;
+  const auto& metadata = context.client_metadata();
+  if (auto it = metadata.find(grpc::string_ref(restriction->header)); it != metadata.end()) {
+    presented = std::string_view(it->second.data(), it->second.size());
+  }
+  switch (policy->Check(group, presented)) {
+    case auth::Verdict::kAllowed:
+      return grpc::Status::OK;
+    case auth::Verdict::kMissing:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth::kRefusalMessage));
+    case auth::Verdict::kWrong:
+      break;
+  }
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(auth::kRefusalMessage));
+}
+
+bool GrpcServiceCore::ModelControlLocked() const {
+  return repository_->control_mode() == ModelControlMode::kExplicit &&
+         !options_.allow_unauthenticated_model_control &&
+         !(options_.access_policy && options_.access_policy->restricted(auth::ApiGroup::kModelRepository));
 }
 
 grpc::Status GrpcServiceCore::ServerLive(const inference::ServerLiveRequest&,
@@ -208,8 +237,8 @@ grpc::Status GrpcServiceCore::RepositoryIndex(const inference::RepositoryIndexRe
 
 class GrpcServer::Impl {
  public:
-  Impl(GrpcServerOptions options, ModelRepository* repository)
-      : core_(std::move(options), repository) {}
+  Impl(GrpcServerOptions options, ModelRepository* repository, std::shared_ptr<grpc::ServerCredentials> credentials)
+      : core_(std::move(options), repository), credentials_(std::move(credentials)) {}
 
   ~Impl() {
     Stop(std::chrono::milliseconds(0));
@@ -225,7 +254,7 @@ class GrpcServer::Impl {
 
     grpc::ServerBuilder builder;
     int bound_port = 0;
-    builder.AddListeningPort(endpoint, grpc::InsecureServerCredentials(), &bound_port);
+    builder.AddListeningPort(endpoint, credentials_, &bound_port);
     // Without this a second server on the same port would bind "successfully".
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
@@ -297,6 +326,7 @@ class GrpcServer::Impl {
   }
 
   grpcfe::GrpcServiceCore core_;
+  const std::shared_ptr<grpc::ServerCredentials> credentials_;
   std::mutex lifecycle_mu_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
@@ -304,6 +334,35 @@ class GrpcServer::Impl {
   uint16_t port_ = 0;
   bool stopped_ = false;
 };
+
+namespace {
+
+// Reads and checks the PEM files up front: gRPC itself would only log a
+// failed handshake setup and leave the port unbound, with no file named.
+Result<std::shared_ptr<grpc::ServerCredentials>> TlsCredentials(const GrpcServerOptions::Tls& tls) {
+  auto cert = auth::ReadPemFile(tls.server_cert_file, auth::PemKind::kCertificate, "--grpc-server-cert");
+  if (!cert.ok()) return cert.status();
+  auto key = auth::ReadPemFile(tls.server_key_file, auth::PemKind::kPrivateKey, "--grpc-server-key");
+  if (!key.ok()) return key.status();
+  if (!auth::PemKeyMatchesCertificate(*cert, *key)) {
+    return InvalidArgument("--grpc-server-key file '" + tls.server_key_file +
+                           "' does not match the certificate in --grpc-server-cert file '" + tls.server_cert_file + "'");
+  }
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (tls.mutual && tls.root_cert_file.empty()) {
+    return InvalidArgument("--grpc-use-ssl-mutual needs --grpc-root-cert (the CA that signs client certificates)");
+  }
+  if (!tls.root_cert_file.empty()) {
+    auto root = auth::ReadPemFile(tls.root_cert_file, auth::PemKind::kCertificate, "--grpc-root-cert");
+    if (!root.ok()) return root.status();
+    ssl.pem_root_certs = std::move(root).value();
+  }
+  if (tls.mutual) ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  ssl.pem_key_cert_pairs.push_back({std::move(key).value(), std::move(cert).value()});
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<GrpcServer>> GrpcServer::Create(GrpcServerOptions options,
                                                        ModelRepository* repository) {
@@ -319,8 +378,14 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Create(GrpcServerOptions options
     return InvalidArgument("gRPC max_message_bytes must be within [" + std::to_string(kMinMessage) + ", " +
                            std::to_string(kMaxMessage) + "], got " + std::to_string(options.max_message_bytes));
   }
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (options.tls.enabled || options.tls.mutual) {
+    auto tls = TlsCredentials(options.tls);
+    if (!tls.ok()) return tls.status();
+    credentials = std::move(tls).value();
+  }
   return std::unique_ptr<GrpcServer>(
-      new GrpcServer(std::make_unique<Impl>(std::move(options), repository)));
+      new GrpcServer(std::make_unique<Impl>(std::move(options), repository, std::move(credentials))));
 }
 
 GrpcServer::GrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

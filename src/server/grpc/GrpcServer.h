@@ -24,6 +24,7 @@
 
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
+#include "server/auth/AccessPolicy.h"
 
 namespace ortserve {
 
@@ -50,6 +51,21 @@ struct GrpcServerOptions {
                                          "binary_tensor_data", "parameters"};
   // Called once per completed ModelInfer call (see core/AccessLogRecord.h).
   AccessLogSink access_log;
+  // --grpc-restricted-protocol (server/auth/AccessPolicy.h): the metadata key
+  // and value each restricted API group requires. Null or empty: all open.
+  std::shared_ptr<const auth::AccessPolicy> access_policy{};
+  // Explicit model control: allow RepositoryModelLoad/Unload although the
+  // model-repository group is not restricted (otherwise PERMISSION_DENIED).
+  bool allow_unauthenticated_model_control = false;
+  // TLS (--grpc-use-ssl, --grpc-use-ssl-mutual), PEM files. Create() fails
+  // naming a file that is missing, unreadable or not PEM.
+  struct Tls {
+    bool enabled = false;
+    bool mutual = false;  // require and verify a client certificate (needs root_cert_file)
+    std::string server_cert_file;
+    std::string server_key_file;
+    std::string root_cert_file;
+  } tls{};
 };
 
 class GrpcServer {

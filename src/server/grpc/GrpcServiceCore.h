@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/server_context.h>
 #include <grpcpp/support/status.h>
 
 #include "grpc_service.grpc.pb.h"
@@ -30,6 +31,14 @@ class GrpcServiceCore {
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   void SetStopping() { stopping_.store(true, std::memory_order_release); }
   bool ServerReady() const;
+
+  // OK when `group` is open or the call carries the restriction's metadata
+  // with the right value; else UNAUTHENTICATED (absent) or PERMISSION_DENIED
+  // (wrong), both with auth::kRefusalMessage.
+  grpc::Status CheckAccess(auth::ApiGroup group, const grpc::ServerContextBase& context) const;
+  // Explicit mode without a restricted model-repository group and without
+  // allow_unauthenticated_model_control: load/unload are refused.
+  bool ModelControlLocked() const;
 
   // Every call object registers itself for its whole life, so that Stop()
   // shuts the completion queues down only once nothing can touch them.

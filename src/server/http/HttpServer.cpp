@@ -5,11 +5,15 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <boost/asio/ssl.hpp>
+#include <openssl/ssl.h>
 #include <atomic>
 #include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -66,7 +70,13 @@ struct ResponseBody {
   };
 };
 
-class Session;
+// What the server needs of a session of either stream type.
+class SessionBase {
+ public:
+  virtual ~SessionBase() = default;
+  // Any thread.
+  virtual void PostClose() = 0;
+};
 
 // Shared by the server, its sessions and in-flight completion callbacks, so
 // a completion that arrives after the server is gone finds a live (stopped)
@@ -76,19 +86,33 @@ struct Core {
   std::mutex gate_mu;
   bool gate_open = true;  // completions may still be posted
   std::mutex sessions_mu;
-  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;
   std::atomic<size_t> open_connections{0};  // live Session objects
+  // Headers the access policy checks; copied into each request (none: no policy).
+  std::vector<std::string> auth_headers;
 };
 
-class Session : public std::enable_shared_from_this<Session> {
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// One connection. Templated over the stream so that plain HTTP pays nothing
+// for TLS: Stream is beast::tcp_stream or beast::ssl_stream<tcp_stream>.
+template <class Stream>
+class Session final : public SessionBase, public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
-  Session(tcp::socket socket, std::shared_ptr<Core> core, std::shared_ptr<http::HttpService> service,
-          const HttpServerOptions& options)
-      : stream_(std::move(socket)), core_(std::move(core)), service_(std::move(service)), options_(options) {
+  template <class... StreamArgs>
+  Session(std::shared_ptr<Core> core, std::shared_ptr<http::HttpService> service, const HttpServerOptions& options,
+          StreamArgs&&... stream_args)
+      : stream_(std::forward<StreamArgs>(stream_args)...),
+        core_(std::move(core)),
+        service_(std::move(service)),
+        options_(options) {
     core_->open_connections.fetch_add(1, std::memory_order_relaxed);
   }
 
-  ~Session() {
+  ~Session() override {
     core_->open_connections.fetch_sub(1, std::memory_order_relaxed);
     std::lock_guard l(core_->sessions_mu);
     core_->sessions.erase(this);
@@ -97,27 +121,46 @@ class Session : public std::enable_shared_from_this<Session> {
   void Start() {
     {
       std::lock_guard l(core_->sessions_mu);
-      core_->sessions.emplace(this, weak_from_this());
+      core_->sessions.emplace(this, std::weak_ptr<SessionBase>(this->weak_from_this()));
     }
     beast::error_code ec;
-    stream_.socket().set_option(tcp::no_delay(true), ec);
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoRead(); });
+    Tcp().socket().set_option(tcp::no_delay(true), ec);
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (kTls) {
+        self->DoHandshake();
+      } else {
+        self->DoRead();
+      }
+    });
   }
 
-  // Any thread.
-  void PostClose() {
-    net::post(stream_.get_executor(), [self = shared_from_this()] { self->DoClose(); });
+  void PostClose() override {
+    net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->DoClose(); });
   }
 
  private:
+  beast::tcp_stream& Tcp() { return beast::get_lowest_layer(stream_); }
+
+  void DoHandshake() {
+    Tcp().expires_after(options_.idle_timeout);
+    stream_.async_handshake(net::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+      if (ec) {
+        // Plain HTTP to the TLS port, no or a rejected client certificate, ...
+        spdlog::debug("http: TLS handshake failed: {}", ec.message());
+        return self->DoClose();
+      }
+      self->DoRead();
+    });
+  }
+
   void DoRead() {
     if (closed_) return;
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(options_.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(options_.max_input_size);
-    stream_.expires_after(options_.idle_timeout);
+    Tcp().expires_after(options_.idle_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
-                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+                             [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
@@ -127,7 +170,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
-                       [self = shared_from_this()](beast::error_code ec, size_t) {
+                       [self = this->shared_from_this()](beast::error_code ec, size_t) {
                          if (ec) return self->DoClose();
                          self->DoReadBody();
                        });
@@ -138,7 +181,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void DoReadBody() {
     bhttp::async_read(stream_, buffer_, *parser_,
-                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+                      [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnReadError(beast::error_code ec) {
@@ -160,7 +203,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void OnRead(beast::error_code ec) {
     if (ec) return OnReadError(ec);
-    stream_.expires_never();
+    Tcp().expires_never();
     auto req = parser_->release();
     parser_.reset();
     keep_alive_ = req.keep_alive();
@@ -173,13 +216,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (auto it = req.find(bhttp::field::accept_encoding); it != req.end()) hreq.accept_encoding = ToString(it->value());
     if (auto it = req.find("Inference-Header-Content-Length"); it != req.end())
       hreq.inference_header_length = ToString(it->value());
+    for (const std::string& name : core_->auth_headers)
+      if (auto it = req.find(name); it != req.end()) hreq.auth_headers.emplace_back(name, ToString(it->value()));
 
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     awaiting_reply_ = true;
-    self_ = shared_from_this();
+    self_ = this->shared_from_this();
     http::RequestContext ctx;
     ctx.cancelled = cancel_;
-    std::weak_ptr<Session> weak = weak_from_this();
+    std::weak_ptr<Session> weak = this->weak_from_this();
     ctx.post = [core = core_, weak](std::function<void()> fn) {
       std::lock_guard l(core->gate_mu);
       if (!core->gate_open) return;
@@ -203,8 +248,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void StartCloseMonitor() {
     if (monitoring_) return;
     monitoring_ = true;
-    stream_.socket().async_wait(tcp::socket::wait_read,
-                                [self = shared_from_this()](beast::error_code ec) { self->OnMonitor(ec); });
+    Tcp().socket().async_wait(tcp::socket::wait_read,
+                                [self = this->shared_from_this()](beast::error_code ec) { self->OnMonitor(ec); });
   }
 
   void OnMonitor(beast::error_code ec) {
@@ -212,8 +257,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec || closed_ || !awaiting_reply_) return;
     char c;
     beast::error_code peek_ec;
-    stream_.socket().non_blocking(true, peek_ec);
-    const size_t n = stream_.socket().receive(net::buffer(&c, 1), tcp::socket::message_peek, peek_ec);
+    Tcp().socket().non_blocking(true, peek_ec);
+    const size_t n = Tcp().socket().receive(net::buffer(&c, 1), tcp::socket::message_peek, peek_ec);
     if (peek_ec == net::error::would_block || peek_ec == net::error::try_again) return StartCloseMonitor();
     if (!peek_ec && n > 0) return;  // pipelined bytes: the next read takes them
     spdlog::debug("http: client closed the connection with a request in flight; cancelling it");
@@ -225,7 +270,7 @@ class Session : public std::enable_shared_from_this<Session> {
     awaiting_reply_ = false;
     if (monitoring_) {
       beast::error_code ec;
-      stream_.socket().cancel(ec);
+      Tcp().socket().cancel(ec);
     }
     if (r.close) keep_alive_ = false;
     DoWrite(std::move(r));
@@ -255,8 +300,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res.body().head = std::move(r.body);
     res.body().tail = std::move(r.tail);
     res.prepare_payload();
-    stream_.expires_after(options_.idle_timeout);
-    bhttp::async_write(stream_, res, [self = shared_from_this()](beast::error_code ec, size_t) {
+    Tcp().expires_after(options_.idle_timeout);
+    bhttp::async_write(stream_, res, [self = this->shared_from_this()](beast::error_code ec, size_t) {
       self->OnWrite(ec);
     });
   }
@@ -272,12 +317,12 @@ class Session : public std::enable_shared_from_this<Session> {
     closed_ = true;
     if (awaiting_reply_ && cancel_) cancel_->store(true);
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.close();
+    Tcp().socket().shutdown(tcp::socket::shutdown_send, ec);
+    Tcp().close();
     self_.reset();
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::optional<bhttp::response<ResponseBody>> response_;
@@ -292,6 +337,41 @@ class Session : public std::enable_shared_from_this<Session> {
   bool closed_ = false;
 };
 
+// The server's TLS context: certificate chain and key, and with a root
+// certificate, client certificates required and verified against it. Every
+// error names the flag and the file.
+Result<std::unique_ptr<net::ssl::context>> MakeTlsContext(const HttpServerOptions::Tls& tls) {
+  auto cert = auth::ReadPemFile(tls.server_cert_file, auth::PemKind::kCertificate, "--http-server-cert");
+  if (!cert.ok()) return cert.status();
+  auto key = auth::ReadPemFile(tls.server_key_file, auth::PemKind::kPrivateKey, "--http-server-key");
+  if (!key.ok()) return key.status();
+  std::optional<std::string> root;
+  if (!tls.root_cert_file.empty()) {
+    auto pem = auth::ReadPemFile(tls.root_cert_file, auth::PemKind::kCertificate, "--http-root-cert");
+    if (!pem.ok()) return pem.status();
+    root = std::move(pem).value();
+  }
+  auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+  ctx->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1 |
+                   net::ssl::context::single_dh_use);
+  beast::error_code ec;
+  ctx->use_certificate_chain(net::buffer(*cert), ec);
+  if (ec) return InvalidArgument("--http-server-cert file '" + tls.server_cert_file + "': " + ec.message());
+  ctx->use_private_key(net::buffer(*key), net::ssl::context::pem, ec);
+  if (ec || SSL_CTX_check_private_key(ctx->native_handle()) != 1) {
+    return InvalidArgument("--http-server-key file '" + tls.server_key_file +
+                           "' does not match the certificate in --http-server-cert file '" + tls.server_cert_file +
+                           "'" + (ec ? ": " + ec.message() : std::string()));
+  }
+  if (root) {
+    ctx->add_certificate_authority(net::buffer(*root), ec);
+    if (ec) return InvalidArgument("--http-root-cert file '" + tls.root_cert_file + "': " + ec.message());
+    ctx->set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert);
+  }
+  return ctx;
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -299,6 +379,7 @@ struct HttpServer::Impl {
   ModelRepository* repository;
   std::shared_ptr<Core> core = std::make_shared<Core>();
   std::shared_ptr<http::HttpService> service;
+  std::unique_ptr<net::ssl::context> tls;  // set with --http-use-ssl
   std::optional<tcp::acceptor> acceptor;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
@@ -314,7 +395,13 @@ struct HttpServer::Impl {
       } else {
         // Session options live in Impl, which outlives every session's use
         // of them: sessions only run on the I/O threads, joined in Stop().
-        std::make_shared<Session>(std::move(socket), core, service, options)->Start();
+        // (An SSL object holds a reference on its SSL_CTX, so the TLS
+        // context may go first.)
+        if (tls) {
+          std::make_shared<Session<TlsStream>>(core, service, options, std::move(socket), *tls)->Start();
+        } else {
+          std::make_shared<Session<PlainStream>>(core, service, options, std::move(socket))->Start();
+        }
       }
       DoAccept();
     });
@@ -337,12 +424,21 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
   if (ec) return InvalidArgument("invalid http address '" + options.address + "': " + ec.message());
 
   auto impl = std::make_unique<Impl>();
+  if (options.tls.enabled) {
+    auto tls = MakeTlsContext(options.tls);
+    if (!tls.ok()) return tls.status();
+    impl->tls = std::move(tls).value();
+  }
   impl->options = std::move(options);
   impl->repository = repository;
+  if (impl->options.access_policy) impl->core->auth_headers = impl->options.access_policy->HeaderNames();
   impl->service = std::make_shared<http::HttpService>(
-      http::HttpServiceOptions{.max_input_size = impl->options.max_input_size,
-                               .strict_readiness = impl->options.strict_readiness,
-                               .server_version = impl->options.server_version},
+      http::HttpServiceOptions{
+          .max_input_size = impl->options.max_input_size,
+          .strict_readiness = impl->options.strict_readiness,
+          .server_version = impl->options.server_version,
+          .access_policy = impl->options.access_policy,
+          .allow_unauthenticated_model_control = impl->options.allow_unauthenticated_model_control},
       repository);
   impl->service->set_access_log(impl->options.access_log);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
@@ -429,7 +525,7 @@ void HttpServer::Stop() {
     std::lock_guard l(s.core->gate_mu);
     s.core->gate_open = false;
   }
-  std::vector<std::shared_ptr<Session>> live;
+  std::vector<std::shared_ptr<SessionBase>> live;
   {
     std::lock_guard l(s.core->sessions_mu);
     for (auto& [ptr, weak] : s.core->sessions)

@@ -24,6 +24,7 @@
 
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
+#include "server/auth/AccessPolicy.h"
 
 namespace ortserve {
 
@@ -45,11 +46,25 @@ struct HttpServerOptions {
   std::chrono::seconds idle_timeout{60};
   // Called once per completed infer request (see core/AccessLogRecord.h).
   AccessLogSink access_log;
+  // --http-restricted-api (server/auth/AccessPolicy.h); null or empty: open.
+  std::shared_ptr<const auth::AccessPolicy> access_policy{};
+  // Explicit model control: allow load/unload although the model-repository
+  // group is not restricted (otherwise they answer 403).
+  bool allow_unauthenticated_model_control = false;
+  // HTTPS (--http-use-ssl). PEM files; Create() fails naming a file that is
+  // missing, unreadable, not PEM, or a key that does not match the cert.
+  struct Tls {
+    bool enabled = false;
+    std::string server_cert_file;
+    std::string server_key_file;
+    // Non-empty: mutual TLS, a client certificate signed by it is required.
+    std::string root_cert_file;
+  } tls{};
 };
 
 class HttpServer {
  public:
-  // Validates the options; binds nothing yet. `repository` must outlive the
+  // Validates the options (and loads the TLS files); binds nothing yet. `repository` must outlive the
   // server.
   static Result<std::unique_ptr<HttpServer>> Create(HttpServerOptions options, ModelRepository* repository);
   ~HttpServer();  // Stop()

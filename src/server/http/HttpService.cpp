@@ -40,6 +40,32 @@ HttpResponse MethodNotAllowed(const HttpRequest& req, std::string_view allowed) 
 
 }  // namespace
 
+std::optional<auth::ApiGroup> HttpApiGroup(const std::vector<std::string>& p) {
+  using auth::ApiGroup;
+  const size_t n = p.size();
+  if (n == 0 || p[0] != "v2") return std::nullopt;
+  if (n == 1) return ApiGroup::kMetadata;
+  const std::string& area = p[1];
+  if (area == "health") return ApiGroup::kHealth;
+  if (area == "repository") return ApiGroup::kModelRepository;
+  if (area == "systemsharedmemory" || area == "cudasharedmemory") return ApiGroup::kSharedMemory;
+  if (area == "trace") return ApiGroup::kTrace;
+  if (area == "logging") return ApiGroup::kLogging;
+  if (area != "models" || n < 3) return std::nullopt;
+  if (n == 3 && p[2] == "stats") return ApiGroup::kStatistics;
+  size_t i = 3;
+  if (n >= 5 && p[3] == "versions") i = 5;
+  if (n == i) return ApiGroup::kMetadata;
+  if (n != i + 1) return std::nullopt;
+  const std::string& action = p[i];
+  if (action == "ready") return ApiGroup::kHealth;
+  if (action == "config") return ApiGroup::kModelConfig;
+  if (action == "stats") return ApiGroup::kStatistics;
+  if (action == "infer" || action == "generate" || action == "generate_stream") return ApiGroup::kInference;
+  if (action == "trace") return ApiGroup::kTrace;
+  return std::nullopt;
+}
+
 std::optional<std::vector<std::string>> SplitPath(std::string_view target) {
   target = target.substr(0, target.find('?'));
   std::vector<std::string> parts;
@@ -105,6 +131,26 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
   const bool post = request.method == "POST";
   const size_t n = p.size();
   if (n == 0 || p[0] != "v2") return reply(ErrorResponse(404, "no such endpoint: " + request.target.substr(0, 256)));
+
+  // Restricted APIs are refused before anything else about the request is
+  // looked at (method, model name), so a refusal tells nothing either.
+  if (options_.access_policy && !options_.access_policy->empty()) {
+    if (const std::optional<auth::ApiGroup> group = HttpApiGroup(p)) {
+      if (const auto* restriction = options_.access_policy->RestrictionFor(*group)) {
+        std::optional<std::string_view> presented;
+        for (const auto& [name, value] : request.auth_headers) {
+          if (name == restriction->header) {
+            presented = value;
+            break;
+          }
+        }
+        const auth::Verdict verdict = options_.access_policy->Check(*group, presented);
+        if (verdict != auth::Verdict::kAllowed) {
+          return reply(ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403, auth::kRefusalMessage));
+        }
+      }
+    }
+  }
 
   if (n == 1) return reply(get ? JsonResponse(ServerMetadataJson(options_.server_version)) : MethodNotAllowed(request, "GET"));
 
@@ -223,6 +269,12 @@ void HttpService::HandleModelControl(const HttpRequest& request, const std::stri
   if (repository_->control_mode() != ModelControlMode::kExplicit) {
     // Triton answers 400 here.
     HttpResponse r = ErrorResponse(400, ModelControlDisabledMessage(repository_->control_mode()));
+    CompressResponse(&r, request.accept_encoding);
+    return context.reply(std::move(r));
+  }
+  if (!options_.allow_unauthenticated_model_control &&
+      !(options_.access_policy && options_.access_policy->restricted(auth::ApiGroup::kModelRepository))) {
+    HttpResponse r = ErrorResponse(403, auth::ModelControlNeedsAuthMessage("--http-restricted-api"));
     CompressResponse(&r, request.accept_encoding);
     return context.reply(std::move(r));
   }

@@ -23,6 +23,7 @@
 #include "core/InferenceRequest.h"
 #include "core/Tensor.h"
 #include "repository/ModelRepository.h"
+#include "server/auth/AccessPolicy.h"
 
 namespace ortserve::http {
 
@@ -33,6 +34,9 @@ struct HttpRequest {
   std::string content_encoding;
   std::string accept_encoding;
   std::optional<std::string> inference_header_length;
+  // Values of the headers the access policy names (lowercase name, value),
+  // captured by the server only when a policy is set; the first of repeats.
+  std::vector<std::pair<std::string, std::string>> auth_headers;
 };
 
 struct HttpResponse {
@@ -66,6 +70,12 @@ struct HttpServiceOptions {
   size_t max_input_size = size_t{64} << 20;
   bool strict_readiness = false;
   std::string server_version;
+  // --http-restricted-api; empty: every API open.
+  std::shared_ptr<const auth::AccessPolicy> access_policy{};
+  // Explicit mode: POST /v2/repository/models/<m>/load|unload are refused
+  // (403) unless the model-repository group is restricted by access_policy
+  // or this is set (--allow-unauthenticated-model-control).
+  bool allow_unauthenticated_model_control = false;
 };
 
 // Counts infer requests between Model::Infer and their completion. Shared
@@ -125,6 +135,10 @@ class HttpService {
 
 // Compresses the response in place when the client accepts gzip/deflate.
 void CompressResponse(HttpResponse* response, std::string_view accept_encoding);
+
+// The API group of a request path (SplitPath's output), as Triton maps it;
+// nullopt for paths that are no API (answered 404).
+std::optional<auth::ApiGroup> HttpApiGroup(const std::vector<std::string>& path);
 
 // "/v2/models/a%2Fb/infer?x=1" → {"v2","models","a/b","infer"}; nullopt on a
 // bad percent escape.

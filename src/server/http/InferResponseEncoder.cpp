@@ -96,6 +96,15 @@ Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& respon
     w.Key("id");
     w.String(response.id);
   }
+  if (!response.parameters.empty()) {
+    w.Key("parameters");
+    w.StartObject();
+    for (const auto& [key, value] : response.parameters) {
+      w.Key(key);
+      w.String(value);
+    }
+    w.EndObject();
+  }
   w.Key("outputs");
   w.StartArray();
   for (size_t i = 0; i < response.outputs.size(); ++i) {

@@ -1,0 +1,124 @@
+// AccessPolicy: the --http-restricted-api / --grpc-restricted-protocol parser,
+// verdicts, the constant-time comparison and the PEM checks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "server/auth/AccessPolicy.h"
+
+namespace ortserve::auth {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+AccessPolicy MustParse(std::vector<std::string> specs) {
+  auto p = AccessPolicy::Parse(specs, "--http-restricted-api");
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? std::move(p).value() : AccessPolicy();
+}
+
+std::string ParseError(std::vector<std::string> specs) {
+  auto p = AccessPolicy::Parse(specs, "--http-restricted-api");
+  EXPECT_FALSE(p.ok());
+  return p.ok() ? "" : p.status().message();
+}
+
+TEST(AccessPolicyTest, EveryGroupNameRoundTrips) {
+  for (size_t i = 0; i < kApiGroupCount; ++i) {
+    const auto group = static_cast<ApiGroup>(i);
+    EXPECT_EQ(ParseApiGroup(ApiGroupName(group)), group);
+  }
+  EXPECT_EQ(ParseApiGroup("model_repository"), std::nullopt);
+}
+
+TEST(AccessPolicyTest, NoSpecsMeansEverythingOpen) {
+  const AccessPolicy p = MustParse({});
+  EXPECT_TRUE(p.empty());
+  for (size_t i = 0; i < kApiGroupCount; ++i) {
+    EXPECT_FALSE(p.restricted(static_cast<ApiGroup>(i)));
+    EXPECT_EQ(p.Check(static_cast<ApiGroup>(i), std::nullopt), Verdict::kAllowed);
+  }
+}
+
+TEST(AccessPolicyTest, ParsesTritonSyntaxWithSeveralGroupsAndSpecs) {
+  const AccessPolicy p =
+      MustParse({"model-repository, statistics:Admin-Key=s3cr:et=x", "inference:infer-key=abc"});
+  EXPECT_TRUE(p.restricted(ApiGroup::kModelRepository));
+  EXPECT_TRUE(p.restricted(ApiGroup::kStatistics));
+  EXPECT_TRUE(p.restricted(ApiGroup::kInference));
+  EXPECT_FALSE(p.restricted(ApiGroup::kHealth));
+  EXPECT_FALSE(p.restricted(ApiGroup::kMetadata));
+  EXPECT_EQ(p.RestrictionFor(ApiGroup::kStatistics)->header, "admin-key");  // lowercased
+  EXPECT_EQ(p.RestrictionFor(ApiGroup::kInference)->header, "infer-key");
+  EXPECT_EQ(p.HeaderNames(), (std::vector<std::string>{"admin-key", "infer-key"}));
+  // The value is everything after the first '=' (':' and '=' included).
+  EXPECT_EQ(p.Check(ApiGroup::kStatistics, "s3cr:et=x"), Verdict::kAllowed);
+  EXPECT_EQ(p.Check(ApiGroup::kStatistics, "s3cr:et"), Verdict::kWrong);
+  EXPECT_EQ(p.Check(ApiGroup::kStatistics, "abc"), Verdict::kWrong);  // another group's key
+  EXPECT_EQ(p.Check(ApiGroup::kInference, "abc"), Verdict::kAllowed);
+  EXPECT_EQ(p.Check(ApiGroup::kInference, std::nullopt), Verdict::kMissing);
+  EXPECT_EQ(p.Check(ApiGroup::kInference, ""), Verdict::kWrong);
+  EXPECT_EQ(p.Check(ApiGroup::kHealth, std::nullopt), Verdict::kAllowed);
+}
+
+TEST(AccessPolicyTest, BadSyntaxGivesClearErrors) {
+  EXPECT_THAT(ParseError({"inference"}), HasSubstr("missing ':'"));
+  EXPECT_THAT(ParseError({"inference:key"}), HasSubstr("missing '='"));
+  EXPECT_THAT(ParseError({":key=v"}), HasSubstr("no API group"));
+  EXPECT_THAT(ParseError({"inference:=v"}), HasSubstr("header name"));
+  EXPECT_THAT(ParseError({"inference:bad key=v"}), HasSubstr("header name"));
+  EXPECT_THAT(ParseError({"inference:grpc-timeout=v"}), HasSubstr("header name"));
+  EXPECT_THAT(ParseError({"inference:key="}), HasSubstr("value must not be empty"));
+  const std::string unknown = ParseError({"inference,infer:key=v"});
+  EXPECT_THAT(unknown, HasSubstr("unknown API group 'infer'"));
+  EXPECT_THAT(unknown, HasSubstr("model-repository"));  // lists the valid groups
+  EXPECT_THAT(ParseError({"inference:a=1", "inference:b=2"}), HasSubstr("more than once"));
+  EXPECT_THAT(ParseError({"health,health:a=1"}), HasSubstr("more than once"));
+}
+
+TEST(AccessPolicyTest, ErrorsNeverEchoTheSecret) {
+  EXPECT_THAT(ParseError({"inference=topsecret"}), Not(HasSubstr("topsecret")));
+  EXPECT_THAT(ParseError({"nope:key=topsecret"}), Not(HasSubstr("topsecret")));
+  EXPECT_THAT(ParseError({"inference:bad key=topsecret"}), Not(HasSubstr("topsecret")));
+  EXPECT_THAT(std::string(kRefusalMessage), Not(HasSubstr("key")));
+}
+
+TEST(AccessPolicyTest, ConstantTimeEqualsIsEquality) {
+  EXPECT_TRUE(ConstantTimeEquals("", ""));
+  EXPECT_TRUE(ConstantTimeEquals("secret", "secret"));
+  EXPECT_FALSE(ConstantTimeEquals("secret", "secreT"));
+  EXPECT_FALSE(ConstantTimeEquals("secret", "secret "));  // a prefix is not equal
+  EXPECT_FALSE(ConstantTimeEquals("secret", "secre"));
+  EXPECT_FALSE(ConstantTimeEquals("", "x"));
+  const std::string with_nul("a\0b", 3);
+  EXPECT_TRUE(ConstantTimeEquals(with_nul, std::string("a\0b", 3)));
+  EXPECT_FALSE(ConstantTimeEquals(with_nul, "a"));  // no C-string truncation
+}
+
+TEST(AccessPolicyTest, PemFilesAreCheckedAndNamed) {
+  const std::string missing = "/nonexistent/ortserve/cert.pem";
+  auto r = ReadPemFile(missing, PemKind::kCertificate, "--http-server-cert");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(missing));
+  EXPECT_THAT(r.status().message(), HasSubstr("--http-server-cert"));
+
+  const std::string garbage = ::testing::TempDir() + "/not_a_cert.pem";
+  std::ofstream(garbage) << "hello\n";
+  r = ReadPemFile(garbage, PemKind::kCertificate, "--grpc-server-cert");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr(garbage));
+  EXPECT_THAT(r.status().message(), HasSubstr("not a PEM certificate"));
+  r = ReadPemFile(garbage, PemKind::kPrivateKey, "--grpc-server-key");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("private key"));
+  std::remove(garbage.c_str());
+
+  EXPECT_FALSE(ReadPemFile("", PemKind::kPrivateKey, "--http-server-key").ok());
+  EXPECT_FALSE(PemKeyMatchesCertificate("x", "y"));
+}
+
+}  // namespace
+}  // namespace ortserve::auth
