@@ -920,24 +920,11 @@ class ModelRepositoryImpl final : public ModelRepository {
     return r;
   }
 
-  // A model loaded after startup: intra = max(1, budget / instances loaded
-  // now, its own included), unless its config sets intra_op_thread_count. The
-  // compute slots keep the threads computing at once within the budget.
+  // A model loaded after startup gets the same plan as at startup (the rule
+  // does not depend on the other models; compute slots arbitrate between them).
   ThreadPlanEntry DynamicPlan(const Candidate& c) const {
-    int loaded = 0;
-    {
-      std::shared_lock lock(mutex_);
-      for (const auto& [name, record] : models_) {
-        for (const auto& [number, v] : record.versions) {
-          if (v.state == ModelState::kReady && !(name == c.name && number == c.version)) loaded += v.instances;
-        }
-      }
-    }
-    const int instances = static_cast<int>(c.instances.size());
-    const int auto_budget = std::max(1, options_.thread_budget / std::max(1, loaded + instances));
-    ThreadPlan plan = ThreadPlan::Compute(auto_budget * instances, {PlanRequest(c)});
-    spdlog::info("thread plan: {} (loaded at run time: {} instance(s) already loaded, budget {})",
-                 plan.Describe().front(), loaded, options_.thread_budget);
+    ThreadPlan plan = ThreadPlan::Compute(options_.thread_budget, {PlanRequest(c)});
+    spdlog::info("thread plan: {} (loaded at run time)", plan.Describe().front());
     return plan.entries.front();
   }
 

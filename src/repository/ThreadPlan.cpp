@@ -7,25 +7,14 @@ namespace ortserve {
 ThreadPlan ThreadPlan::Compute(int budget, const std::vector<ThreadPlanRequest>& requests) {
   ThreadPlan plan;
   plan.budget = std::max(1, budget);
-  long explicit_threads = 0;
-  long auto_instances = 0;
-  for (const auto& r : requests) {
-    const int instances = std::max(0, r.instances);
-    if (r.explicit_intra > 0) {
-      explicit_threads += static_cast<long>(instances) * r.explicit_intra;
-    } else {
-      auto_instances += instances;
-    }
-  }
-  const long remaining = std::max(0L, plan.budget - explicit_threads);
-  const int auto_intra =
-      auto_instances > 0 ? static_cast<int>(std::max(1L, remaining / auto_instances)) : 1;
   for (const auto& r : requests) {
     ThreadPlanEntry e;
     e.label = r.label;
     e.instances = std::max(0, r.instances);
     e.explicit_intra = r.explicit_intra > 0;
-    e.intra = e.explicit_intra ? r.explicit_intra : auto_intra;
+    // One model's instances share the budget; other models take turns for
+    // compute slots rather than shrinking this model's threads.
+    e.intra = e.explicit_intra ? r.explicit_intra : std::max(1, plan.budget / std::max(1, e.instances));
     e.inter = std::max(1, r.inter);
     e.parallel_execution = r.parallel_execution;
     e.allow_spinning = r.allow_spinning;

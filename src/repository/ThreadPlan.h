@@ -2,14 +2,14 @@
 // The process-wide CPU thread plan: how many ORT intra-op/inter-op threads each
 // model instance gets, so that instances x threads stay within the core budget.
 //
-// Rule: instances whose config sets intra_op_thread_count keep it; the budget
-// left after them is split evenly over all other instances,
-// intra = max(1, remaining / auto_instances). The plan is oversubscribed when
-// its total exceeds the budget, which only happens when the user set threads
-// explicitly or there are more instances than cores. Even then the threads
-// computing at once never exceed the budget: every execution leases its
-// threads from the process's ComputeSlots (scheduler/ComputeSlots.h), so an
-// oversubscribed plan costs waiting, not contention.
+// Rule: instances whose config sets intra_op_thread_count keep it; every
+// other instance gets intra = max(1, budget / instances of its own model), so
+// one busy model can use every core (a model alone on the machine runs as fast
+// as in-process ORT with the same threads). With several models the threads
+// that exist add up to more than the budget (`oversubscribed`), but the
+// threads computing at once never do: every execution leases its threads from
+// the process's ComputeSlots (scheduler/ComputeSlots.h), so executions of
+// different models take turns instead of contending for cores.
 //
 // Spinning is off by default: a spinning ORT pool busy-waits for work after
 // each run, which buys microseconds of hand-off latency at the price of idle

@@ -337,13 +337,13 @@ TEST(VersionPolicy, SpecificReportsMissing) {
 
 // ---- thread plan --------------------------------------------------------------
 
-TEST(ThreadPlan, SplitsBudgetOverAllInstances) {
-  auto plan = ThreadPlan::Compute(16, {{"a:1", 2, 0, 1, false, false}, {"b:1", 2, 0, 1, false, false}});
+TEST(ThreadPlan, SplitsBudgetOverTheInstancesOfEachModel) {
+  auto plan = ThreadPlan::Compute(16, {{"a:1", 2, 0, 1, false, false}, {"b:1", 4, 0, 1, false, false}});
   ASSERT_EQ(plan.entries.size(), 2u);
-  EXPECT_EQ(plan.entries[0].intra, 4);
+  EXPECT_EQ(plan.entries[0].intra, 8);
   EXPECT_EQ(plan.entries[1].intra, 4);
-  EXPECT_EQ(plan.total_threads, 16);
-  EXPECT_FALSE(plan.oversubscribed);
+  EXPECT_EQ(plan.total_threads, 32);
+  EXPECT_TRUE(plan.oversubscribed);  // threads exist; compute slots cap what runs
   EXPECT_EQ(plan.Describe().size(), 3u);
 }
 
@@ -359,20 +359,19 @@ TEST(ThreadPlan, RoundsDownAndNeverBelowOne) {
   EXPECT_EQ(plan.entries[0].intra, 1);
 }
 
-TEST(ThreadPlan, ExplicitThreadsAreKeptAndTheRestShareWhatIsLeft) {
+TEST(ThreadPlan, ExplicitThreadsAreKept) {
   auto plan = ThreadPlan::Compute(8, {{"a:1", 1, 4, 1, false, false}, {"b:1", 2, 0, 1, false, false}});
   EXPECT_EQ(plan.entries[0].intra, 4);
   EXPECT_TRUE(plan.entries[0].explicit_intra);
-  EXPECT_EQ(plan.entries[1].intra, 2);
-  EXPECT_EQ(plan.total_threads, 8);
-  EXPECT_FALSE(plan.oversubscribed);
+  EXPECT_EQ(plan.entries[1].intra, 4);
+  EXPECT_EQ(plan.total_threads, 12);
 }
 
 TEST(ThreadPlan, ExplicitOversubscriptionIsFlagged) {
   auto plan = ThreadPlan::Compute(4, {{"a:1", 2, 4, 1, false, false}, {"b:1", 1, 0, 1, false, false}});
   EXPECT_EQ(plan.entries[0].total_threads, 8);
-  EXPECT_EQ(plan.entries[1].intra, 1);
-  EXPECT_EQ(plan.total_threads, 9);
+  EXPECT_EQ(plan.entries[1].intra, 4);
+  EXPECT_EQ(plan.total_threads, 12);
   EXPECT_TRUE(plan.oversubscribed);
   // The total line says that compute slots cap what runs at once.
   EXPECT_NE(plan.Describe().back().find("at most 4 compute at once"), std::string::npos);
