@@ -281,7 +281,11 @@ def run_perf_analyzer(url, model, spec, mode, value, window_ms, protocol="http",
            "-p", str(window_ms), "-r", "3", "-s", "1000",   # 3 windows, always accepted: bounded time
            "--input-data", spec["request_pa"], "-f", csv_path]
     if mode == "concurrency":
-        cmd += ["--concurrency-range", f"{value}:{value}"]
+        # Async with 2 client threads: in sync mode perf_analyzer runs one
+        # busy-polling thread per in-flight request, and 32 of them on a
+        # 2-core machine starve the server under test (seen here: runs that
+        # never finished). Still a closed loop of `value` requests in flight.
+        cmd += ["--concurrency-range", f"{value}:{value}", "--async", "--max-threads", "2"]
     else:
         cmd += ["--request-rate-range", f"{value:.1f}:{value:.1f}", "--request-distribution", "poisson",
                 "--max-threads", "64"]
