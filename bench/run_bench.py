@@ -795,6 +795,11 @@ def write_report(out, targets, plots, args, started, finished):
     L.append("")
 
     # Headline: for each model, each contender/load at the highest common concurrency and at 1.
+    # Hand-written findings (profiles, causes of misses) survive re-runs: they
+    # live in bench/FINDINGS.md and are copied in here.
+    findings = pathlib.Path(__file__).with_name("FINDINGS.md")
+    if findings.exists():
+        L += [findings.read_text().rstrip(), ""]
     L += ["## Headline", "",
           "Throughput in inferences/s, latency in microseconds, at concurrency 1 and at the highest "
           "concurrency measured.", "",
