@@ -797,7 +797,7 @@ def write_report(out, targets, plots, args, started, finished):
     # Headline: for each model, each contender/load at the highest common concurrency and at 1.
     # Hand-written findings (profiles, causes of misses) survive re-runs: they
     # live in bench/FINDINGS.md and are copied in here.
-    findings = pathlib.Path(__file__).with_name("FINDINGS.md")
+    findings = Path(__file__).with_name("FINDINGS.md")
     if findings.exists():
         L += [findings.read_text().rstrip(), ""]
     L += ["## Headline", "",
