@@ -16,7 +16,9 @@ pytest_rc=${PIPESTATUS[0]}
 unit_total=$(grep -oP 'tests failed out of \K[0-9]+' "$LOGDIR/ctest.log" | tail -1)
 unit_failed=$(grep -oP '[0-9]+(?= tests failed out of)' "$LOGDIR/ctest.log" | tail -1)
 unit_total=${unit_total:-0}; unit_failed=${unit_failed:-0}
-unit_passed=$((unit_total - unit_failed))
+# ctest counts skipped tests (GPU tests without a GPU) as passed; report them.
+unit_skipped=$(grep -c '(Skipped)' "$LOGDIR/ctest.log" || true)
+unit_passed=$((unit_total - unit_failed - unit_skipped))
 # pytest: "12 passed, 1 failed, 2 skipped in 3.4s"
 summary=$(grep -E '(passed|failed|error)' "$LOGDIR/pytest.log" | tail -1)
 py_passed=$(grep -oP '[0-9]+(?= passed)' <<<"$summary" || echo 0)
@@ -26,7 +28,7 @@ py_skipped=$(grep -oP '[0-9]+(?= skipped)' <<<"$summary" || echo 0)
 passed=$((unit_passed + ${py_passed:-0}))
 failed=$((unit_failed + ${py_failed:-0} + ${py_errors:-0}))
 echo
-echo "unit: $unit_passed passed, $unit_failed failed; integration: ${py_passed:-0} passed, $(( ${py_failed:-0} + ${py_errors:-0} )) failed, ${py_skipped:-0} skipped"
-echo "$passed passed, $failed failed, ${py_skipped:-0} skipped"
+echo "unit: $unit_passed passed, $unit_failed failed, $unit_skipped skipped; integration: ${py_passed:-0} passed, $(( ${py_failed:-0} + ${py_errors:-0} )) failed, ${py_skipped:-0} skipped"
+echo "$passed passed, $failed failed, $(( ${py_skipped:-0} + unit_skipped )) skipped"
 rm -rf "$LOGDIR"
 if [ "$ctest_rc" -ne 0 ] || [ "$pytest_rc" -ne 0 ]; then exit 1; fi
