@@ -18,6 +18,7 @@ namespace {
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Completes requests on its own thread; holds them while `hold` is set.
 class ThreadedModel : public Model {
@@ -182,10 +183,9 @@ TEST_F(HttpServerTest, StalledBodyTimesOutWithoutBlockingOthers) {
   auto other = Connect();
   net::write(other, net::buffer(InferRequest(true)));
   EXPECT_THAT(ReadAll(other), HasSubstr(R"("data":[1,2])"));
-  // The stalled one is closed after the idle timeout (1 s).
-  const auto start = std::chrono::steady_clock::now();
-  ReadAll(stalled);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // The stalled one is closed after the idle timeout (1 s): ReadAll returns
+  // (a hang would be caught by the test timeout), and no request ran.
+  EXPECT_THAT(ReadAll(stalled), Not(HasSubstr("HTTP/1.1 200")));
 }
 
 TEST_F(HttpServerTest, ClientLeavingCancelsTheInFlightRequest) {
@@ -199,7 +199,7 @@ TEST_F(HttpServerTest, ClientLeavingCancelsTheInFlightRequest) {
   EXPECT_TRUE(held->cancelled->load());
   // The late completion is harmless.
   ThreadedModel::Complete(*held);
-  EXPECT_TRUE(server->WaitForInFlight(std::chrono::milliseconds(100)));
+  EXPECT_TRUE(server->WaitForInFlight(std::chrono::seconds(30)));  // liveness bound only
 }
 
 TEST_F(HttpServerTest, CompletionAfterStopIsDropped) {

@@ -16,6 +16,8 @@
 
 #include "repository/ModelRepository.h"
 
+#include "TestTensors.h"
+
 namespace ortserve {
 namespace {
 
@@ -24,14 +26,6 @@ using namespace std::chrono_literals;
 
 const fs::path kTestModels = fs::path(ORTSERVE_SOURCE_DIR) / "tests" / "data" / "repository";
 
-Tensor MakeTensor(const std::string& name, Shape shape, const std::vector<float>& values) {
-  Tensor t;
-  t.name = name;
-  t.dtype = DataType::kFp32;
-  t.shape = std::move(shape);
-  t.data = TensorData::Copy(values.data(), values.size() * sizeof(float));
-  return t;
-}
 
 std::string FallbackConfig(const std::string& fallback, const std::string& extra = "") {
   return "parameters { key: \"fallback_model\" value { string_value: \"" + fallback + "\" } }\n" + extra;
@@ -78,8 +72,8 @@ class FallbackRepository : public testing::Test {
 // add_sub: OUTPUT0 = INPUT0 + INPUT1 over [N, 4].
 std::unique_ptr<InferenceRequest> AddSubRequest(float base, CompletionCallback done) {
   auto r = std::make_unique<InferenceRequest>();
-  r->inputs = {MakeTensor("INPUT0", {1, 4}, {base, base, base, base}),
-               MakeTensor("INPUT1", {1, 4}, {1, 1, 1, 1})};
+  r->inputs = {testing_util::Fp32("INPUT0", {1, 4}, {base, base, base, base}),
+               testing_util::Fp32("INPUT1", {1, 4}, {1, 1, 1, 1})};
   r->requested_outputs = {{"OUTPUT0", false}};
   r->on_complete = std::move(done);
   return r;

@@ -21,6 +21,8 @@
 #include "repository/ModelRepository.h"
 #include "repository/VersionWeights.h"
 
+#include "TestTensors.h"
+
 namespace ortserve {
 namespace {
 
@@ -28,19 +30,11 @@ namespace fs = std::filesystem;
 
 const fs::path kTestModels = fs::path(ORTSERVE_SOURCE_DIR) / "tests" / "data" / "repository";
 
-Tensor MakeTensor(const std::string& name, Shape shape, const std::vector<float>& values) {
-  Tensor t;
-  t.name = name;
-  t.dtype = DataType::kFp32;
-  t.shape = std::move(shape);
-  t.data = TensorData::Copy(values.data(), values.size() * sizeof(float));
-  return t;
-}
 
 // add_sub.onnx: OUTPUT0 = INPUT0 + INPUT1 over [batch, 4].
 std::unique_ptr<InferenceRequest> AddSubRequest(CompletionCallback done) {
   auto request = std::make_unique<InferenceRequest>();
-  request->inputs = {MakeTensor("INPUT0", {1, 4}, {1, 2, 3, 4}), MakeTensor("INPUT1", {1, 4}, {1, 1, 1, 1})};
+  request->inputs = {testing_util::Fp32("INPUT0", {1, 4}, {1, 2, 3, 4}), testing_util::Fp32("INPUT1", {1, 4}, {1, 1, 1, 1})};
   request->requested_outputs = {{"OUTPUT0", false}};
   request->on_complete = std::move(done);
   return request;

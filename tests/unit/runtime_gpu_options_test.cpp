@@ -13,6 +13,8 @@
 #include "runtime/ExecutionProviders.h"
 #include "runtime/OrtModelInstance.h"
 
+#include "TestTensors.h"
+
 namespace ortserve {
 namespace {
 
@@ -45,11 +47,7 @@ std::vector<Tensor> AddInputs(int64_t batch, float offset) {
           Tensor{"b", DataType::kFp32, {batch, 4}, TensorData::Copy(b.data(), b.size() * 4)}};
 }
 
-std::vector<float> Floats(const Tensor& t) {
-  std::vector<float> v(t.data.size() / 4);
-  std::memcpy(v.data(), t.data.data(), t.data.size());
-  return v;
-}
+using testing_util::Floats;
 
 bool GpuProvidersInstalled() {
   std::error_code ec;

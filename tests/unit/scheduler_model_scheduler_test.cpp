@@ -19,6 +19,8 @@
 #include "scheduler/ModelScheduler.h"
 #include "scheduler/SchedulerImpl.h"
 
+#include "TestTensors.h"
+
 namespace ortserve {
 namespace {
 
@@ -28,20 +30,8 @@ constexpr auto kLiveness = 30s;  // only guards against hangs; never a timing as
 
 // ---- tensors ------------------------------------------------------------------
 
-Tensor Fp32(std::string name, Shape shape, const std::vector<float>& values) {
-  Tensor t;
-  t.name = std::move(name);
-  t.dtype = DataType::kFp32;
-  t.shape = std::move(shape);
-  t.data = TensorData::Copy(values.data(), values.size() * sizeof(float));
-  return t;
-}
-
-std::vector<float> Floats(const Tensor& t) {
-  std::vector<float> v(t.data.size() / sizeof(float));
-  if (!v.empty()) std::memcpy(v.data(), t.data.data(), t.data.size());
-  return v;
-}
+using testing_util::Floats;
+using testing_util::Fp32;
 
 std::vector<std::byte> EncodeStrings(const std::vector<std::string>& strings) {
   std::vector<std::byte> bytes;

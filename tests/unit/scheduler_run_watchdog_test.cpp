@@ -14,6 +14,8 @@
 #include "scheduler/FakeSchedulerClock.h"
 #include "scheduler/SchedulerImpl.h"
 
+#include "TestTensors.h"
+
 namespace ortserve {
 namespace {
 
@@ -21,20 +23,8 @@ using namespace std::chrono_literals;
 
 constexpr auto kLiveness = 30s;  // only guards against hangs
 
-Tensor Fp32(std::string name, Shape shape, const std::vector<float>& values) {
-  Tensor t;
-  t.name = std::move(name);
-  t.dtype = DataType::kFp32;
-  t.shape = std::move(shape);
-  t.data = TensorData::Copy(values.data(), values.size() * sizeof(float));
-  return t;
-}
-
-std::vector<float> Floats(const Tensor& t) {
-  std::vector<float> v(t.data.size() / sizeof(float));
-  if (!v.empty()) std::memcpy(v.data(), t.data.data(), t.data.size());
-  return v;
-}
+using testing_util::Floats;
+using testing_util::Fp32;
 
 // Shared by the fake instances of one test. Run blocks until Terminate() (then
 // kCancelled, as OrtModelInstance) or a permit; a Terminate outside a Run does
