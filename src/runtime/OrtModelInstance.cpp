@@ -135,15 +135,14 @@ class OrtModelInstance final : public ModelInstance {
       // so ORT's buffers stay alive while any of them is in use.
       auto results = std::make_shared<std::vector<Ort::Value>>();
       results->reserve(output_name_ptrs_.size());
-      for (size_t i = 0; i < output_name_ptrs_.size(); ++i) results->emplace_back(nullptr);
       if (gpu_) {
-        results->clear();
         Status ran = gpu_->Run(input_values_, run_options_, results.get());
         if (!ran.ok()) {
           input_values_.clear();
           return ran;
         }
       } else {
+        for (size_t i = 0; i < output_name_ptrs_.size(); ++i) results->emplace_back(nullptr);
         session_.Run(run_options_, input_names_.data(), input_values_.data(), input_values_.size(),
                      output_name_ptrs_.data(), results->data(), results->size());
       }

@@ -62,7 +62,10 @@ Clock::time_point RequestQueue::ApplyPolicies(Clock::time_point now,
                                               std::vector<RejectedRequest>* rejected) {
   Clock::time_point earliest = Clock::time_point::max();
   for (auto& [level, fifo] : fifos_) {
-    std::deque<QueuedRequest> newly_delayed;
+    // A member reused across calls: this runs under the scheduler's lock on
+    // every leader pass, and a fresh deque would allocate each time.
+    std::vector<QueuedRequest>& newly_delayed = delayed_scratch_;
+    newly_delayed.clear();
     // Marks entries to drop by moving their request out; erased below.
     for (auto* part : {&fifo.ready, &fifo.delayed}) {
       for (QueuedRequest& entry : *part) {

@@ -91,6 +91,7 @@ class RequestQueue {
   // Created on first use so that many configured levels cost nothing.
   std::map<uint32_t, LevelFifo> fifos_;
   size_t size_ = 0;
+  std::vector<QueuedRequest> delayed_scratch_;  // ApplyPolicies' working space
 };
 
 }  // namespace ortserve

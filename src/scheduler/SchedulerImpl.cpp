@@ -481,6 +481,16 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   stats_->batch_size.Observe(batch_size);
   busy_instances_.fetch_sub(1, std::memory_order_relaxed);
 
+  // Triton counts the batch's compute durations once per successful request;
+  // one atomic add per counter for the whole batch says the same. Recorded
+  // before any caller is answered, so statistics never lag a response.
+  const uint64_t succeeded = static_cast<uint64_t>(
+      std::count_if(responses.begin(), responses.end(), [](const auto& r) { return r.ok(); }));
+  if (succeeded > 0) {
+    stats_->compute_input.Add(input_ns * succeeded, succeeded);
+    stats_->compute_infer.Add(infer_ns * succeeded, succeeded);
+    stats_->compute_output.Add(output_ns * succeeded, succeeded);
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     InferenceRequest& request = *batch[i].request;
     if (!responses[i].ok()) {
@@ -492,9 +502,6 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
     const uint64_t queue_ns = Nanos(batch[i].enqueue_time, start);
     stats_->success.Add(request_ns);
     stats_->queue.Add(queue_ns);
-    stats_->compute_input.Add(input_ns);
-    stats_->compute_infer.Add(infer_ns);
-    stats_->compute_output.Add(output_ns);
     stats_->CountOutcome(RequestOutcome::kSuccess);
     stats_->request_duration.Observe(request_ns);
     stats_->queue_duration.Observe(queue_ns);

@@ -340,8 +340,10 @@ class StreamCall final : public CallBase {
         core_->repository().GetModel(request->model_name, request->model_version);
     if (!model.ok()) return fail(model.status());
     request->cancelled = cancelled_;
-    request->on_complete = [this, model = model.value(), id = answer.id, name = answer.model_name,
-                            version = answer.model_version](Result<InferenceResponse> result) mutable {
+    // `answer` is not used past this point: its names move into the callback.
+    request->on_complete = [this, model = model.value(), id = std::move(answer.id),
+                            name = std::move(answer.model_name), version = std::move(answer.model_version)](
+                               Result<InferenceResponse> result) mutable {
       core_->InferenceFinished();
       Complete(Answer{std::move(id), std::move(name), std::move(version), std::move(result)});
     };

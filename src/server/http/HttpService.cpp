@@ -344,14 +344,21 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   const bool binary_default = decoded->binary_data_output;
   in_flight_->Add();
   AccessLogSink log = access_log_;
+  // Only the access log needs the names back; don't copy them otherwise.
   std::string id = log ? req.id : std::string();
+  std::string log_model = log ? model : std::string();
+  std::string log_version = log ? version : std::string();
+  // on_complete runs exactly once, so it moves its captures on to the strand.
   req.on_complete = [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
                      accept = std::move(request.accept_encoding), counter = in_flight_, log = std::move(log),
-                     id = std::move(id), model, version, bytes_in](Result<InferenceResponse> result) {
+                     id = std::move(id), model = std::move(log_model), version = std::move(log_version),
+                     bytes_in](Result<InferenceResponse> result) mutable {
     auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
     // Encoding happens on the connection's strand, never on the thread that
     // finished the inference.
-    post([reply, shared, listed, binary_default, accept, log, id, model, version, bytes_in] {
+    post([reply = std::move(reply), shared, listed, binary_default, accept = std::move(accept),
+          log = std::move(log), id = std::move(id), model = std::move(model), version = std::move(version),
+          bytes_in] {
       HttpResponse r;
       if (!shared->ok()) {
         r = ErrorResponse(shared->status());

@@ -102,16 +102,6 @@ void FixInt64(rapidjson::Value& obj, const Descriptor* desc, int depth) {
 
 }  // namespace
 
-std::string_view ModelStateString(ModelState state) {
-  switch (state) {
-    case ModelState::kLoading: return "LOADING";
-    case ModelState::kReady: return "READY";
-    case ModelState::kUnavailable: return "UNAVAILABLE";
-    case ModelState::kUnloading: return "UNLOADING";
-  }
-  return "UNAVAILABLE";
-}
-
 std::string ServerMetadataJson(std::string_view version) {
   std::string s;
   JsonWriter w(&s);
@@ -243,7 +233,7 @@ std::string RepositoryIndexJson(const std::vector<ModelIndexEntry>& entries, boo
       w.String(e.version);
     }
     w.Key("state");
-    w.String(ModelStateString(e.state));
+    w.String(ModelStateName(e.state));
     if (!e.reason.empty()) {
       w.Key("reason");
       w.String(e.reason);

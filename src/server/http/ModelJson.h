@@ -32,7 +32,4 @@ std::string ModelStatsJson(const std::vector<std::shared_ptr<Model>>& models);
 // POST /v2/repository/index: [{"name","version","state","reason"?}].
 std::string RepositoryIndexJson(const std::vector<ModelIndexEntry>& entries, bool ready_only);
 
-// "READY", ... (kept here so the front end needs nothing but the interface).
-std::string_view ModelStateString(ModelState state);
-
 }  // namespace ortserve::http
