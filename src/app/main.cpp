@@ -21,6 +21,8 @@
 #include "server/metrics/AccessLog.h"
 #include "server/metrics/MetricsCollector.h"
 #include "server/metrics/MetricsServer.h"
+#include "server/tracing/OtlpExporter.h"
+#include "server/tracing/RequestTracer.h"
 
 namespace {
 
@@ -38,8 +40,12 @@ struct Flags {
   bool allow_metrics = true;
   bool access_log = false;
   double access_log_sample_rate = 1.0;
+  std::string trace_otlp_endpoint;  // empty: no tracing
+  double trace_sample_rate = 0.01;
+  size_t trace_buffer_spans = 8192;
   bool strict_readiness = true;
   int exit_timeout_secs = 30;
+  uint64_t cancel_poll_interval_us = 5000;
   uint64_t http_max_input_size = 64ull << 20;
   int http_idle_timeout_secs = 60;
   int thread_budget = 0;
@@ -107,20 +113,41 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "false: no Prometheus endpoint (nothing listens on --metrics-port)")
       ->capture_default_str();
   app.add_option("--access-log", f.access_log,
-                 "true: one JSON line on stdout per completed HTTP or gRPC ModelInfer request (time, "
-                 "request id, model, version, protocol, status, queue/compute µs, batch size, bytes "
-                 "in/out)")
+                 "true: one JSON line on stdout per completed HTTP or gRPC ModelInfer request and per "
+                 "ModelStreamInfer response (time, request id, model, version, protocol, status, "
+                 "queue/compute µs, batch size, bytes in/out)")
       ->capture_default_str();
   app.add_option("--access-log-sample-rate", f.access_log_sample_rate,
                  "Fraction of requests the access log keeps (deterministic: every 1/rate-th)")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--trace-otlp-endpoint", f.trace_otlp_endpoint,
+                 "http://host[:port][/path] of an OpenTelemetry collector (OTLP/HTTP, JSON; no path: "
+                 "/v1/traces). Set: requests are traced (W3C traceparent on HTTP and gRPC ModelInfer) and "
+                 "their spans exported from a background thread; unset: no tracing work at all. See "
+                 "docs/tracing.md");
+  app.add_option("--trace-sample-rate", f.trace_sample_rate,
+                 "Fraction of requests without a (valid) traceparent that start a new trace. A traceparent "
+                 "decides for its request: sampled flag 1 traced, 0 not")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--trace-buffer-spans", f.trace_buffer_spans,
+                 "Spans waiting for export at most; more are dropped (ortserve_trace_spans_dropped_total) "
+                 "rather than slowing requests down")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 24))
       ->capture_default_str();
   app.add_option("--strict-readiness", f.strict_readiness,
                  "true: /v2/health/ready is 200 only when every model in the repository is "
                  "ready; false: once the server is up")
       ->capture_default_str();
   app.add_option("--exit-timeout-secs", f.exit_timeout_secs,
-                 "On SIGTERM/SIGINT, how long to let in-flight requests finish")
+                 "On SIGTERM/SIGINT, how long queued and running requests may take to finish; "
+                 "what is left then is answered 503/UNAVAILABLE and the process exits 0")
+      ->capture_default_str();
+  app.add_option("--cancel-poll-interval-us", f.cancel_poll_interval_us,
+                 "While a running batch holds a request whose client can go away, how often its "
+                 "cancel flags are re-read to stop the run once every request is gone (µs)")
+      ->check(CLI::Range(uint64_t{100}, uint64_t{10'000'000}))
       ->capture_default_str();
   app.add_option("--thread-budget", f.thread_budget,
                  "Cores the model instances may use in total (0: all cores). Each instance's "
@@ -227,7 +254,8 @@ int main(int argc, char** argv) {
        .control_mode = control_mode,
        .poll_interval = std::chrono::seconds(flags.repository_poll_secs),
        .startup_models = flags.load_models,
-       .model_cache_dir = flags.model_cache_dir});
+       .model_cache_dir = flags.model_cache_dir,
+       .cancel_poll_interval_us = flags.cancel_poll_interval_us});
   if (!repository.ok()) {
     spdlog::critical("{}", repository.status().message());
     return 1;
@@ -237,6 +265,26 @@ int main(int argc, char** argv) {
   if (flags.access_log) {
     auto log = std::make_shared<ortserve::metrics::AccessLog>(flags.access_log_sample_rate);
     access_log = [log](const ortserve::AccessLogRecord& record) { log->Write(record); };
+  }
+
+  // Tracing: one exporter thread; the tracer is shared by both front ends.
+  std::shared_ptr<ortserve::tracing::OtlpExporter> trace_exporter;
+  std::shared_ptr<const ortserve::tracing::RequestTracer> tracer;
+  if (!flags.trace_otlp_endpoint.empty()) {
+    auto exporter = ortserve::tracing::OtlpExporter::Create(
+        {.endpoint = flags.trace_otlp_endpoint,
+         .buffer_spans = flags.trace_buffer_spans,
+         .resource = {.service_name = "ortserve", .service_version = ORTSERVE_VERSION}});
+    if (!exporter.ok()) {
+      spdlog::critical("{}", exporter.status().message());
+      return 1;
+    }
+    trace_exporter = std::move(exporter).value();
+    tracer = std::make_shared<const ortserve::tracing::RequestTracer>(trace_exporter, flags.trace_sample_rate);
+    spdlog::info("tracing: spans are sent to {} (OTLP/HTTP JSON, POST {}); requests without a traceparent "
+                 "are sampled at {}; at most {} spans wait for export",
+                 flags.trace_otlp_endpoint, trace_exporter->endpoint().target, flags.trace_sample_rate,
+                 flags.trace_buffer_spans);
   }
 
   auto http_policy = ortserve::auth::AccessPolicy::Parse(flags.http_restricted_api, "--http-restricted-api");
@@ -276,6 +324,7 @@ int main(int argc, char** argv) {
   http_options.server_version = ORTSERVE_VERSION;
   http_options.idle_timeout = std::chrono::seconds(flags.http_idle_timeout_secs);
   http_options.access_log = access_log;
+  http_options.tracer = tracer;
   auto http = ortserve::HttpServer::Create(http_options, repository->get());
   if (!http.ok()) {
     spdlog::critical("{}", http.status().message());
@@ -297,6 +346,7 @@ int main(int argc, char** argv) {
   grpc_options.strict_readiness = flags.strict_readiness;
   grpc_options.server_version = ORTSERVE_VERSION;
   grpc_options.access_log = access_log;
+  grpc_options.tracer = tracer;
   auto grpc = ortserve::GrpcServer::Create(grpc_options, repository->get());
   if (!grpc.ok()) {
     spdlog::critical("{}", grpc.status().message());
@@ -334,7 +384,10 @@ int main(int argc, char** argv) {
         .onnxruntime_version = ortserve::OrtVersion(),
         .execution_providers = providers,
         .http_open_connections = [h = http->get()] { return h->OpenConnections(); },
-        .grpc_active_calls = [g = grpc->get()] { return g->ActiveCalls(); }});
+        .grpc_active_calls = [g = grpc->get()] { return g->ActiveCalls(); },
+        .trace_export = trace_exporter ? std::function<ortserve::tracing::TraceExportCounters()>(
+                                             [e = trace_exporter] { return e->counters(); })
+                                       : nullptr});
     auto created = ortserve::metrics::MetricsServer::Create(
         {.address = flags.metrics_address, .port = flags.metrics_port},
         [collector] { return collector->Render(); });
@@ -367,17 +420,25 @@ int main(int argc, char** argv) {
   });
   second_signal.detach();
 
-  // Both front ends drain within the one exit timeout: HTTP first stops
-  // accepting and waits; gRPC gets what is left of the deadline.
+  // Both front ends stop taking requests (503 / UNAVAILABLE, not ready) but
+  // keep their connections, so that every request already accepted gets its
+  // answer: the models compute what is queued or running until the exit
+  // timeout, then answer what is left with 503 (stopping running batches).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(flags.exit_timeout_secs);
   (*http)->StopAccepting();
-  (*http)->WaitForInFlight(std::chrono::seconds(flags.exit_timeout_secs));
-  (*grpc)->Stop(std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())));
-  // Scrapes keep working while requests drain; they stop before the models go.
+  (*grpc)->StopAccepting();
+  (*repository)->Shutdown(deadline);
+  // Every request is answered now; the front ends get a short grace to write
+  // the answers before they close (idle gRPC streams are cancelled).
+  constexpr auto kWriteGrace = std::chrono::seconds(2);
+  (*grpc)->Stop(kWriteGrace);
+  (*http)->WaitForInFlight(kWriteGrace);
+  // Scrapes keep working while requests drain.
   if (metrics) metrics->Stop();
-  (*repository)->Shutdown();
   (*http)->Stop();
+  // Every request is answered now: what tracing buffered gets a bounded
+  // chance to reach the collector (plus an export already under way).
+  if (trace_exporter) trace_exporter->Shutdown(std::chrono::seconds(5));
   spdlog::info("shutdown complete");
   return 0;
 }

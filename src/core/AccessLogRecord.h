@@ -5,10 +5,14 @@
 #include <functional>
 #include <string_view>
 
+#include "core/InferenceRequest.h"
+
 namespace ortserve {
 
 struct AccessLogRecord {
-  std::string_view protocol;    // "http" or "grpc"
+  // "http", "grpc" (ModelInfer) or "grpc-stream" (one ModelStreamInfer
+  // response: each request on a stream is logged like a unary call).
+  std::string_view protocol;
   std::string_view request_id;  // the client's id; may be empty
   std::string_view model;
   std::string_view version;     // the version that answered, else the one asked for
@@ -19,6 +23,15 @@ struct AccessLogRecord {
   uint64_t batch_size = 0;
   uint64_t bytes_in = 0;   // request body/message as received
   uint64_t bytes_out = 0;  // response body/message as sent
+
+  // Takes what the scheduler measured for a request that ran: the version
+  // that answered, queue and compute time, batch size.
+  void SetResponse(const InferenceResponse& response) {
+    version = response.model_version;
+    queue_ns = response.queue_ns;
+    compute_ns = response.compute_ns;
+    batch_size = response.batch_size;
+  }
 };
 
 // Called on the front end's I/O thread once per completed infer request; must

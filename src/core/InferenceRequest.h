@@ -16,6 +16,7 @@
 
 #include "core/Status.h"
 #include "core/Tensor.h"
+#include "core/Trace.h"
 
 namespace ortserve {
 
@@ -63,6 +64,9 @@ struct InferenceRequest {
   uint32_t priority = 0;
   Clock::time_point arrival_time = Clock::now();
   CancelFlag cancelled;  // may be null
+  // Null unless the front end traces this request (core/Trace.h says who
+  // writes what); shared with the front end, which emits the spans.
+  std::shared_ptr<RequestTrace> trace;
   CompletionCallback on_complete;
 };
 

@@ -4,12 +4,18 @@
 
 namespace ortserve {
 
+std::optional<uint64_t> CheckedMultiply(uint64_t a, uint64_t b) {
+  uint64_t product;
+  if (__builtin_mul_overflow(a, b, &product)) return std::nullopt;
+  return product;
+}
+
 std::optional<uint64_t> ElementCount(const Shape& shape) {
-  uint64_t count = 1;
+  std::optional<uint64_t> count = 1;
   for (int64_t d : shape) {
     if (d < 0) return std::nullopt;
-    if (d != 0 && count > UINT64_MAX / static_cast<uint64_t>(d)) return std::nullopt;
-    count *= static_cast<uint64_t>(d);
+    count = CheckedMultiply(*count, static_cast<uint64_t>(d));
+    if (!count) return std::nullopt;
   }
   return count;
 }
@@ -18,8 +24,8 @@ std::optional<uint64_t> FixedByteSize(DataType type, const Shape& shape) {
   const size_t elem = DataTypeSize(type);
   if (elem == 0) return std::nullopt;
   auto count = ElementCount(shape);
-  if (!count || (*count != 0 && *count > UINT64_MAX / elem)) return std::nullopt;
-  return *count * elem;
+  if (!count) return std::nullopt;
+  return CheckedMultiply(*count, elem);
 }
 
 std::string ShapeToString(const Shape& shape) {

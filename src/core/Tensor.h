@@ -16,6 +16,9 @@ namespace ortserve {
 
 using Shape = std::vector<int64_t>;
 
+// a * b; nullopt when the product does not fit in 64 bits. Every size
+// computed from client or config dims goes through this (or the two below).
+std::optional<uint64_t> CheckedMultiply(uint64_t a, uint64_t b);
 // Product of dims; nullopt if a dim is negative or the product overflows.
 std::optional<uint64_t> ElementCount(const Shape& shape);
 // Bytes for a fixed-size type; nullopt on overflow, negative dims or BYTES.

@@ -161,13 +161,16 @@ Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSig
     for (int64_t d : expected) {
       if (d == -1) {
         ++wildcards;
-      } else if (d <= 0 || product > UINT64_MAX / static_cast<uint64_t>(d)) {
+        continue;
+      }
+      const std::optional<uint64_t> next =
+          d > 0 ? CheckedMultiply(product, static_cast<uint64_t>(d)) : std::nullopt;
+      if (!next) {
         return Unavailable(std::string(kind) + " '" + tensor.name() + "': invalid reshape " +
                            ShapeToString(expected) +
                            " (each dim must be positive or -1, with a product that fits 64 bits)");
-      } else {
-        product *= static_cast<uint64_t>(d);
       }
+      product = *next;
     }
     if (wildcards > 1) {
       return Unavailable(std::string(kind) + " '" + tensor.name() + "': reshape " +
@@ -237,7 +240,7 @@ bool IsKnownParameter(const std::string& key) {
   static const std::set<std::string> kKnown = {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",
-      "fallback_model"};
+      kFallbackModelParameter, kBatchWindowParameter};
   return kKnown.count(key) > 0 || IsGpuParameter(key);
 }
 
@@ -440,11 +443,12 @@ Result<Shape> ReshapeDims(const Shape& from, const Shape& to_dims) {
                                ShapeToString(to_dims) + ": more than one -1");
       }
       unknown = static_cast<int>(i);
-    } else if (out[i] != 0 && known > UINT64_MAX / static_cast<uint64_t>(out[i])) {
+    } else if (const std::optional<uint64_t> product =
+                   CheckedMultiply(known, static_cast<uint64_t>(out[i]))) {
+      known = *product;
+    } else {
       return InvalidArgument("cannot reshape " + ShapeToString(from) + " to " +
                              ShapeToString(to_dims) + ": element count overflows 64 bits");
-    } else {
-      known *= static_cast<uint64_t>(out[i]);
     }
   }
   if (unknown >= 0) {

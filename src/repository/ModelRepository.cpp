@@ -163,9 +163,9 @@ class ModelImpl final : public Model {
     state_.store(ModelState::kReady, std::memory_order_release);
   }
 
-  void Shutdown() {
+  void Shutdown(Clock::time_point abandon_at = Clock::time_point::max()) {
     state_.store(ModelState::kUnloading, std::memory_order_release);
-    if (scheduler_) scheduler_->Shutdown();
+    if (scheduler_) scheduler_->Shutdown(abandon_at);
   }
 
   void Infer(std::unique_ptr<InferenceRequest> request) override {
@@ -264,6 +264,7 @@ class ModelImpl final : public Model {
     spare->priority = request.priority;
     spare->arrival_time = request.arrival_time;
     spare->cancelled = request.cancelled;
+    spare->trace = request.trace;  // a fallback answer is traced like the original
     return spare;
   }
 
@@ -507,7 +508,8 @@ class ModelRepositoryImpl final : public ModelRepository {
     return true;
   }
 
-  void Shutdown() override {
+  using ModelRepository::Shutdown;
+  void Shutdown(Clock::time_point abandon_at) override {
     fallback_lookup_->Detach();  // requests failing from here on answer their own error
     StopLoader();
     std::vector<std::shared_ptr<ModelImpl>> models;
@@ -522,8 +524,9 @@ class ModelRepositoryImpl final : public ModelRepository {
         }
       }
     }
-    // Outside the lock: shutting down waits for in-flight requests.
-    for (auto& m : models) m->Shutdown();
+    // Outside the lock: shutting down waits for in-flight requests (all
+    // models share the one deadline).
+    for (auto& m : models) m->Shutdown(abandon_at);
   }
 
   ModelControlMode control_mode() const override { return options_.control_mode; }
@@ -1122,6 +1125,7 @@ class ModelRepositoryImpl final : public ModelRepository {
     auto model = std::make_shared<ModelImpl>(c.config, version, reorder, fallback_lookup_);
     SchedulerOptions scheduler_options = c.scheduler_options;
     scheduler_options.compute_slots = compute_slots_;
+    scheduler_options.cancel_poll_interval_us = options_.cancel_poll_interval_us;
     scheduler_options.compute_slots_per_run = plan.total_threads / std::max(1, plan.instances);
     auto scheduler = ModelScheduler::Create(std::move(scheduler_options), std::move(instances), &model->stats());
     if (!scheduler.ok()) return fail("cannot start scheduler: " + scheduler.status().message());

@@ -68,6 +68,9 @@ struct RepositoryOptions {
   // Where TensorRT engine and timing caches live, shared by all instances of
   // a model and kept across restarts. Empty: <temp dir>/ortserve-model-cache.
   std::string model_cache_dir;
+  // How often a running batch's cancel flags are re-read while it holds a
+  // cancellable request (SchedulerOptions::cancel_poll_interval_us). > 0.
+  uint64_t cancel_poll_interval_us = 5000;
 };
 
 class ModelRepository {
@@ -93,8 +96,11 @@ class ModelRepository {
   virtual bool AllModelsReady() const = 0;
 
   // Stops the loader thread (queued loads/unloads answer kUnavailable), then
-  // every scheduler after its in-flight requests finish.
-  virtual void Shutdown() = 0;
+  // every scheduler after its in-flight requests finish -- or, at
+  // `abandon_at`, answers what is still queued or running with kUnavailable
+  // (ModelScheduler::Shutdown). Every accepted request is answered on return.
+  virtual void Shutdown(Clock::time_point abandon_at) = 0;
+  void Shutdown() { Shutdown(Clock::time_point::max()); }
 
   // ---- live model management ---------------------------------------------
   // Every load, unload and poll step runs on the repository's one loader

@@ -11,7 +11,10 @@ namespace ortserve {
 // kInvalidArgument for: unknown/duplicate/missing inputs, wrong datatype, rank
 // or dims (-1 in the config matches anything), batch size outside
 // [1, max_batch_size] or differing between inputs, data size that does not
-// match the shape, unknown or duplicate requested outputs.
+// match the shape (malformed BYTES length prefixes included), unknown or
+// duplicate requested outputs. The data-size check is the only one for both
+// front ends: their decoders frame tensors (HTTP binary data, gRPC
+// raw_input_contents) without walking them.
 Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequest& request);
 
 // Rewrites input shapes that have a config reshape to [batch] + reshape (or

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <filesystem>
 
+#include "repository/ModelConfigUtil.h"
+
 namespace ortserve {
 namespace {
 
@@ -171,6 +173,14 @@ Result<SchedulerOptions> MakeSchedulerOptions(const inference::ModelConfig& conf
     s.preferred_batch_sizes.push_back(p);
   }
   s.max_queue_delay_us = db.max_queue_delay_microseconds();
+  if (auto it = config.parameters().find(kBatchWindowParameter); it != config.parameters().end()) {
+    const std::string& mode = it->second.string_value();
+    if (mode != "adaptive" && mode != "fixed") {
+      return Unavailable(std::string("parameter '") + kBatchWindowParameter +
+                         "' must be 'adaptive' or 'fixed', got '" + mode + "'");
+    }
+    s.adaptive_batch_window = mode == "adaptive";
+  }
   // Without default_queue_policy the scheduler's defaults stand (request
   // timeouts honoured, global queue bound).
   if (db.has_default_queue_policy()) s.default_queue_policy = MakeQueuePolicy(db.default_queue_policy());

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -31,14 +32,39 @@ Shape ConcreteDims(const Shape& dims, bool* guessed) {
   return out;
 }
 
-std::vector<std::byte> ZeroData(DataType type, uint64_t count) {
-  if (type == DataType::kBytes) return std::vector<std::byte>(count * 4);  // empty strings
-  return std::vector<std::byte>(count * DataTypeSize(type));
+struct SampleSize {
+  uint64_t elements;
+  uint64_t bytes;  // for BYTES: one empty string (its 4-byte length prefix) per element
+};
+
+// The size of a warm-up tensor; nullopt when the element count or the byte
+// size does not fit in 64 bits (dims come from the config file).
+std::optional<SampleSize> SizeOfSample(DataType type, const Shape& shape) {
+  const std::optional<uint64_t> elements = ElementCount(shape);
+  if (!elements) return std::nullopt;
+  const std::optional<uint64_t> bytes =
+      CheckedMultiply(*elements, type == DataType::kBytes ? uint64_t{4} : DataTypeSize(type));
+  if (!bytes) return std::nullopt;
+  return SampleSize{*elements, *bytes};
 }
 
-std::vector<std::byte> RandomData(DataType type, uint64_t count, std::mt19937* rng) {
-  if (type == DataType::kBytes) return ZeroData(type, count);
-  std::vector<std::byte> bytes(count * DataTypeSize(type));
+// `field` names the config field whose dims made the tensor too large.
+Status SampleTooLarge(const std::string& sample, const std::string& field, const Shape& dims,
+                      DataType type, const Shape& shape) {
+  return InvalidArgument("warm-up '" + sample + "': " + field + " " + ShapeToString(dims) +
+                         " give a " + std::string(DataTypeName(type)) + " tensor of shape " +
+                         ShapeToString(shape) + ", over 2^64 elements or bytes");
+}
+
+// Zero bytes: zeros, or for BYTES empty strings.
+std::vector<std::byte> ZeroData(const SampleSize& size) {
+  return std::vector<std::byte>(size.bytes);
+}
+
+std::vector<std::byte> RandomData(DataType type, const SampleSize& size, std::mt19937* rng) {
+  if (type == DataType::kBytes) return ZeroData(size);
+  const uint64_t count = size.elements;
+  std::vector<std::byte> bytes(size.bytes);
   std::uniform_real_distribution<float> unit(0.0f, 1.0f);
   std::uniform_int_distribution<int> byte(0, 255);
   switch (type) {
@@ -113,12 +139,15 @@ Result<WarmupSample> FromConfig(const inference::ModelConfig& config, const infe
       }
     }
     if (batching) t.shape.insert(t.shape.begin(), static_cast<int64_t>(w.batch_size()));
-    const auto count = ElementCount(t.shape);
-    if (!count) return InvalidArgument("warm-up '" + sample.name + "': bad shape for '" + name + "'");
+    const std::optional<SampleSize> size = SizeOfSample(t.dtype, t.shape);
+    if (!size) {
+      return SampleTooLarge(sample.name, "model_warmup.inputs['" + name + "'].dims",
+                            ConfigDims(spec.dims()), t.dtype, t.shape);
+    }
     std::vector<std::byte> bytes;
     switch (spec.input_data_type_case()) {
       case inference::ModelWarmup::Input::kRandomData:
-        bytes = RandomData(t.dtype, *count, rng);
+        bytes = RandomData(t.dtype, *size, rng);
         break;
       case inference::ModelWarmup::Input::kInputDataFile: {
         auto path = ResolveInside(model_dir / "warmup", spec.input_data_file());
@@ -136,21 +165,20 @@ Result<WarmupSample> FromConfig(const inference::ModelConfig& config, const infe
         if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
         if (t.dtype == DataType::kBytes) {
           auto elements = CountBytesElements(bytes.data(), bytes.size());
-          if (!elements || *elements != *count) {
+          if (!elements || *elements != size->elements) {
             return InvalidArgument("warm-up '" + sample.name + "': " + spec.input_data_file() +
-                                   " does not hold " + std::to_string(*count) +
+                                   " does not hold " + std::to_string(size->elements) +
                                    " length-prefixed strings");
           }
-        } else if (bytes.size() != *count * DataTypeSize(t.dtype)) {
+        } else if (bytes.size() != size->bytes) {
           return InvalidArgument("warm-up '" + sample.name + "': " + spec.input_data_file() +
                                  " has " + std::to_string(bytes.size()) + " bytes, shape " +
-                                 ShapeToString(t.shape) + " needs " +
-                                 std::to_string(*count * DataTypeSize(t.dtype)));
+                                 ShapeToString(t.shape) + " needs " + std::to_string(size->bytes));
         }
         break;
       }
       default:
-        bytes = ZeroData(t.dtype, *count);
+        bytes = ZeroData(*size);
         break;
     }
     auto shape = ModelShape(*in, batching, t.shape);
@@ -173,9 +201,12 @@ Result<WarmupSample> Default(const inference::ModelConfig& config, int batch_siz
     if (t.dtype == DataType::kBytes) sample.best_effort = true;
     t.shape = ConcreteDims(ConfigDims(in.dims()), &sample.best_effort);
     if (batching) t.shape.insert(t.shape.begin(), batch_size);
-    const auto count = ElementCount(t.shape);
-    if (!count) return InvalidArgument("warm-up: bad shape for '" + in.name() + "'");
-    auto bytes = ZeroData(t.dtype, *count);
+    const std::optional<SampleSize> size = SizeOfSample(t.dtype, t.shape);
+    if (!size) {
+      return SampleTooLarge(sample.name, "input['" + in.name() + "'].dims", ConfigDims(in.dims()),
+                            t.dtype, t.shape);
+    }
+    auto bytes = ZeroData(*size);
     auto shape = ModelShape(in, batching, t.shape);
     if (!shape.ok()) return InvalidArgument("warm-up: " + shape.status().message());
     t.shape = std::move(shape).value();

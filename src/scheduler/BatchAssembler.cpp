@@ -63,6 +63,7 @@ BatchPlan BatchAssembler::Plan(RequestQueue& queue, Clock::time_point now, bool 
 
   const Clock::time_point window_end = plan.members.front()->enqueue_time + max_queue_delay_;
   const bool window_over = max_queue_delay_ != Clock::duration::zero() && now >= window_end;
+  plan.window_over = window_over;
   if (preferred_count > 0 && !window_over && !flush) {
     plan.members.resize(preferred_count);
     return plan;

@@ -24,6 +24,8 @@ struct BatchPlan {
   std::vector<QueuedRequest*> members;  // empty: nothing to run yet
   // When members is empty: re-plan at this time (or when the queue changes).
   Clock::time_point wake_at = Clock::time_point::max();
+  // The head request has waited max_queue_delay (a non-zero window is over).
+  bool window_over = false;
 };
 
 class BatchAssembler {
@@ -33,7 +35,8 @@ class BatchAssembler {
   BatchAssembler(int max_batch_size, bool dynamic_batching, std::vector<int> preferred_batch_sizes,
                  uint64_t max_queue_delay_us);
 
-  // `flush`: do not wait for a better batch (shutting down).
+  // `flush`: do not wait for a better batch (shutting down, or no further
+  // request is expected: the scheduler's adaptive window).
   BatchPlan Plan(RequestQueue& queue, Clock::time_point now, bool flush) const;
 
  private:

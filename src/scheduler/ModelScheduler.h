@@ -38,6 +38,10 @@ struct SchedulerOptions {
   bool dynamic_batching = false;
   std::vector<int> preferred_batch_sizes;
   uint64_t max_queue_delay_us = 0;
+  // The batching window closes early once the requests the scheduler expects
+  // have arrived (see "Adaptive batching window" in SchedulerImpl.h); false:
+  // Triton's fixed window, always waiting max_queue_delay for a fuller batch.
+  bool adaptive_batch_window = true;
   // Bound used when a policy says 0 (Triton's "unbounded"): we never queue
   // without bound.
   uint64_t default_max_queue_size = 1024;
@@ -93,8 +97,13 @@ class ModelScheduler {
   virtual bool ExpectedToMissDeadline(const InferenceRequest& /*request*/) const { return false; }
 
   // Stops accepting (later Submits answer kUnavailable), finishes queued and
-  // running requests, joins the workers. Idempotent; the destructor calls it.
-  virtual void Shutdown() = 0;
+  // running requests until `abandon_at`, then answers what is still queued or
+  // running with kUnavailable ("... is shutting down ...", counted as
+  // rejected; running batches are stopped through ModelInstance::Terminate),
+  // and joins the workers. Every accepted request is answered before it
+  // returns. Idempotent; the destructor calls Shutdown() (no deadline).
+  virtual void Shutdown(Clock::time_point abandon_at) = 0;
+  void Shutdown() { Shutdown(Clock::time_point::max()); }
 
   virtual size_t QueueDepth() const = 0;
   virtual size_t BusyInstances() const = 0;

@@ -5,6 +5,10 @@
 #include <exception>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
+#include "scheduler/BatchTracing.h"
+
 namespace ortserve {
 namespace {
 
@@ -94,6 +98,7 @@ SchedulerImpl::SchedulerImpl(SchedulerOptions options,
                  options_.preferred_batch_sizes, options_.max_queue_delay_us),
       stackers_(instances_.size()),
       queue_(label_, LevelPolicies(options_), options_.default_max_queue_size),
+      forecast_(static_cast<uint64_t>(std::max(options_.max_batch_size, 1)) * instances_.size()),
       running_(instances_.size()) {
   workers_.reserve(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
@@ -195,8 +200,10 @@ Status SchedulerImpl::SubmitImpl(std::unique_ptr<InferenceRequest>& request, boo
     if (stopping_) {
       status = Unavailable(label_ + " is shutting down");
     } else {
-      status = queue_.Push(request, *level, *rows, clock_->Now());
+      const Clock::time_point now = clock_->Now();
+      status = queue_.Push(request, *level, *rows, now);
       queue_full = !status.ok();
+      if (status.ok() && options_.adaptive_batch_window) forecast_.Arrived(now);
       queue_depth_.store(queue_.size(), std::memory_order_relaxed);
       wake_leader = has_leader_;
     }
@@ -216,14 +223,23 @@ Status SchedulerImpl::SubmitImpl(std::unique_ptr<InferenceRequest>& request, boo
   return Status::Ok();
 }
 
-void SchedulerImpl::Shutdown() {
+void SchedulerImpl::Shutdown(Clock::time_point abandon_at) {
   std::lock_guard<std::mutex> shutdown_lock(shutdown_mu_);
+  bool drained;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     stopping_ = true;
+    leader_cv_.notify_all();
+    follower_cv_.notify_all();
+    // Workers notify drained_cv_ under mu_ each time they come back for work
+    // while stopping, so this re-check cannot miss the last one.
+    auto is_drained = [&] { return queue_.empty() && busy_instances_.load() == 0; };
+    while (!(drained = is_drained()) && abandon_at != Clock::time_point::max() &&
+           clock_->Now() < abandon_at) {
+      clock_->WaitUntil(drained_cv_, lock, abandon_at);
+    }
   }
-  leader_cv_.notify_all();
-  follower_cv_.notify_all();
+  if (!drained && abandon_at != Clock::time_point::max()) Abandon();
   for (std::thread& worker : workers_)
     if (worker.joinable()) worker.join();
   // After the workers: no batch runs any more, so nothing is left to watch.
@@ -235,11 +251,14 @@ void SchedulerImpl::Shutdown() {
   if (watchdog_.joinable()) watchdog_.join();
 }
 
-void SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch) {
+bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch) {
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
     RunningBatch& running = running_[index];
-    running.terminated = false;
+    running.active = true;
+    running.terminated = abandoned_;
+    if (abandoned_) return false;
+    running.watched = true;
     running.requests.clear();  // keeps its capacity: no allocation once warm
     for (const QueuedRequest& entry : batch) {
       const std::atomic<bool>* cancelled = entry.request->cancelled.get();
@@ -247,23 +266,59 @@ void SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch)
       // batch alive: nothing to watch.
       if (cancelled == nullptr && entry.deadline == Clock::time_point::max()) {
         running.requests.clear();
-        running.active = false;
-        return;
+        running.watched = false;
+        return true;
       }
       running.requests.push_back({entry.deadline, cancelled});
     }
-    running.active = true;
   }
   watch_cv_.notify_one();
+  return true;
 }
 
-bool SchedulerImpl::Unwatch(size_t index) {
+SchedulerImpl::RunEnd SchedulerImpl::Unwatch(size_t index) {
   std::lock_guard<std::mutex> lock(watch_mu_);
   RunningBatch& running = running_[index];
   const bool terminated = running.active && running.terminated;
   running.active = false;
+  running.watched = false;
   running.terminated = false;
-  return terminated;
+  if (!terminated) return RunEnd::kRan;
+  return abandoned_ ? RunEnd::kAbandoned : RunEnd::kDead;
+}
+
+void SchedulerImpl::Abandon() {
+  std::vector<QueuedRequest> left;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<QueuedRequest*> all;
+    queue_.Scan([&](QueuedRequest& entry) {
+      all.push_back(&entry);
+      return true;
+    });
+    left = queue_.Take(all);
+    queue_depth_.store(0, std::memory_order_relaxed);
+  }
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    abandoned_ = true;
+    for (size_t i = 0; i < running_.size(); ++i) {
+      if (!running_[i].active || running_[i].terminated) continue;
+      running_[i].terminated = true;
+      instances_[i]->Terminate();  // thread-safe, returns at once
+    }
+  }
+  if (!left.empty()) {
+    spdlog::warn("{}: exit timeout reached with {} request(s) still queued; answering them 503",
+                 label_, left.size());
+  }
+  for (QueuedRequest& entry : left) {
+    const std::string id = entry.request->id;
+    Fail(std::move(entry.request),
+         Unavailable(label_ + " is shutting down: request '" + id +
+                     "' was not run before the exit timeout"),
+         RequestOutcome::kRejected);
+  }
 }
 
 void SchedulerImpl::WatchdogLoop() {
@@ -276,7 +331,7 @@ void SchedulerImpl::WatchdogLoop() {
     bool poll_cancellations = false;
     for (size_t i = 0; i < running_.size(); ++i) {
       RunningBatch& running = running_[i];
-      if (!running.active || running.terminated) continue;
+      if (!running.active || !running.watched || running.terminated) continue;
       bool dead = true;
       // The batch dies, at the latest, when the last deadline among its
       // requests not cancelled passes.
@@ -315,6 +370,12 @@ void SchedulerImpl::RecordExecution(uint64_t ns) {
   } while (!average_execution_ns_.compare_exchange_weak(old, next, std::memory_order_relaxed));
 }
 
+void SchedulerImpl::ForecastAnswered(uint64_t answered) {
+  if (!options_.adaptive_batch_window) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  forecast_.Answered(answered, clock_->Now());
+}
+
 void SchedulerImpl::WorkerLoop(size_t index) {
   std::vector<QueuedRequest> batch;
   std::vector<RejectedRequest> rejected;
@@ -341,6 +402,7 @@ void SchedulerImpl::ResignLeader() {
 bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
                               std::vector<RejectedRequest>* rejected) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (stopping_) drained_cv_.notify_all();  // Shutdown may be waiting for the drain
   follower_cv_.wait(lock, [&] { return !has_leader_; });
   has_leader_ = true;
   for (;;) {
@@ -360,15 +422,22 @@ bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
       leader_cv_.wait(lock);
       continue;
     }
-    BatchPlan plan = assembler_.Plan(queue_, now, /*flush=*/stopping_);
+    // Adaptive window: with no arrival expected, waiting cannot grow the batch.
+    const bool more_expected = !options_.adaptive_batch_window || forecast_.ExpectsMore(now);
+    BatchPlan plan = assembler_.Plan(queue_, now, /*flush=*/stopping_ || !more_expected);
     if (!plan.members.empty()) {
+      if (options_.adaptive_batch_window && more_expected && plan.window_over) {
+        forecast_.WindowClosed();
+      }
       *batch = queue_.Take(plan.members);
       queue_depth_.store(queue_.size(), std::memory_order_relaxed);
       busy_instances_.fetch_add(1, std::memory_order_relaxed);
       ResignLeader();
       return true;
     }
-    const Clock::time_point wake_at = std::min(plan.wake_at, next_deadline);
+    Clock::time_point wake_at = std::min(plan.wake_at, next_deadline);
+    // Still expecting (else the plan went): re-plan when the expectation lapses.
+    if (options_.adaptive_batch_window) wake_at = std::min(wake_at, forecast_.ExpectUntil());
     if (wake_at == Clock::time_point::max()) {
       leader_cv_.wait(lock);
     } else {
@@ -398,19 +467,18 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   std::vector<std::vector<Tensor>> per_request;
   Clock::time_point input_end = start, infer_end = start;
   Status status;
-  bool terminated = false;
+  RunEnd run_end = RunEnd::kRan;
   try {
     status = stackers_[index].Stack(requests, &inputs);
     input_end = clock_->Now();
     if (status.ok()) {
-      Watch(index, batch);
       try {
-        status = instance.Run(inputs, &outputs);
+        if (Watch(index, batch)) status = instance.Run(inputs, &outputs);
       } catch (...) {
-        terminated = Unwatch(index);
+        run_end = Unwatch(index);
         throw;
       }
-      terminated = Unwatch(index);
+      run_end = Unwatch(index);
       if (!status.ok()) status = Internal(status.message());
     }
     infer_end = clock_->Now();
@@ -433,7 +501,24 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
     status = Internal(label_ + ": unknown exception while running a batch");
   }
 
-  if (terminated) {
+  // Before any answer leaves: a client answered may send its next request
+  // before this worker gets back to the queue.
+  ForecastAnswered(batch.size());
+  if (run_end == RunEnd::kAbandoned) {
+    // Whatever Run returned (if it started): shutdown's deadline has passed.
+    lease.reset();
+    stats_->terminated_executions.fetch_add(1, std::memory_order_relaxed);
+    busy_instances_.fetch_sub(1, std::memory_order_relaxed);
+    for (QueuedRequest& entry : batch) {
+      const std::string id = entry.request->id;
+      Fail(std::move(entry.request),
+           Unavailable(label_ + " is shutting down: the run of request '" + id +
+                       "' was stopped at the exit timeout"),
+           RequestOutcome::kRejected);
+    }
+    return;
+  }
+  if (run_end == RunEnd::kDead) {
     // Whatever Run returned: every request was dead when it was stopped.
     lease.reset();
     stats_->terminated_executions.fetch_add(1, std::memory_order_relaxed);
@@ -465,6 +550,9 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   for (size_t i = 0; i < batch.size(); ++i)
     responses.push_back(BuildResponse(*batch[i].request, std::move(per_request[i])));
   const Clock::time_point end = clock_->Now();
+  // Tracing: the batch's times and span links go into its traced requests'
+  // records before anyone is answered (a null check per request otherwise).
+  RecordBatchTrace(batch, start, end, batch_size);
 
   RecordExecution(Nanos(start, end));
   const uint64_t input_ns = Nanos(start, input_end);

@@ -19,7 +19,12 @@
 //
 // Destruction: Shutdown() (also run by the destructor) drains the queue, joins
 // the workers, and only then destroys the instances. Neither may be called
-// from an on_complete callback (it would join its own thread).
+// from an on_complete callback (it would join its own thread). With a
+// deadline (Shutdown(abandon_at), the server's --exit-timeout-secs) the drain
+// stops there: the queue is emptied with kUnavailable answers and running
+// batches are stopped like dead ones (the watchdog's mark and Terminate(),
+// with abandoned_ telling the worker why, and keeping a batch taken just
+// before from starting at all).
 //
 // Timeouts: a request whose queue timeout passes before its batch starts is
 // answered kUnavailable "Request timeout expired ...", as Triton answers it
@@ -50,6 +55,16 @@
 // nothing to the instance (see ModelInstance); the worker still answers by
 // the mark, so a batch found dead is never answered as a success.
 //
+// Adaptive batching window (options.adaptive_batch_window, the default): a
+// fixed window (Triton's) makes every batch that is not full wait the whole
+// max_queue_delay, even when no further request can come -- e.g. 32 closed-
+// loop clients and max_batch_size 64 pay the whole window per batch for
+// nothing. The leader instead asks forecast_ (ArrivalForecast.h: each answered
+// request makes one arrival expected, for about as long as clients take to
+// come back) and runs what is queued at once when no arrival is expected.
+// The window still bounds every wait, so it only ever closes earlier than the
+// fixed one; a lone request to an idle model runs at once.
+//
 // Priorities: with priority_levels 0 the request's priority is ignored (as
 // Triton); otherwise 0 means default_priority_level and a value above
 // priority_levels is rejected with kInvalidArgument.
@@ -73,6 +88,7 @@
 #include <thread>
 #include <vector>
 
+#include "scheduler/ArrivalForecast.h"
 #include "scheduler/BatchAssembler.h"
 #include "scheduler/ModelScheduler.h"
 #include "scheduler/RequestQueue.h"
@@ -96,7 +112,8 @@ class SchedulerImpl final : public ModelScheduler {
   void Submit(std::unique_ptr<InferenceRequest> request) override;
   Status TrySubmit(std::unique_ptr<InferenceRequest>& request) override;
   bool ExpectedToMissDeadline(const InferenceRequest& request) const override;
-  void Shutdown() override;
+  using ModelScheduler::Shutdown;
+  void Shutdown(Clock::time_point abandon_at) override;
   size_t QueueDepth() const override { return queue_depth_.load(std::memory_order_relaxed); }
   size_t BusyInstances() const override { return busy_instances_.load(std::memory_order_relaxed); }
 
@@ -117,16 +134,24 @@ class SchedulerImpl final : public ModelScheduler {
     const std::atomic<bool>* cancelled;   // null: cannot be cancelled
   };
   struct RunningBatch {
-    bool active = false;      // a watched batch is (about to be) running
-    bool terminated = false;  // the watchdog found it dead and terminated it
+    bool active = false;      // a batch is (about to be) running
+    bool watched = false;     // every request can die: the watchdog looks at it
+    bool terminated = false;  // found dead (or abandoned at shutdown) and terminated
     std::vector<WatchedRequest> requests;
   };
+  enum class RunEnd { kRan, kDead, kAbandoned };
   void WatchdogLoop();
-  // Registers worker `index`'s batch with the watchdog (if it can ever die).
-  void Watch(size_t index, const std::vector<QueuedRequest>& batch);
-  // Ends the watch; true when the watchdog terminated the batch.
-  bool Unwatch(size_t index);
+  // Registers worker `index`'s batch as running (watched if it can ever die).
+  // False when shutdown has abandoned the work: the batch must not start.
+  bool Watch(size_t index, const std::vector<QueuedRequest>& batch);
+  // Ends the run's registration and says whether it was stopped, and why.
+  RunEnd Unwatch(size_t index);
+  // Shutdown past its deadline: empties the queue with kUnavailable answers
+  // and stops the running batches.
+  void Abandon();
   void RecordExecution(uint64_t ns);
+  // Adaptive window: `answered` requests of a batch are about to be answered.
+  void ForecastAnswered(uint64_t answered);
 
   // Validation done at Submit: the rows a request adds to a batch, or why it
   // cannot be scheduled.
@@ -150,9 +175,11 @@ class SchedulerImpl final : public ModelScheduler {
   mutable std::mutex mu_;
   std::condition_variable leader_cv_;    // the leader waits for requests/time
   std::condition_variable follower_cv_;  // idle non-leaders wait for the role
+  std::condition_variable drained_cv_;   // Shutdown waits: a stopping worker is back
   RequestQueue queue_;                   // guarded by mu_
   bool has_leader_ = false;              // guarded by mu_
   bool stopping_ = false;                // guarded by mu_
+  ArrivalForecast forecast_;             // guarded by mu_; adaptive window only
 
   // Written under mu_ (queue depth) or by workers, read anywhere lock-free.
   std::atomic<size_t> queue_depth_{0};
@@ -166,6 +193,7 @@ class SchedulerImpl final : public ModelScheduler {
   std::condition_variable watch_cv_;
   std::vector<RunningBatch> running_;    // guarded by watch_mu_; one per worker
   bool watch_stopping_ = false;          // guarded by watch_mu_
+  bool abandoned_ = false;               // guarded by watch_mu_
 
   std::mutex shutdown_mu_;             // serialises Shutdown(); taken before mu_
   std::vector<std::thread> workers_;   // guarded by shutdown_mu_ after construction

@@ -75,8 +75,16 @@ def launch(log_dir, request):
         return srv
 
     yield _launch
+    # Every server is stopped even if one's stop() fails (a sanitizer report);
+    # the first failure is raised afterwards.
+    errors = []
     for srv in started:
-        srv.stop()
+        try:
+            srv.stop()
+        except AssertionError as e:
+            errors.append(e)
+    if errors:
+        raise errors[0]
 
 
 @pytest.fixture(scope="session")

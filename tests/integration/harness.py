@@ -20,6 +20,7 @@ import time
 import numpy as np
 import pytest
 import requests
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -27,14 +28,26 @@ DEMO_REPO = REPO_ROOT / "models"
 sys.path.insert(0, str(REPO_ROOT / "tests" / "models"))
 import make_test_models  # noqa: E402  (re-exported for the tests)
 
-STARTUP_TIMEOUT_S = 120    # bound on live + models READY after start
-SHUTDOWN_TIMEOUT_S = 30    # bound on a graceful exit before SIGKILL
-HTTP_TIMEOUT_S = 60        # bound on any single request in the tests
+# ORTSERVE_TEST_TIMEOUT_SCALE (default 1) multiplies the bounds below, for
+# slow builds of the server (ASan+UBSan in `make test-sanitize` runs it a few
+# times slower); the defaults stay as they are for the normal build.
+TIMEOUT_SCALE = max(1.0, float(os.environ.get("ORTSERVE_TEST_TIMEOUT_SCALE", "1") or 1))
+STARTUP_TIMEOUT_S = 120 * TIMEOUT_SCALE   # bound on live + models READY after start
+SHUTDOWN_TIMEOUT_S = 30 * TIMEOUT_SCALE   # bound on a graceful exit before SIGKILL
+HTTP_TIMEOUT_S = 60 * TIMEOUT_SCALE       # bound on any single request in the tests
 SMALL_BODY_LIMIT = 1 << 20  # --http-max-input-size of the body-limit server
 
 
 def ortserve_binary() -> pathlib.Path:
     return pathlib.Path(os.environ.get("ORTSERVE_BIN", REPO_ROOT / "build" / "ortserve"))
+
+
+# A report of ASan / LSan / UBSan (or TSan) in a server's log. The server's
+# stderr goes to that log, and most tests never look at its exit code, so
+# Server.stop() scans for these and fails the test that owned the server.
+SANITIZER_REPORT = re.compile(
+    r"^==\d+==ERROR: \w*Sanitizer|^WARNING: ThreadSanitizer|^SUMMARY: \w*Sanitizer"
+    r"|^\S+:\d+(?::\d+)?: runtime error: ", re.M)
 
 
 def free_ports(count: int) -> list[int]:
@@ -57,7 +70,7 @@ class Server:
 
     def __init__(self, repo: pathlib.Path, log_path: pathlib.Path, *,
                  strict_readiness: bool = False, extra_args: tuple[str, ...] = (),
-                 https: dict | None = None):
+                 https: dict | None = None, exit_timeout_secs: int = 5):
         # https: the server speaks HTTPS (--http-use-ssl); the dict holds the
         # `requests` TLS arguments (verify=<CA file>, cert=(cert, key)) that
         # get()/post() and the startup wait use.
@@ -66,9 +79,11 @@ class Server:
         self.log_path = pathlib.Path(log_path)
         self.strict_readiness = strict_readiness
         self.extra_args = tuple(extra_args)
+        self.exit_timeout_secs = exit_timeout_secs
         self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
         self.proc: subprocess.Popen | None = None
         self._log_file = None
+        self._sanitizer_checked = False
 
     # -- addresses
     @property
@@ -94,7 +109,7 @@ class Server:
                 "--grpc-port", str(self.grpc_port),
                 "--metrics-port", str(self.metrics_port),
                 f"--strict-readiness={'true' if self.strict_readiness else 'false'}",
-                "--exit-timeout-secs", "5",
+                "--exit-timeout-secs", str(self.exit_timeout_secs),
                 "--log-verbose", "1",
                 *self.extra_args]
 
@@ -147,7 +162,23 @@ class Server:
         if self._log_file:
             self._log_file.close()
             self._log_file = None
+        # Once per server (stop() may run twice: in a test and in teardown).
+        if not self._sanitizer_checked:
+            self._sanitizer_checked = True
+            report = self.sanitizer_report()
+            if report:
+                raise AssertionError(f"sanitizer report in ortserve's log {self.log_path} "
+                                     f"(exit code {self.proc.returncode}):\n{report}")
         return self.proc.returncode
+
+    def sanitizer_report(self, max_lines: int = 120) -> str:
+        """The first sanitizer report in the log (and what follows it), or ''."""
+        text = self.log_text()
+        m = SANITIZER_REPORT.search(text)
+        if not m:
+            return ""
+        start = text.rfind("\n", 0, m.start()) + 1
+        return "\n".join(text[start:].splitlines()[:max_lines])
 
     # -- log
     def log_text(self) -> str:
@@ -425,6 +456,29 @@ def infer_inputs(tensors: dict, binary: bool = True) -> list:
 
 def requested_outputs(names, binary: bool = True) -> list:
     return [httpclient.InferRequestedOutput(n, binary_data=binary) for n in names]
+
+
+def metric(srv, name: str, **labels) -> float:
+    """The value of the first sample of `name` on srv's /metrics whose labels
+    include `labels`."""
+    text = requests.get(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=HTTP_TIMEOUT_S).text
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(name):line.index("}") + 1]))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no sample {name}{labels} in /metrics")
+
+
+def grpc_inputs(tensors: dict) -> list:
+    """{name: (datatype, array)} -> [tritonclient.grpc.InferInput] (raw_input_contents)."""
+    inputs = []
+    for name, (datatype, array) in tensors.items():
+        inp = grpcclient.InferInput(name, list(array.shape), datatype)
+        inp.set_data_from_numpy(array)
+        inputs.append(inp)
+    return inputs
 
 
 def assert_matches(actual: np.ndarray, expected: np.ndarray, exact: bool = False) -> None:

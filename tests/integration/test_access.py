@@ -7,9 +7,13 @@ and a client certificate).
 """
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
+import socket
 import ssl
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -18,7 +22,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from harness import (Server, error_message, infer_inputs, make_test_models,
+from harness import (Server, error_message, infer_inputs, make_test_models, metric,
                      model_file, start_server)
 
 REFUSAL = "this API is restricted; the request lacks valid credentials"
@@ -323,6 +327,45 @@ def test_https_mutual_tls_requires_client_certificate(mtls_server, certs):
                               f"https://127.0.0.1:{mtls_server.http_port}/v2/health/ready"],
                              capture_output=True, text=True, timeout=60)
         assert out.stdout == "200", (out.stdout, out.stderr)
+
+
+def test_https_client_leaving_cancels_its_run(certs, launch, tmp_path):
+    """An HTTPS client that closes its connection (close_notify, then FIN)
+    while its request runs gets the request cancelled and the run stopped, as
+    over plain HTTP. very_slow runs a second or more: without the cancel the
+    run completes and counts as a success."""
+    slow_repo = make_test_models.build_test_repository(tmp_path / "repo", ["very_slow"])
+    srv = launch(slow_repo, https={"verify": str(certs["ca"])}, extra_args=_tls_args(certs))
+    srv.wait_models_ready(["very_slow"])
+    labels = {"model": "very_slow", "version": "1"}
+    cancelled_before = metric(srv, "ortserve_requests_total", outcome="cancelled", **labels)
+    x = np.zeros((1, 16), np.float32)
+    body = json.dumps({"inputs": [{"name": "x", "shape": [1, 16], "datatype": "FP32",
+                                   "data": x.ravel().tolist()}]}).encode()
+    head = (f"POST /v2/models/very_slow/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    ctx = ssl.create_default_context(cafile=str(certs["ca"]))
+    with socket.create_connection(("127.0.0.1", srv.http_port), timeout=60) as raw:
+        tls = ctx.wrap_socket(raw, server_hostname="127.0.0.1")
+        tls.sendall(head + body)
+        # Leave once the run has started.
+        _poll(lambda: metric(srv, "ortserve_busy_instances", **labels) >= 1, "the run to start")
+        tls.settimeout(1)
+        with contextlib.suppress(OSError):  # sends close_notify; the server does not answer it
+            tls.unwrap()
+    _poll(lambda: metric(srv, "ortserve_requests_total", outcome="cancelled", **labels) > cancelled_before,
+          "the request to be counted as cancelled")
+    assert metric(srv, "ortserve_requests_total", outcome="success", **labels) == 0
+    assert srv.get("/v2/health/ready").status_code == 200
+
+
+def _poll(predicate, what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_grpc_tls(tls_server, certs):

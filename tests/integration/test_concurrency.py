@@ -84,3 +84,29 @@ def test_perf_analyzer_http(demo_server):
     # the model was exercised for real
     stats = demo_server.model_stats("mlp_classifier")
     assert int(stats["inference_count"]) > 8
+
+
+@pytest.mark.timeout(180)
+def test_adaptive_window_does_not_wait_when_nobody_else_can_join(server, test_repo, reference):
+    """mlp_adaptive has a 60 s max_queue_delay and the default adaptive window.
+    One closed-loop client, then 8: each batch runs once the clients the server
+    answered are back, never after the window -- a fixed window would make
+    every request here outlive the clients' 20 s timeout."""
+    model = "mlp_adaptive"
+    path = model_file(test_repo, model)
+
+    def loop(client_index: int, rounds: int):
+        with httpclient.InferenceServerClient(server.url, network_timeout=20) as c:
+            for k in range(rounds):
+                x = sample_array("FP32", (1, 16), seed=3000 + 100 * client_index + k) / 100
+                r = c.infer(model, infer_inputs({"features": ("FP32", x)}),
+                            outputs=requested_outputs(["probabilities"]))
+                assert_matches(r.as_numpy("probabilities"),
+                               reference.run(path, {"features": x})["probabilities"])
+
+    loop(0, 5)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        for f in [pool.submit(loop, i, 5) for i in range(1, 9)]:
+            f.result()
+    stats = server.model_stats(model)
+    assert _stat(stats, "inference_count") == 45

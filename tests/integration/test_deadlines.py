@@ -13,9 +13,9 @@ import re
 
 import numpy as np
 import pytest
-import requests
 
-from harness import HTTP_TIMEOUT_S, assert_matches, error_message, make_test_models, model_file, sample_array
+from harness import (HTTP_TIMEOUT_S, assert_matches, error_message, make_test_models, metric,
+                     model_file, sample_array)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -34,15 +34,6 @@ def body(x: np.ndarray, **parameters) -> bytes:
     return json.dumps(b).encode()
 
 
-def metric(srv, name: str, **labels) -> float:
-    text = requests.get(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=HTTP_TIMEOUT_S).text
-    for line in text.splitlines():
-        if not line.startswith(name + "{"):
-            continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(name):line.index("}") + 1]))
-        if all(got.get(k) == v for k, v in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no sample {name}{labels} in /metrics")
 
 
 def test_run_past_its_deadline_is_terminated_and_the_instance_serves_on(launch, deadline_repo, reference):

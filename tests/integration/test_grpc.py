@@ -23,7 +23,7 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pbg
 from tritonclient.utils import InferenceServerException
 
-from harness import (DEMO_REPO, HTTP_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, assert_matches,
+from harness import (DEMO_REPO, grpc_inputs, HTTP_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, assert_matches,
                      bf16_bits_to_fp32, check_add_sub_fp32, fp32_to_bf16_bits, infer_inputs,
                      make_test_models, model_file, perf_analyzer_command, requested_outputs,
                      sample_array)
@@ -34,16 +34,6 @@ GRPC_TIMEOUT_S = HTTP_TIMEOUT_S  # bound on any single call (turns a hang into a
 
 
 # ------------------------------------------------------------------ helpers
-
-def grpc_inputs(tensors: dict) -> list:
-    """{name: (datatype, array)} -> [tritonclient.grpc.InferInput] (raw_input_contents)."""
-    inputs = []
-    for name, (datatype, array) in tensors.items():
-        inp = grpcclient.InferInput(name, list(array.shape), datatype)
-        inp.set_data_from_numpy(array)
-        inputs.append(inp)
-    return inputs
-
 
 def grpc_outputs(names) -> list:
     return [grpcclient.InferRequestedOutput(n) for n in names]

@@ -20,8 +20,11 @@ Models that must load and serve:
   versioned_add       versions 1, 2, 3 on disk (version k adds k);
                       version_policy latest { num_versions: 2 } -> 2 and 3 serve.
   autocomplete_linear no config.pbtxt; dynamic first dim -> batchable.
-  mlp_batching        mlp_classifier with max_batch_size 64 and
-                      max_queue_delay_microseconds 50000 (batching certain).
+  mlp_batching        mlp_classifier with max_batch_size 64,
+                      max_queue_delay_microseconds 50000 and Triton's fixed
+                      window (batch_window "fixed"): batching certain.
+  mlp_adaptive        the same with a 60 s window and the default adaptive
+                      window: a request nobody else joins must not wait it.
   slow                x[-1,16] -> 256 chained 256x256 MatMul+Tanh -> [-1,4]
                       (~100 ms on one thread), 1 instance, queue policy with
                       allow_timeout_override (request "timeout" parameter).
@@ -247,7 +250,11 @@ def _builders() -> dict:
         repo, "autocomplete_linear", demo.build_linear(), None))
     add("mlp_batching", lambda repo: demo.write_model(
         repo, "mlp_batching", demo.build_mlp_classifier(), demo.mlp_classifier_config(
-            "mlp_batching", 64, "dynamic_batching { max_queue_delay_microseconds: 50000 }")))
+            "mlp_batching", 64, "dynamic_batching { max_queue_delay_microseconds: 50000 }\n"
+            'parameters { key: "batch_window" value: { string_value: "fixed" } }')))
+    add("mlp_adaptive", lambda repo: demo.write_model(
+        repo, "mlp_adaptive", demo.build_mlp_classifier(), demo.mlp_classifier_config(
+            "mlp_adaptive", 64, "dynamic_batching { max_queue_delay_microseconds: 60000000 }")))
 
     def slow_models(repo):
         model = build_slow().SerializeToString()

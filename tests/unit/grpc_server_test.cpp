@@ -17,6 +17,7 @@
 
 #include "grpc_service.grpc.pb.h"
 #include "repository/ModelRepository.h"
+#include "server/common/StatisticsSnapshot.h"
 #include "server/grpc/GrpcInferCodec.h"
 #include "server/grpc/GrpcServer.h"
 
@@ -150,7 +151,7 @@ class FakeRepository : public ModelRepository {
  public:
   void Add(std::shared_ptr<FakeModel> model) { models_[model->name()] = std::move(model); }
   void LoadAll() override {}
-  void Shutdown() override {}
+  void Shutdown(Clock::time_point) override {}
   Result<std::shared_ptr<Model>> GetModel(const std::string& name, const std::string& version) const override {
     auto it = models_.find(name);
     if (it == models_.end() || (!version.empty() && version != it->second->version())) {
@@ -747,6 +748,20 @@ TEST(GrpcInferCodecTest, StatusCodesMapInOnePlace) {
   EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kUnsupported), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kInternal), grpc::StatusCode::INTERNAL);
   EXPECT_EQ(grpcfe::ToGrpcStatus(Unavailable("queue full")).error_message(), "queue full");
+}
+
+// The statistics handler sets durations by these names (the HTTP front end
+// writes them as JSON keys): each must be a StatisticDuration of the proto.
+TEST(GrpcStatisticsFields, EveryDurationNameIsAStatisticDurationField) {
+  auto expect_durations = [](const google::protobuf::Descriptor* message, const auto& names) {
+    for (std::string_view name : names) {
+      const google::protobuf::FieldDescriptor* field = message->FindFieldByName(std::string(name));
+      ASSERT_NE(field, nullptr) << message->name() << "." << name;
+      EXPECT_EQ(field->message_type(), inference::StatisticDuration::descriptor()) << name;
+    }
+  };
+  expect_durations(inference::InferStatistics::descriptor(), common::kInferenceDurationNames);
+  expect_durations(inference::InferBatchStatistics::descriptor(), common::kBatchDurationNames);
 }
 
 }  // namespace

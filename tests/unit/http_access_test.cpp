@@ -53,7 +53,7 @@ class ExplicitRepository : public ModelRepository {
   std::vector<ModelIndexEntry> Index() const override { return {}; }
   std::vector<std::shared_ptr<Model>> ReadyModels() const override { return {}; }
   bool AllModelsReady() const override { return true; }
-  void Shutdown() override {}
+  void Shutdown(Clock::time_point) override {}
   ModelControlMode control_mode() const override { return ModelControlMode::kExplicit; }
   void LoadAsync(const std::string&, std::function<void(Status)> done) override {
     ++loads;

@@ -79,7 +79,7 @@ class Repo : public ModelRepository {
   std::vector<ModelIndexEntry> Index() const override { return {}; }
   std::vector<std::shared_ptr<Model>> ReadyModels() const override { return {model}; }
   bool AllModelsReady() const override { return true; }
-  void Shutdown() override {}
+  void Shutdown(Clock::time_point) override {}
   std::shared_ptr<ThreadedModel> model = std::make_shared<ThreadedModel>();
 };
 

@@ -88,7 +88,7 @@ class FakeRepository : public ModelRepository {
   }
   std::vector<std::shared_ptr<Model>> ReadyModels() const override { return {model}; }
   bool AllModelsReady() const override { return false; }
-  void Shutdown() override {}
+  void Shutdown(Clock::time_point) override {}
 
   std::shared_ptr<FakeModel> model;
 };

@@ -173,6 +173,10 @@ TEST(RenderMetrics, WholeExpositionParsesAndCarriesTheCounters) {
   sources.execution_providers = "CPUExecutionProvider";
   sources.http_open_connections = [] { return size_t{4}; };
   sources.grpc_active_calls = [] { return size_t{2}; };
+  sources.trace_export = [] {
+    return tracing::TraceExportCounters{
+        .exported = 7, .dropped_buffer_full = 3, .dropped_export_failed = 5, .failed_exports = 1, .buffered = 2};
+  };
   std::vector<ModelIndexEntry> index = {{"broken", "", ModelState::kUnavailable, "no versions"},
                                         {"dense\"net", "2", ModelState::kReady, ""}};
   const std::string text = RenderMetrics(sources, index, {model});
@@ -200,6 +204,11 @@ TEST(RenderMetrics, WholeExpositionParsesAndCarriesTheCounters) {
   EXPECT_EQ(s["ortserve_model_state{" + m + ",state=\"READY\"}"], "1");
   EXPECT_EQ(s["ortserve_open_connections{protocol=\"http\"}"], "4");
   EXPECT_EQ(s["ortserve_active_calls{protocol=\"grpc\"}"], "2");
+  EXPECT_EQ(s["ortserve_trace_spans_exported_total"], "7");
+  EXPECT_EQ(s["ortserve_trace_spans_dropped_total{reason=\"buffer_full\"}"], "3");
+  EXPECT_EQ(s["ortserve_trace_spans_dropped_total{reason=\"export_failed\"}"], "5");
+  EXPECT_EQ(s["ortserve_trace_export_failures_total"], "1");
+  EXPECT_EQ(s["ortserve_trace_buffered_spans"], "2");
   EXPECT_EQ(s["ortserve_build_info{version=\"0.1.0\",onnxruntime_version=\"1.29.0\","
               "execution_providers=\"CPUExecutionProvider\"}"],
             "1");
@@ -216,6 +225,7 @@ TEST(RenderMetrics, NoModelsStillDeclaresFamilies) {
   auto s = ParseStrict(text);
   EXPECT_THAT(text, HasSubstr("# TYPE ortserve_requests_total counter"));
   EXPECT_EQ(s.count("ortserve_open_connections{protocol=\"http\"}"), 0u);
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("ortserve_trace_")));  // tracing off: no trace series
 }
 
 // A raw HTTP/1.1 exchange with the listener; returns the whole response.

@@ -5,68 +5,31 @@
 
 #include <condition_variable>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <future>
 #include <mutex>
 #include <optional>
 #include <vector>
 
-#include <unistd.h>
-
 #include "repository/ModelRepository.h"
 
+#include "RepositoryFixtures.h"
 #include "TestTensors.h"
 
 namespace ortserve {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-const fs::path kTestModels = fs::path(ORTSERVE_SOURCE_DIR) / "tests" / "data" / "repository";
-
 
 std::string FallbackConfig(const std::string& fallback, const std::string& extra = "") {
   return "parameters { key: \"fallback_model\" value { string_value: \"" + fallback + "\" } }\n" + extra;
 }
 
-class FallbackRepository : public testing::Test {
+class FallbackRepository : public testing_util::TempRepositoryTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("ortserve_fallback_" + std::to_string(::getpid()) + "_" +
-                                         testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    if (repo_) repo_->Shutdown();
-    repo_.reset();
-    fs::remove_all(root_);
-  }
-  void AddModel(const std::string& name, const std::string& onnx, const std::string& config = "") {
-    fs::create_directories(root_ / name / "1");
-    fs::copy_file(kTestModels / onnx, root_ / name / "1" / "model.onnx");
-    if (!config.empty()) std::ofstream(root_ / name / "config.pbtxt") << config;
-  }
   ModelRepository& Start() {
     RepositoryOptions options;
-    options.repository_path = root_.string();
     options.thread_budget = 2;
-    auto created = ModelRepository::Create(std::move(options));
-    EXPECT_TRUE(created.ok()) << created.status().message();
-    repo_ = std::move(created).value();
-    repo_->LoadAll();
-    return *repo_;
+    return StartRepository(std::move(options));
   }
-  std::optional<ModelIndexEntry> Entry(const std::string& name) {
-    for (const auto& e : repo_->Index())
-      if (e.name == name) return e;
-    return std::nullopt;
-  }
-
-  fs::path root_;
-  std::unique_ptr<ModelRepository> repo_;
 };
 
 // add_sub: OUTPUT0 = INPUT0 + INPUT1 over [N, 4].
@@ -81,12 +44,10 @@ std::unique_ptr<InferenceRequest> AddSubRequest(float base, CompletionCallback d
 
 TEST_F(FallbackRepository, CompatibleFallbackLoadsAndThePrimaryServesItself) {
   AddModel("small", "add_sub.onnx");
-  AddModel("big", "add_sub.onnx", FallbackConfig("small"));
+  AddModel("big", "add_sub.onnx", {"1"}, FallbackConfig("small"));
   auto& repo = Start();
   ASSERT_TRUE(repo.AllModelsReady());
-  std::promise<Result<InferenceResponse>> p;
-  repo.GetModel("big", "").value()->Infer(AddSubRequest(1, [&](auto r) { p.set_value(std::move(r)); }));
-  auto r = p.get_future().get();
+  auto r = testing_util::InferAndWait(*repo.GetModel("big", "").value(), AddSubRequest(1, {}));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->model_name, "big");
   EXPECT_TRUE(r->parameters.empty());
@@ -94,33 +55,33 @@ TEST_F(FallbackRepository, CompatibleFallbackLoadsAndThePrimaryServesItself) {
 
 TEST_F(FallbackRepository, IncompatibleFallbackFailsThePrimaryLoadNamingTheDifference) {
   AddModel("other", "fixed.onnx");  // X [2,3] -> Y: nothing like add_sub
-  AddModel("big", "add_sub.onnx", FallbackConfig("other"));
+  AddModel("big", "add_sub.onnx", {"1"}, FallbackConfig("other"));
   Start();
-  auto big = Entry("big");
+  auto big = IndexEntry("big");
   ASSERT_TRUE(big);
   EXPECT_EQ(big->state, ModelState::kUnavailable);
   EXPECT_NE(big->reason.find("fallback_model 'other'"), std::string::npos) << big->reason;
-  EXPECT_EQ(Entry("other")->state, ModelState::kReady);
+  EXPECT_EQ(IndexEntry("other")->state, ModelState::kReady);
 }
 
 TEST_F(FallbackRepository, FallbackNamingTheModelItselfFails) {
-  AddModel("big", "add_sub.onnx", FallbackConfig("big"));
+  AddModel("big", "add_sub.onnx", {"1"}, FallbackConfig("big"));
   Start();
-  EXPECT_EQ(Entry("big")->state, ModelState::kUnavailable);
-  EXPECT_NE(Entry("big")->reason.find("itself"), std::string::npos) << Entry("big")->reason;
+  EXPECT_EQ(IndexEntry("big")->state, ModelState::kUnavailable);
+  EXPECT_NE(IndexEntry("big")->reason.find("itself"), std::string::npos) << IndexEntry("big")->reason;
 }
 
 TEST_F(FallbackRepository, MissingFallbackStillLoadsThePrimary) {
-  AddModel("big", "add_sub.onnx", FallbackConfig("nope"));
+  AddModel("big", "add_sub.onnx", {"1"}, FallbackConfig("nope"));
   Start();
-  EXPECT_EQ(Entry("big")->state, ModelState::kReady);
+  EXPECT_EQ(IndexEntry("big")->state, ModelState::kReady);
 }
 
 // A burst at a primary with a queue of one: whatever overflows goes to the
 // fallback; nothing is refused, and each response says who answered.
 TEST_F(FallbackRepository, OverflowIsServedByTheFallbackAndCounted) {
   AddModel("small", "add_sub.onnx");
-  AddModel("big", "add_sub.onnx",
+  AddModel("big", "add_sub.onnx", {"1"},
            FallbackConfig("small", "max_batch_size: 4\n"
                                    "dynamic_batching { default_queue_policy { max_queue_size: 1 } }\n"
                                    "instance_group [ { count: 1 kind: KIND_CPU } ]\n"));

@@ -6,33 +6,27 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
-#include <mutex>
-#include <optional>
 #include <thread>
-
-#include <unistd.h>
 
 #include "repository/ModelRepository.h"
 #include "repository/VersionWeights.h"
 
+#include "RepositoryFixtures.h"
 #include "TestTensors.h"
 
 namespace ortserve {
 namespace {
 
 namespace fs = std::filesystem;
-
-const fs::path kTestModels = fs::path(ORTSERVE_SOURCE_DIR) / "tests" / "data" / "repository";
-
+using testing_util::DescribeIndex;
 
 // add_sub.onnx: OUTPUT0 = INPUT0 + INPUT1 over [batch, 4].
-std::unique_ptr<InferenceRequest> AddSubRequest(CompletionCallback done) {
+std::unique_ptr<InferenceRequest> AddSubRequest(CompletionCallback done = {}) {
   auto request = std::make_unique<InferenceRequest>();
   request->inputs = {testing_util::Fp32("INPUT0", {1, 4}, {1, 2, 3, 4}), testing_util::Fp32("INPUT1", {1, 4}, {1, 1, 1, 1})};
   request->requested_outputs = {{"OUTPUT0", false}};
@@ -40,15 +34,8 @@ std::unique_ptr<InferenceRequest> AddSubRequest(CompletionCallback done) {
   return request;
 }
 
-Result<InferenceResponse> InferAddSub(Model& model) {
-  std::promise<Result<InferenceResponse>> result;
-  auto future = result.get_future();
-  model.Infer(AddSubRequest([&](Result<InferenceResponse> r) { result.set_value(std::move(r)); }));
-  return future.get();
-}
-
 void ExpectServes(Model& model) {
-  auto response = InferAddSub(model);
+  auto response = testing_util::InferAndWait(model, AddSubRequest());
   ASSERT_TRUE(response.ok()) << response.status().message();
   ASSERT_EQ(response->outputs.size(), 1u);
   float out[4];
@@ -57,57 +44,16 @@ void ExpectServes(Model& model) {
   EXPECT_EQ(out[3], 5.0f);
 }
 
-std::string Describe(const std::vector<ModelIndexEntry>& index) {
-  std::string s;
-  for (const auto& e : index) s += e.name + ":" + e.version + " " + ModelStateName(e.state) + " " + e.reason + "\n";
-  return s;
-}
-
-std::optional<ModelIndexEntry> Find(ModelRepository& repo, const std::string& name, const std::string& version) {
-  for (const auto& e : repo.Index()) {
-    if (e.name == name && e.version == version) return e;
-  }
-  return std::nullopt;
-}
-
-class LiveRepository : public testing::Test {
+class LiveRepository : public testing_util::TempRepositoryTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() / ("ortserve_live_" + std::to_string(::getpid()) + "_" +
-                                         testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    if (repo_) repo_->Shutdown();
-    repo_.reset();
-    fs::remove_all(root_);
-  }
-
-  void AddVersion(const std::string& name, const std::string& version, const std::string& onnx = "add_sub.onnx") {
-    fs::create_directories(root_ / name / version);
-    fs::copy_file(kTestModels / onnx, root_ / name / version / "model.onnx", fs::copy_options::overwrite_existing);
-  }
-  void WriteConfig(const std::string& name, const std::string& config) {
-    std::ofstream(root_ / name / "config.pbtxt", std::ios::trunc) << config;
-  }
-
   ModelRepository& Start(ModelControlMode mode, std::vector<std::string> startup = {}) {
     RepositoryOptions options;
-    options.repository_path = root_.string();
     options.thread_budget = 4;
     options.control_mode = mode;
     options.poll_interval = std::chrono::hours(24);  // tests poll by hand
     options.startup_models = std::move(startup);
-    auto created = ModelRepository::Create(std::move(options));
-    EXPECT_TRUE(created.ok()) << created.status().message();
-    repo_ = std::move(created).value();
-    repo_->LoadAll();
-    return *repo_;
+    return StartRepository(std::move(options));
   }
-
-  fs::path root_;
-  std::unique_ptr<ModelRepository> repo_;
 };
 
 TEST_F(LiveRepository, ExplicitModeStartsWithRequestedModelsThenLoadsAndUnloads) {
@@ -117,8 +63,8 @@ TEST_F(LiveRepository, ExplicitModeStartsWithRequestedModelsThenLoadsAndUnloads)
   EXPECT_EQ(repo.control_mode(), ModelControlMode::kExplicit);
   ASSERT_TRUE(repo.GetModel("b", "").ok());
   EXPECT_EQ(repo.GetModel("a", "").status().code(), StatusCode::kNotFound);
-  auto a_entry = Find(repo, "a", "");
-  ASSERT_TRUE(a_entry) << Describe(repo.Index());
+  auto a_entry = IndexEntry("a", "");
+  ASSERT_TRUE(a_entry) << DescribeIndex(repo.Index());
   EXPECT_EQ(a_entry->reason, "not loaded");
   EXPECT_TRUE(repo.AllModelsReady()) << "models never loaded do not make the server unready";
 
@@ -132,8 +78,8 @@ TEST_F(LiveRepository, ExplicitModeStartsWithRequestedModelsThenLoadsAndUnloads)
   auto gone = repo.GetModel("a", "");
   EXPECT_EQ(gone.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(gone.status().message().find("unloaded"), std::string::npos) << gone.status().message();
-  a_entry = Find(repo, "a", "");
-  ASSERT_TRUE(a_entry) << Describe(repo.Index());
+  a_entry = IndexEntry("a", "");
+  ASSERT_TRUE(a_entry) << DescribeIndex(repo.Index());
   EXPECT_EQ(a_entry->state, ModelState::kUnavailable);
   EXPECT_EQ(a_entry->reason, "unloaded");
   EXPECT_TRUE(repo.AllModelsReady()) << "an unloaded model does not make the server unready";
@@ -188,7 +134,7 @@ TEST_F(LiveRepository, ChangedVersionIsSwappedInAndUnchangedKeepsServing) {
   EXPECT_EQ(fresh->config().max_batch_size(), 16);
   ExpectServes(*fresh);
   EXPECT_FALSE(old->ready()) << "the replaced load is drained and shut down";
-  EXPECT_EQ(Find(repo, "m", "1")->state, ModelState::kReady);
+  EXPECT_EQ(IndexEntry("m", "1")->state, ModelState::kReady);
 }
 
 TEST_F(LiveRepository, FailedReloadKeepsTheOldVersionServing) {
@@ -204,7 +150,7 @@ TEST_F(LiveRepository, FailedReloadKeepsTheOldVersionServing) {
   ASSERT_TRUE(serving.ok()) << serving.status().message();
   EXPECT_EQ(serving.value(), old);
   ExpectServes(*old);
-  auto entry = Find(repo, "m", "1");
+  auto entry = IndexEntry("m", "1");
   ASSERT_TRUE(entry);
   EXPECT_EQ(entry->state, ModelState::kReady);
   EXPECT_NE(entry->reason.find("keeps serving"), std::string::npos) << entry->reason;
@@ -221,7 +167,7 @@ TEST_F(LiveRepository, FailedReloadKeepsTheOldVersionServing) {
   auto fresh = repo.GetModel("m", "").value();
   EXPECT_NE(fresh, old);
   ExpectServes(*fresh);
-  EXPECT_EQ(Find(repo, "m", "1")->reason, "");
+  EXPECT_EQ(IndexEntry("m", "1")->reason, "");
 }
 
 TEST_F(LiveRepository, UnloadWaitsForTheRequestInFlight) {
@@ -251,19 +197,19 @@ TEST_F(LiveRepository, UnloadWaitsForTheRequestInFlight) {
 
   // The unload starts at once: new requests are refused while it drains.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (Find(repo, "m", "1").value_or(ModelIndexEntry{}).state != ModelState::kUnloading &&
+  while (IndexEntry("m", "1").value_or(ModelIndexEntry{}).state != ModelState::kUnloading &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  EXPECT_EQ(Find(repo, "m", "1").value_or(ModelIndexEntry{}).state, ModelState::kUnloading)
-      << Describe(repo.Index());
+  EXPECT_EQ(IndexEntry("m", "1").value_or(ModelIndexEntry{}).state, ModelState::kUnloading)
+      << DescribeIndex(repo.Index());
   EXPECT_EQ(repo.GetModel("m", "").status().code(), StatusCode::kUnavailable);
   EXPECT_NE(unloaded_future.wait_for(std::chrono::seconds(0)), std::future_status::ready)
       << "the unload finished while a request was still running";
 
   release.set_value();
   EXPECT_TRUE(unloaded_future.get()) << "the unload answered before the in-flight request finished";
-  EXPECT_EQ(Find(repo, "m", "")->reason, "unloaded");
+  EXPECT_EQ(IndexEntry("m", "")->reason, "unloaded");
 }
 
 TEST_F(LiveRepository, PollLoadsAddedReloadsChangedAndRemovesDeleted) {
@@ -288,7 +234,7 @@ TEST_F(LiveRepository, PollLoadsAddedReloadsChangedAndRemovesDeleted) {
   fs::remove_all(root_ / "b");
   repo.Poll();
   EXPECT_EQ(repo.GetModel("b", "").status().code(), StatusCode::kNotFound);
-  EXPECT_FALSE(Find(repo, "b", "1"));
+  EXPECT_FALSE(IndexEntry("b", "1"));
   EXPECT_FALSE((*b)->ready());
   EXPECT_EQ(repo.GetModel("a", "").value(), a2);
 }
@@ -342,8 +288,8 @@ parameters { key: "version_weights" value { string_value: "7:1" } })");
   // Weights naming no ready version: the policy's newest ready version.
   for (int i = 0; i < 4; ++i) EXPECT_EQ(repo.GetModel("fallback", "").value()->version(), "2");
 
-  auto bad = Find(repo, "badweights", "");
-  ASSERT_TRUE(bad) << Describe(repo.Index());
+  auto bad = IndexEntry("badweights", "");
+  ASSERT_TRUE(bad) << DescribeIndex(repo.Index());
   EXPECT_EQ(bad->state, ModelState::kUnavailable);
   EXPECT_NE(bad->reason.find("version_weights"), std::string::npos) << bad->reason;
 

@@ -3,47 +3,22 @@
 // lookups and inference through Model::Infer.
 #include <gtest/gtest.h>
 
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <optional>
-
-#include <unistd.h>
 
 #include "repository/ModelRepository.h"
+
+#include "RepositoryFixtures.h"
 
 namespace ortserve {
 namespace {
 
 namespace fs = std::filesystem;
+using testing_util::DescribeIndex;
+using testing_util::FindIndexEntry;
 
-const fs::path kSource = ORTSERVE_SOURCE_DIR;
-const fs::path kTestModels = kSource / "tests" / "data" / "repository";
-const fs::path kTritonExamples = kSource / ".." / "shared" / "triton-examples";
-
-// Waits for the completion callback (the scheduler may answer on its thread).
-class Completion {
- public:
-  CompletionCallback Callback() {
-    return [this](Result<InferenceResponse> r) {
-      std::lock_guard lock(mu_);
-      result_.emplace(std::move(r));
-      cv_.notify_all();
-    };
-  }
-  Result<InferenceResponse> Wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return result_.has_value(); });
-    return std::move(*result_);
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<Result<InferenceResponse>> result_;
-};
+const fs::path kTritonExamples = fs::path(ORTSERVE_SOURCE_DIR) / ".." / "shared" / "triton-examples";
 
 template <typename T>
 Tensor MakeTensor(const std::string& name, DataType dtype, Shape shape, const std::vector<T>& values) {
@@ -64,22 +39,11 @@ std::vector<T> Values(const Tensor& t) {
 
 Result<InferenceResponse> Infer(Model& model, std::vector<Tensor> inputs,
                                 std::vector<RequestedOutput> outputs = {}) {
-  Completion done;
   auto request = std::make_unique<InferenceRequest>();
   request->model_name = model.name();
   request->inputs = std::move(inputs);
   request->requested_outputs = std::move(outputs);
-  request->on_complete = done.Callback();
-  model.Infer(std::move(request));
-  return done.Wait();
-}
-
-const ModelIndexEntry* Find(const std::vector<ModelIndexEntry>& index, const std::string& name,
-                            const std::string& version) {
-  for (const auto& e : index) {
-    if (e.name == name && e.version == version) return &e;
-  }
-  return nullptr;
+  return testing_util::InferAndWait(model, std::move(request));
 }
 
 RepositoryOptions Options(std::string path, int thread_budget) {
@@ -87,14 +51,6 @@ RepositoryOptions Options(std::string path, int thread_budget) {
   options.repository_path = std::move(path);
   options.thread_budget = thread_budget;
   return options;
-}
-
-std::string Describe(const std::vector<ModelIndexEntry>& index) {
-  std::string s;
-  for (const auto& e : index) {
-    s += e.name + ":" + e.version + " " + ModelStateName(e.state) + " " + e.reason + "\n";
-  }
-  return s;
 }
 
 TEST(ModelStateNames, AreTritonStyle) {
@@ -116,15 +72,15 @@ TEST(TritonExamples, ServedInPlace) {
   auto& repo = *created.value();
   repo.LoadAll();
   const auto index = repo.Index();
-  SCOPED_TRACE(Describe(index));
+  SCOPED_TRACE(DescribeIndex(index));
   for (const char* name : {"simple", "simple_int8", "simple_string"}) {
-    const auto* e = Find(index, name, "1");
-    ASSERT_NE(e, nullptr) << name;
+    const auto e = FindIndexEntry(index, name, "1");
+    ASSERT_TRUE(e) << name;
     EXPECT_EQ(e->state, ModelState::kReady) << name << ": " << e->reason;
   }
   for (const char* name : {"simple_sequence", "simple_dyna_sequence"}) {
-    const auto* e = Find(index, name, "1");
-    ASSERT_NE(e, nullptr) << name;
+    const auto e = FindIndexEntry(index, name, "1");
+    ASSERT_TRUE(e) << name;
     EXPECT_EQ(e->state, ModelState::kUnavailable);
     EXPECT_EQ(e->reason, "sequence batching is not supported yet");
   }
@@ -164,47 +120,20 @@ TEST(TritonExamples, ServedInPlace) {
   repo.Shutdown();
 }
 
-class TempRepository : public testing::Test {
+class TempRepository : public testing_util::TempRepositoryTest {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("ortserve_repo_" + std::to_string(::getpid()) + "_" +
-             testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    if (repo_) repo_->Shutdown();
-    repo_.reset();
-    fs::remove_all(root_);
-  }
-
-  void AddModel(const std::string& name, const std::string& onnx, std::vector<std::string> versions,
-                const std::string& config = "", const std::string& filename = "model.onnx") {
-    for (const auto& v : versions) {
-      fs::create_directories(root_ / name / v);
-      if (!onnx.empty()) fs::copy_file(kTestModels / onnx, root_ / name / v / filename);
-    }
-    if (!config.empty()) std::ofstream(root_ / name / "config.pbtxt") << config;
-  }
-
   ModelRepository& Load(int budget = 4) {
-    auto created = ModelRepository::Create(Options(root_.string(), budget));
-    EXPECT_TRUE(created.ok()) << created.status().message();
-    repo_ = std::move(created).value();
-    repo_->LoadAll();
-    return *repo_;
+    RepositoryOptions options;
+    options.thread_budget = budget;
+    return StartRepository(std::move(options));
   }
-
-  fs::path root_;
-  std::unique_ptr<ModelRepository> repo_;
 };
 
 TEST_F(TempRepository, AutoCompletesBatchableAndFixedModels) {
   AddModel("auto", "add_sub.onnx", {"1"});
   AddModel("fixed", "fixed.onnx", {"1"});
   auto& repo = Load();
-  ASSERT_TRUE(repo.AllModelsReady()) << Describe(repo.Index());
+  ASSERT_TRUE(repo.AllModelsReady()) << DescribeIndex(repo.Index());
 
   auto model = repo.GetModel("auto", "").value();
   const auto& config = model->config();
@@ -237,7 +166,7 @@ TEST_F(TempRepository, BatchOnlyTensorsUseDimsOneWithReshape) {
   AddModel("vector", "vector.onnx", {"1"});
   auto& repo = Load();
   auto model = repo.GetModel("vector", "");
-  ASSERT_TRUE(model.ok()) << Describe(repo.Index());
+  ASSERT_TRUE(model.ok()) << DescribeIndex(repo.Index());
   auto out = Infer(*model.value(),
                    {MakeTensor("V", DataType::kInt64, {3, 1}, std::vector<int64_t>{1, 2, 3})});
   ASSERT_TRUE(out.ok()) << out.status().message();
@@ -262,30 +191,30 @@ TEST_F(TempRepository, FailingModelsDoNotStopOthers) {
   std::ofstream(root_ / "README.md") << "not a model";
   auto& repo = Load();
   const auto index = repo.Index();
-  SCOPED_TRACE(Describe(index));
+  SCOPED_TRACE(DescribeIndex(index));
 
-  EXPECT_EQ(Find(index, "good", "1")->state, ModelState::kReady);
+  EXPECT_EQ(FindIndexEntry(index, "good", "1")->state, ModelState::kReady);
   EXPECT_TRUE(repo.GetModel("good", "").ok());
   EXPECT_FALSE(repo.AllModelsReady());
   EXPECT_EQ(repo.ReadyModels().size(), 1u);
 
-  const auto* malformed = Find(index, "malformed", "");
-  ASSERT_NE(malformed, nullptr);
+  const auto malformed = FindIndexEntry(index, "malformed", "");
+  ASSERT_TRUE(malformed);
   EXPECT_EQ(malformed->state, ModelState::kUnavailable);
   EXPECT_EQ(malformed->reason.rfind("config.pbtxt:2:", 0), 0u) << malformed->reason;
 
-  const auto* wrongtype = Find(index, "wrongtype", "1");
-  ASSERT_NE(wrongtype, nullptr);
+  const auto wrongtype = FindIndexEntry(index, "wrongtype", "1");
+  ASSERT_TRUE(wrongtype);
   EXPECT_NE(wrongtype->reason.find("input 'INPUT0'"), std::string::npos);
   EXPECT_NE(wrongtype->reason.find("TYPE_INT32"), std::string::npos);
 
-  EXPECT_NE(Find(index, "tf", "1")->reason.find("tensorflow_graphdef"), std::string::npos);
-  EXPECT_NE(Find(index, "renamed", "")->reason.find("'other'"), std::string::npos);
-  EXPECT_EQ(Find(index, "corrupt", "1")->state, ModelState::kUnavailable);
-  EXPECT_NE(Find(index, "nofile", "1")->reason.find("model file not found"), std::string::npos);
-  EXPECT_NE(Find(index, "noversions", "")->reason.find("no version directories"), std::string::npos);
+  EXPECT_NE(FindIndexEntry(index, "tf", "1")->reason.find("tensorflow_graphdef"), std::string::npos);
+  EXPECT_NE(FindIndexEntry(index, "renamed", "")->reason.find("'other'"), std::string::npos);
+  EXPECT_EQ(FindIndexEntry(index, "corrupt", "1")->state, ModelState::kUnavailable);
+  EXPECT_NE(FindIndexEntry(index, "nofile", "1")->reason.find("model file not found"), std::string::npos);
+  EXPECT_NE(FindIndexEntry(index, "noversions", "")->reason.find("no version directories"), std::string::npos);
   for (const auto& e : index) EXPECT_NE(e.name, ".hidden");
-  EXPECT_EQ(Find(index, "README.md", ""), nullptr);
+  EXPECT_FALSE(FindIndexEntry(index, "README.md", ""));
 
   auto unavailable = repo.GetModel("wrongtype", "1");
   EXPECT_EQ(unavailable.status().code(), StatusCode::kUnavailable);
@@ -299,24 +228,24 @@ TEST_F(TempRepository, VersionPolicies) {
   AddModel("custom_file", "fixed.onnx", {"1"}, "default_model_filename: \"net.onnx\"", "net.onnx");
   auto& repo = Load();
   const auto index = repo.Index();
-  SCOPED_TRACE(Describe(index));
+  SCOPED_TRACE(DescribeIndex(index));
 
-  EXPECT_EQ(Find(index, "latest", "10")->state, ModelState::kReady);
-  EXPECT_EQ(Find(index, "latest", "1"), nullptr);
-  EXPECT_EQ(Find(index, "latest", "0"), nullptr);
+  EXPECT_EQ(FindIndexEntry(index, "latest", "10")->state, ModelState::kReady);
+  EXPECT_FALSE(FindIndexEntry(index, "latest", "1"));
+  EXPECT_FALSE(FindIndexEntry(index, "latest", "0"));
   EXPECT_EQ(repo.GetModel("latest", "").value()->version(), "10");
   EXPECT_EQ(repo.GetModel("latest", "2").status().code(), StatusCode::kNotFound);
 
-  EXPECT_EQ(Find(index, "all", "1")->state, ModelState::kReady);
-  EXPECT_EQ(Find(index, "all", "2")->state, ModelState::kReady);
+  EXPECT_EQ(FindIndexEntry(index, "all", "1")->state, ModelState::kReady);
+  EXPECT_EQ(FindIndexEntry(index, "all", "2")->state, ModelState::kReady);
   EXPECT_EQ(repo.GetModel("all", "1").value()->version(), "1");
   EXPECT_EQ(repo.GetModel("all", "").value()->version(), "2");
 
-  EXPECT_EQ(Find(index, "specific", "2")->state, ModelState::kReady);
-  EXPECT_EQ(Find(index, "specific", "1"), nullptr);
-  EXPECT_EQ(Find(index, "specific", "5")->state, ModelState::kUnavailable);
+  EXPECT_EQ(FindIndexEntry(index, "specific", "2")->state, ModelState::kReady);
+  EXPECT_FALSE(FindIndexEntry(index, "specific", "1"));
+  EXPECT_EQ(FindIndexEntry(index, "specific", "5")->state, ModelState::kUnavailable);
 
-  EXPECT_EQ(Find(index, "custom_file", "1")->state, ModelState::kReady);
+  EXPECT_EQ(FindIndexEntry(index, "custom_file", "1")->state, ModelState::kReady);
 }
 
 TEST_F(TempRepository, ClientNamesAreNeverPaths) {
@@ -346,11 +275,26 @@ TEST_F(TempRepository, ConfiguredWarmupAndThreadParameters) {
            "parameters { key: \"execution_mode\" value { string_value: \"7\" } }");
   auto& repo = Load();
   const auto index = repo.Index();
-  SCOPED_TRACE(Describe(index));
-  EXPECT_EQ(Find(index, "warm", "1")->state, ModelState::kReady);
-  EXPECT_EQ(Find(index, "badwarm", "1")->state, ModelState::kUnavailable);
-  EXPECT_NE(Find(index, "badwarm", "1")->reason.find("warm-up"), std::string::npos);
-  EXPECT_NE(Find(index, "badparam", "1")->reason.find("execution_mode"), std::string::npos);
+  SCOPED_TRACE(DescribeIndex(index));
+  EXPECT_EQ(FindIndexEntry(index, "warm", "1")->state, ModelState::kReady);
+  EXPECT_EQ(FindIndexEntry(index, "badwarm", "1")->state, ModelState::kUnavailable);
+  EXPECT_NE(FindIndexEntry(index, "badwarm", "1")->reason.find("warm-up"), std::string::npos);
+  EXPECT_NE(FindIndexEntry(index, "badparam", "1")->reason.find("execution_mode"), std::string::npos);
+}
+
+TEST_F(TempRepository, WarmupShapeOverflowingSixtyFourBitsFailsTheLoadNamingTheField) {
+  // 2^62 FP32 elements: the element count fits in 64 bits, the byte size does not.
+  AddModel("huge", "add_sub.onnx", {"1"}, R"(max_batch_size: 4
+      model_warmup [ { name: "huge" batch_size: 1
+        inputs { key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4611686018427387904 ] zero_data: true } }
+        inputs { key: "INPUT1" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ])");
+  Load();
+  const auto huge = IndexEntry("huge", "1");
+  ASSERT_TRUE(huge) << DescribeIndex(repo_->Index());
+  EXPECT_EQ(huge->state, ModelState::kUnavailable);
+  EXPECT_NE(huge->reason.find("warm-up 'huge'"), std::string::npos) << huge->reason;
+  EXPECT_NE(huge->reason.find("model_warmup.inputs['INPUT0'].dims [4611686018427387904]"), std::string::npos)
+      << huge->reason;
 }
 
 }  // namespace

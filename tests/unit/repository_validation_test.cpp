@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
-
 #include "repository/ModelConfigUtil.h"
 #include "repository/RequestValidator.h"
 #include "repository/Warmup.h"
+
+#include "RepositoryFixtures.h"
 
 namespace ortserve {
 namespace {
@@ -227,16 +227,14 @@ TEST(Reshape, InputAndOutputReshapeRoundTrip) {
 
 // ---- warm-up -------------------------------------------------------------------
 
-class WarmupTest : public testing::Test {
+// dir_ is a model folder (with warmup/sub/ for input_data_file).
+class WarmupTest : public testing_util::TempRepositoryTest {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("ortserve_warmup_" + std::to_string(::getpid()) + "_" +
-            testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    TempRepositoryTest::SetUp();
+    dir_ = root_;
     fs::create_directories(dir_ / "warmup" / "sub");
   }
-  void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
 
@@ -327,6 +325,31 @@ TEST_F(WarmupTest, InputDataFileCannotEscapeTheWarmupFolder) {
   EXPECT_FALSE(link.ok());
   auto fine = ResolveInside(dir_ / "warmup", "sub/x.bin");
   ASSERT_TRUE(fine.ok()) << fine.status().message();
+}
+
+TEST_F(WarmupTest, ShapesWhoseSizeOverflowsSixtyFourBitsAreRejectedNamingTheField) {
+  // 2^62 FP32 elements: the element count fits in 64 bits, the byte size does not.
+  auto configured = Config(R"(name: "m" max_batch_size: 2
+      input [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] } ]
+      output [ { name: "Y" data_type: TYPE_FP32 dims: [ -1 ] } ]
+      model_warmup [ { name: "huge" batch_size: 1
+        inputs { key: "X" value { data_type: TYPE_FP32 dims: [ 4611686018427387904 ] random_data: true } } } ])");
+  auto samples = BuildWarmupSamples(configured, dir_);
+  ASSERT_FALSE(samples.ok());
+  EXPECT_EQ(samples.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(samples.status().message(),
+            "warm-up 'huge': model_warmup.inputs['X'].dims [4611686018427387904] give a FP32 tensor of shape "
+            "[1,4611686018427387904], over 2^64 elements or bytes");
+
+  // The default warm-up from the input's dims: BYTES elements are empty
+  // strings of 4 bytes each, so 2^62 of them overflow too.
+  auto defaulted = Config(R"(name: "m"
+      input [ { name: "S" data_type: TYPE_STRING dims: [ 4611686018427387904 ] } ]
+      output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ])");
+  samples = BuildWarmupSamples(defaulted, dir_);
+  ASSERT_FALSE(samples.ok());
+  EXPECT_NE(samples.status().message().find("input['S'].dims [4611686018427387904]"), std::string::npos)
+      << samples.status().message();
 }
 
 TEST_F(WarmupTest, WarmupInputsAreChecked) {

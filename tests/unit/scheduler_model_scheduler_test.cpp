@@ -242,6 +242,9 @@ SchedulerOptions BatchingOptions(int max_batch_size = 8) {
   o.model_version = "3";
   o.max_batch_size = max_batch_size;
   o.dynamic_batching = true;
+  // Triton's fixed window, which most batching tests pin down; the adaptive
+  // window has tests of its own.
+  o.adaptive_batch_window = false;
   return o;
 }
 
@@ -455,6 +458,47 @@ TEST_P(SchedulerTest, FullBatchDoesNotWaitForTheWindow) {
   Submit(Request("b", 1, 4, 20));
   ExpectAddOne("a", 1, 4, 10);
   ExpectAddOne("b", 1, 4, 20);
+}
+
+TEST_P(SchedulerTest, AdaptiveWindowRunsALoneRequestAtOnce) {
+  auto options = BatchingOptions();
+  options.max_queue_delay_us = 10'000'000;
+  options.adaptive_batch_window = true;
+  Start(options);
+  Submit(Request("a", 1, 4, 10));
+  ExpectAddOne("a", 1, 4, 10);  // no arrival was expected: no wait (clock not moved)
+}
+
+TEST_P(SchedulerTest, AdaptiveWindowWaitsForTheClientsItAnsweredThenRunsAtOnce) {
+  auto options = BatchingOptions();
+  options.max_queue_delay_us = 10'000'000;
+  options.adaptive_batch_window = true;
+  Start(options);
+  OccupyAllInstances();
+  for (const char* id : {"x", "y", "z"}) Submit(Request(id, 1, 4, 10));
+  model_->Open();
+  const size_t n = instances();
+  for (size_t i = 0; i < n; ++i) ASSERT_TRUE(done_.Get("blocker-" + std::to_string(i)).ok());
+  // The n answered clients are expected back: x, y, z wait for them.
+  EXPECT_FALSE(done_.Done("x"));
+  for (size_t i = 0; i < n; ++i) Submit(Request("back-" + std::to_string(i), 1, 4, 50));
+  // The last expected arrival closes the window; the fake clock never moved.
+  ExpectAddOne("x", 1, 4, 10);
+  for (size_t i = 0; i < n; ++i) ExpectAddOne("back-" + std::to_string(i), 1, 4, 50);
+  auto runs = BatchRuns();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].shape, (Shape{static_cast<int64_t>(3 + n), 4}));
+
+  // 3 + n clients are now expected, but only one comes back: the others'
+  // expectations lapse after ArrivalForecast's patience, long before the
+  // 10 s window, and are dropped.
+  Submit(Request("late", 1, 4, 60));
+  EXPECT_FALSE(done_.Done("late"));
+  clock_->Advance(ArrivalForecast::kMinPatience);
+  ExpectAddOne("late", 1, 4, 60);
+  Submit(Request("next", 1, 4, 70));  // expects only "late"'s client: runs at once
+  ExpectAddOne("next", 1, 4, 70);
+  EXPECT_EQ(BatchRuns().size(), 3u);
 }
 
 TEST_P(SchedulerTest, WithoutDynamicBatchingEachRequestRunsAlone) {
@@ -792,6 +836,49 @@ TEST_P(SchedulerTest, ShutdownDrainsTheQueueThenRejects) {
   EXPECT_EQ(after.status().message(), "model 'fake' version '3' is shutting down");
   scheduler_->Shutdown();  // idempotent
   EXPECT_EQ(scheduler_->BusyInstances(), 0u);
+}
+
+TEST_P(SchedulerTest, ShutdownPastItsDeadlineAnswersWhatIsLeftWith503) {
+  Start(BatchingOptions());
+  OccupyAllInstances();
+  Submit(Request("queued-a", 1, 4, 777));
+  Submit(Request("queued-b", 1, 4, 777));
+  const Clock::time_point deadline = clock_->Now() + 30s;
+  std::thread stopper([&] { scheduler_->Shutdown(deadline); });
+  EXPECT_FALSE(done_.Done("queued-a"));  // still within the exit timeout
+  clock_->Advance(30s);
+  for (const char* id : {"queued-a", "queued-b"}) {
+    auto result = done_.Get(id);
+    ASSERT_FALSE(result.ok()) << id;
+    EXPECT_EQ(result.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(result.status().message().find("is shutting down"), std::string::npos)
+        << result.status().message();
+  }
+  model_->Open();  // the fake's Terminate() cannot interrupt it: let the runs return
+  stopper.join();
+  const size_t n = instances();
+  for (size_t i = 0; i < n; ++i) {
+    auto result = done_.Get("blocker-" + std::to_string(i));
+    ASSERT_FALSE(result.ok());  // stopped at the deadline, whatever the run returned
+    EXPECT_NE(result.status().message().find("stopped at the exit timeout"), std::string::npos)
+        << result.status().message();
+  }
+  EXPECT_FALSE(model_->EverComputed(777));
+  EXPECT_EQ(Outcome(RequestOutcome::kRejected), n + 2);
+  EXPECT_EQ(stats_->terminated_executions.load(), n);
+}
+
+TEST_P(SchedulerTest, ShutdownWithADeadlineComputesWhatFinishesInTime) {
+  Start(BatchingOptions());
+  OccupyAllInstances();
+  Submit(Request("queued", 1, 4, 10));
+  const Clock::time_point deadline = clock_->Now() + 30s;
+  std::thread stopper([&] { scheduler_->Shutdown(deadline); });
+  model_->Open();  // the fake clock never reaches the deadline
+  ExpectAddOne("queued", 1, 4, 10);
+  stopper.join();
+  for (size_t i = 0; i < instances(); ++i) EXPECT_TRUE(done_.Get("blocker-" + std::to_string(i)).ok());
+  EXPECT_EQ(Outcome(RequestOutcome::kRejected), 0u);
 }
 
 TEST_P(SchedulerTest, DestructionRunsABatchStillInItsWindow) {

@@ -17,6 +17,7 @@
 #include "repository/ModelRepository.h"
 #include "server/grpc/GrpcInferCodec.h"
 #include "server/grpc/GrpcServiceCore.h"
+#include "server/tracing/RequestTracer.h"
 
 namespace ortserve::grpcfe {
 
@@ -48,6 +49,35 @@ namespace {
 // Wakes `cq` with `tag` from any thread: an alarm whose deadline has passed.
 void WakeQueue(grpc::Alarm* alarm, grpc::ServerCompletionQueue* cq, Tag* tag) {
   alarm->Set(cq, gpr_time_0(GPR_CLOCK_MONOTONIC), tag);
+}
+
+// The W3C traceparent a call carries (repeated metadata joined with ','), or
+// nullopt.
+std::optional<std::string> TraceparentOf(const grpc::ServerContext& ctx) {
+  std::optional<std::string> traceparent;
+  for (auto [it, end] = ctx.client_metadata().equal_range("traceparent"); it != end; ++it) {
+    AddTraceparentValue(&traceparent, std::string_view(it->second.data(), it->second.size()));
+  }
+  return traceparent;
+}
+
+// The access-log record of one answered infer request: a ModelInfer call
+// ("grpc") or one ModelStreamInfer response ("grpc-stream"). `response` is
+// null when the request failed.
+AccessLogRecord InferAccessRecord(std::string_view protocol, std::string_view request_id,
+                                  std::string_view model, std::string_view version,
+                                  grpc::StatusCode code, const InferenceResponse* response,
+                                  uint64_t bytes_in, uint64_t bytes_out) {
+  AccessLogRecord record;
+  record.protocol = protocol;
+  record.request_id = request_id;
+  record.model = model;
+  record.version = version;
+  record.status_code = static_cast<int>(code);
+  record.bytes_in = bytes_in;
+  record.bytes_out = bytes_out;
+  if (response) record.SetResponse(*response);
+  return record;
 }
 
 // ---- unary methods answered at once on the polling thread --------------------
@@ -149,6 +179,9 @@ class InferCall final : public CallBase {
   }
 
   void Start() {
+    std::optional<std::string> traceparent;
+    if (core_->options().tracer) traceparent = TraceparentOf(ctx_);
+    report_ = tracing::CompletionReport::Start(core_->options().access_log, core_->options().tracer, traceparent);
     if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
       return FinishWithError(denied);
     }
@@ -161,6 +194,7 @@ class InferCall final : public CallBase {
     if (!model.ok()) return FinishWithError(model.status());
     model_ = std::move(model).value();
     request->cancelled = cancelled_;
+    request->trace = report_.trace;
     request->on_complete = [this](Result<InferenceResponse> result) {
       result_.emplace(std::move(result));
       core_->InferenceFinished();
@@ -174,7 +208,7 @@ class InferCall final : public CallBase {
     model_.reset();
     if (!result_->ok()) return FinishWithError(result_->status());
     EncodeInferResponse(result_->value(), message_->id(), &response_);
-    if (core_->options().access_log) LogAccess(grpc::StatusCode::OK, &result_->value(), response_.ByteSizeLong());
+    if (report_) LogAccess(grpc::StatusCode::OK, &result_->value(), response_.ByteSizeLong());
     result_.reset();
     message_.reset();  // the input tensors viewed it; the model is done with them
     responder_.Finish(response_, grpc::Status::OK, &finish_tag_);
@@ -182,26 +216,15 @@ class InferCall final : public CallBase {
 
   void FinishWithError(const Status& status) { FinishWithError(ToGrpcStatus(status)); }
   void FinishWithError(const grpc::Status& error) {
-    if (core_->options().access_log) LogAccess(error.error_code(), nullptr, error.error_message().size());
+    if (report_) LogAccess(error.error_code(), nullptr, error.error_message().size());
     responder_.FinishWithError(error, &finish_tag_);
   }
 
   void LogAccess(grpc::StatusCode code, const InferenceResponse* response, uint64_t bytes_out) const {
-    AccessLogRecord record;
-    record.protocol = "grpc";
-    record.request_id = message_->id();
-    record.model = message_->model_name();
-    record.version = message_->model_version();
-    record.status_code = static_cast<int>(code);
-    record.bytes_in = message_->ByteSizeLong();
-    record.bytes_out = bytes_out;
-    if (response) {
-      record.version = response->model_version;
-      record.queue_ns = response->queue_ns;
-      record.compute_ns = response->compute_ns;
-      record.batch_size = response->batch_size;
-    }
-    core_->options().access_log(record);
+    // The access log line and the trace's spans.
+    report_(InferAccessRecord("grpc", message_->id(), message_->model_name(),
+                              message_->model_version(), code, response,
+                              message_->ByteSizeLong(), bytes_out));
   }
 
   void Unref() {
@@ -216,6 +239,7 @@ class InferCall final : public CallBase {
   CancelFlag cancelled_ = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<Model> model_;  // held while the request runs
   std::optional<Result<InferenceResponse>> result_;
+  tracing::CompletionReport report_;  // set in Start()
   grpc::Alarm alarm_;
   std::atomic<int> refs_{1};
   Tag request_tag_{this, kRequest};
@@ -250,6 +274,8 @@ class StreamCall final : public CallBase {
         }
         Listen(core_, cq_);
         MarkStarted();
+        // Every request on the stream continues the stream's trace context.
+        if (core_->options().tracer) traceparent_ = TraceparentOf(ctx_);
         refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
         if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
           // The read loop's reference passes to this Finish.
@@ -293,6 +319,8 @@ class StreamCall final : public CallBase {
     std::string model_name;
     std::string model_version;
     Result<InferenceResponse> result;
+    uint64_t bytes_in = 0;  // the request message's size; set only when reported
+    tracing::CompletionReport report;  // access log line and spans, once written
   };
 
   StreamCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) : CallBase(core), cq_(cq) {
@@ -327,7 +355,10 @@ class StreamCall final : public CallBase {
 
   void Dispatch(std::shared_ptr<inference::ModelInferRequest> message) {
     Answer answer{message->id(), message->model_name(), message->model_version(),
-                  Status(StatusCode::kInternal, "unanswered")};
+                  Status(StatusCode::kInternal, "unanswered"), 0, {}};
+    answer.report = tracing::CompletionReport::Start(core_->options().access_log,
+                                                     core_->options().tracer, traceparent_);
+    if (answer.report) answer.bytes_in = message->ByteSizeLong();
     auto fail = [&](Status status) {
       answer.result = std::move(status);
       Complete(std::move(answer));
@@ -340,12 +371,13 @@ class StreamCall final : public CallBase {
         core_->repository().GetModel(request->model_name, request->model_version);
     if (!model.ok()) return fail(model.status());
     request->cancelled = cancelled_;
-    // `answer` is not used past this point: its names move into the callback.
-    request->on_complete = [this, model = model.value(), id = std::move(answer.id),
-                            name = std::move(answer.model_name), version = std::move(answer.model_version)](
-                               Result<InferenceResponse> result) mutable {
+    request->trace = answer.report.trace;
+    // `answer` is not used past this point: it moves into the callback.
+    request->on_complete = [this, model = model.value(),
+                            answer = std::move(answer)](Result<InferenceResponse> result) mutable {
       core_->InferenceFinished();
-      Complete(Answer{std::move(id), std::move(name), std::move(version), std::move(result)});
+      answer.result = std::move(result);
+      Complete(std::move(answer));
     };
     core_->InferenceStarted();
     model.value()->Infer(std::move(request));
@@ -392,7 +424,20 @@ class StreamCall final : public CallBase {
       return;
     }
     Encode(*next, &out_);
+    if (next->report) LogAccess(*next, out_.ByteSizeLong());
     stream_.Write(out_, &write_tag_);
+  }
+
+  // One access-log line (and a traced request's spans) per response
+  // written, as for a unary call. Answers dropped because the stream broke
+  // are never written, so not reported.
+  void LogAccess(const Answer& answer, uint64_t bytes_out) const {
+    const InferenceResponse* response = answer.result.ok() ? &answer.result.value() : nullptr;
+    const grpc::StatusCode code =
+        response ? grpc::StatusCode::OK : ToGrpcCode(answer.result.status().code());
+    answer.report(InferAccessRecord("grpc-stream", answer.id, answer.model_name,
+                                    answer.model_version, code, response, answer.bytes_in,
+                                    bytes_out));
   }
 
   static void Encode(const Answer& answer, inference::ModelStreamInferResponse* out) {
@@ -424,6 +469,7 @@ class StreamCall final : public CallBase {
   grpc::ServerCompletionQueue* const cq_;
   grpc::ServerContext ctx_;
   grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest> stream_{&ctx_};
+  std::optional<std::string> traceparent_;  // the stream's; read when it starts
   std::shared_ptr<inference::ModelInferRequest> reading_;  // polling thread only
   inference::ModelStreamInferResponse out_;                // the write loop only
   CancelFlag cancelled_ = std::make_shared<std::atomic<bool>>(false);

@@ -1,6 +1,7 @@
 #include "server/grpc/GrpcServer.h"
 
 #include <algorithm>
+#include <array>
 #include <pthread.h>
 
 #include <chrono>
@@ -17,6 +18,8 @@
 #include <spdlog/spdlog.h>
 
 #include "repository/ModelRepository.h"
+#include "server/common/ModelMetadata.h"
+#include "server/common/StatisticsSnapshot.h"
 #include "server/grpc/GrpcCalls.h"
 #include "server/grpc/GrpcInferCodec.h"
 #include "server/grpc/GrpcServiceCore.h"
@@ -113,54 +116,52 @@ grpc::Status GrpcServiceCore::ModelReady(const inference::ModelReadyRequest& req
 
 grpc::Status GrpcServiceCore::ServerMetadata(const inference::ServerMetadataRequest&,
                                              inference::ServerMetadataResponse* response) {
-  response->set_name(options_.server_name);
-  response->set_version(options_.server_version);
-  for (const std::string& extension : options_.extensions) response->add_extensions(extension);
+  common::ServerMetadata metadata = common::DescribeServer(options_.server_version);
+  response->set_name(std::move(metadata.name));
+  response->set_version(std::move(metadata.version));
+  for (std::string& extension : metadata.extensions) response->add_extensions(std::move(extension));
   return grpc::Status::OK;
 }
 
 namespace {
 
-void FillTensorMetadata(const std::string& name, inference::DataType config_type,
-                        const google::protobuf::RepeatedField<int64_t>& dims, bool batched,
+void FillTensorMetadata(const common::TensorMetadata& tensor,
                         inference::ModelMetadataResponse::TensorMetadata* out) {
-  out->set_name(name);
-  const std::optional<DataType> dtype = DataTypeFromConfigName(inference::DataType_Name(config_type));
-  out->set_datatype(std::string(DataTypeName(dtype.value_or(DataType::kInvalid))));
-  if (batched) out->add_shape(-1);
-  out->mutable_shape()->Add(dims.begin(), dims.end());
+  out->set_name(tensor.name);
+  out->set_datatype(std::string(tensor.datatype));
+  out->mutable_shape()->Add(tensor.shape.begin(), tensor.shape.end());
 }
 
-void FillDuration(const DurationStat& stat, inference::StatisticDuration* out) {
-  out->set_count(stat.count.load(std::memory_order_relaxed));
-  out->set_ns(stat.ns.load(std::memory_order_relaxed));
+// Sets the StatisticDuration fields of `message` named by `names` (the
+// common::k*DurationNames tables, which are the proto's field names).
+template <size_t N>
+void FillDurations(const std::array<std::string_view, N>& names,
+                   const std::array<common::DurationTotals, N>& totals,
+                   google::protobuf::Message* message) {
+  const google::protobuf::Descriptor* descriptor = message->GetDescriptor();
+  const google::protobuf::Reflection* reflection = message->GetReflection();
+  for (size_t i = 0; i < N; ++i) {
+    const google::protobuf::FieldDescriptor* field =
+        descriptor->FindFieldByName(std::string(names[i]));
+    if (field == nullptr) continue;  // never: grpc_server_test checks every name
+    auto* duration =
+        static_cast<inference::StatisticDuration*>(reflection->MutableMessage(message, field));
+    duration->set_count(totals[i].count);
+    duration->set_ns(totals[i].ns);
+  }
 }
 
-void FillStatistics(Model& model, inference::ModelStatistics* out) {
-  ortserve::ModelStatistics& stats = model.stats();
-  out->set_name(model.name());
-  out->set_version(model.version());
-  out->set_last_inference(stats.last_inference_ms.load(std::memory_order_relaxed));
-  out->set_inference_count(stats.inference_count.load(std::memory_order_relaxed));
-  out->set_execution_count(stats.execution_count.load(std::memory_order_relaxed));
-  inference::InferStatistics* infer = out->mutable_inference_stats();
-  FillDuration(stats.success, infer->mutable_success());
-  FillDuration(stats.fail, infer->mutable_fail());
-  FillDuration(stats.queue, infer->mutable_queue());
-  FillDuration(stats.compute_input, infer->mutable_compute_input());
-  FillDuration(stats.compute_infer, infer->mutable_compute_infer());
-  FillDuration(stats.compute_output, infer->mutable_compute_output());
-  FillDuration(stats.cache_hit, infer->mutable_cache_hit());
-  FillDuration(stats.cache_miss, infer->mutable_cache_miss());
-  // As Triton: one entry per batch size that was executed at least once.
-  for (size_t size = 1; size <= stats.MaxTrackedBatchSize(); ++size) {
-    const BatchStat& batch = stats.BatchStatAt(size);
-    if (batch.compute_infer.count.load(std::memory_order_relaxed) == 0) continue;
+void FillStatistics(const common::ModelStatisticsSnapshot& stats, inference::ModelStatistics* out) {
+  out->set_name(stats.name);
+  out->set_version(stats.version);
+  out->set_last_inference(stats.last_inference_ms);
+  out->set_inference_count(stats.inference_count);
+  out->set_execution_count(stats.execution_count);
+  FillDurations(common::kInferenceDurationNames, stats.inference, out->mutable_inference_stats());
+  for (const common::BatchStatisticsSnapshot& batch : stats.batches) {
     inference::InferBatchStatistics* entry = out->add_batch_stats();
-    entry->set_batch_size(size);
-    FillDuration(batch.compute_input, entry->mutable_compute_input());
-    FillDuration(batch.compute_infer, entry->mutable_compute_infer());
-    FillDuration(batch.compute_output, entry->mutable_compute_output());
+    entry->set_batch_size(batch.batch_size);
+    FillDurations(common::kBatchDurationNames, batch.durations, entry);
   }
 }
 
@@ -168,22 +169,17 @@ void FillStatistics(Model& model, inference::ModelStatistics* out) {
 
 grpc::Status GrpcServiceCore::ModelMetadata(const inference::ModelMetadataRequest& request,
                                             inference::ModelMetadataResponse* response) {
-  Result<std::shared_ptr<Model>> found = repository_->GetModel(request.name(), request.version());
-  if (!found.ok()) return ToGrpcStatus(found.status());
-  const Model& model = *found.value();
-  const inference::ModelConfig& config = model.config();
-  response->set_name(model.name());
-  for (const ModelIndexEntry& entry : repository_->Index()) {
-    if (entry.name == model.name() && entry.state == ModelState::kReady) response->add_versions(entry.version);
+  Result<common::ModelMetadata> metadata =
+      common::DescribeModel(*repository_, request.name(), request.version());
+  if (!metadata.ok()) return ToGrpcStatus(metadata.status());
+  response->set_name(metadata->name);
+  for (const std::string& version : metadata->versions) response->add_versions(version);
+  response->set_platform(metadata->platform);
+  for (const common::TensorMetadata& input : metadata->inputs) {
+    FillTensorMetadata(input, response->add_inputs());
   }
-  if (response->versions_size() == 0) response->add_versions(model.version());
-  response->set_platform(config.platform().empty() ? config.backend() : config.platform());
-  const bool batched = config.max_batch_size() > 0;
-  for (const auto& input : config.input()) {
-    FillTensorMetadata(input.name(), input.data_type(), input.dims(), batched, response->add_inputs());
-  }
-  for (const auto& output : config.output()) {
-    FillTensorMetadata(output.name(), output.data_type(), output.dims(), batched, response->add_outputs());
+  for (const common::TensorMetadata& output : metadata->outputs) {
+    FillTensorMetadata(output, response->add_outputs());
   }
   return grpc::Status::OK;
 }
@@ -198,22 +194,11 @@ grpc::Status GrpcServiceCore::ModelConfig(const inference::ModelConfigRequest& r
 
 grpc::Status GrpcServiceCore::ModelStatistics(const inference::ModelStatisticsRequest& request,
                                               inference::ModelStatisticsResponse* response) {
-  if (!request.version().empty()) {
-    Result<std::shared_ptr<Model>> found = repository_->GetModel(request.name(), request.version());
-    if (!found.ok()) return ToGrpcStatus(found.status());
-    FillStatistics(*found.value(), response->add_model_stats());
-    return grpc::Status::OK;
-  }
-  // No version: every ready version (of every model when no name either).
-  for (const std::shared_ptr<Model>& model : repository_->ReadyModels()) {
-    if (request.name().empty() || model->name() == request.name()) {
-      FillStatistics(*model, response->add_model_stats());
-    }
-  }
-  if (!request.name().empty() && response->model_stats_size() == 0) {
-    Result<std::shared_ptr<Model>> found = repository_->GetModel(request.name(), "");
-    return ToGrpcStatus(found.ok() ? Internal("model '" + request.name() + "' has no ready version")
-                                   : found.status());
+  Result<std::vector<common::ModelStatisticsSnapshot>> stats =
+      common::SnapshotStatistics(*repository_, request.name(), request.version());
+  if (!stats.ok()) return ToGrpcStatus(stats.status());
+  for (const common::ModelStatisticsSnapshot& model : *stats) {
+    FillStatistics(model, response->add_model_stats());
   }
   return grpc::Status::OK;
 }
@@ -286,6 +271,8 @@ class GrpcServer::Impl {
 
   uint16_t port() const { return port_; }
   size_t active_calls() const { return core_.active_calls(); }
+
+  void StopAccepting() { core_.SetStopping(); }
 
   void Stop(std::chrono::milliseconds drain) {
     std::lock_guard lock(lifecycle_mu_);
@@ -392,6 +379,7 @@ GrpcServer::GrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GrpcServer::~GrpcServer() = default;
 Status GrpcServer::Start() { return impl_->Start(); }
 uint16_t GrpcServer::port() const { return impl_->port(); }
+void GrpcServer::StopAccepting() { impl_->StopAccepting(); }
 void GrpcServer::Stop(std::chrono::milliseconds drain) { impl_->Stop(drain); }
 size_t GrpcServer::ActiveCalls() const { return impl_->active_calls(); }
 

@@ -13,7 +13,9 @@
 // stops accepting calls, lets in-flight calls finish until the drain deadline,
 // cancels what is left (their inference requests see the cancel flag) and
 // returns once every call has been answered — which needs the repository to
-// keep honouring on_complete, so call Stop() before ModelRepository::Shutdown().
+// keep honouring on_complete. main() calls StopAccepting(), lets
+// ModelRepository::Shutdown(deadline) answer every accepted request, then
+// Stop() with a short grace for writing those answers.
 // The destructor stops the server if Stop() was not called.
 #include <chrono>
 #include <cstddef>
@@ -29,6 +31,9 @@
 namespace ortserve {
 
 class ModelRepository;
+namespace tracing {
+class RequestTracer;
+}
 
 struct GrpcServerOptions {
   std::string address = "0.0.0.0";  // IPv6 addresses without brackets are fine ("::")
@@ -44,11 +49,8 @@ struct GrpcServerOptions {
   // Server readiness (ServerReady, health check): true only when every model in
   // the repository is ready if strict, else as soon as the server is live.
   bool strict_readiness = true;
-  std::string server_name = "ortserve";
+  // ServerMetadata's version (name and extensions: common::DescribeServer).
   std::string server_version;
-  // Listed by ServerMetadata.
-  std::vector<std::string> extensions = {"model_configuration", "schedule_policy", "statistics",
-                                         "binary_tensor_data", "parameters"};
   // Called once per completed ModelInfer call (see core/AccessLogRecord.h).
   AccessLogSink access_log;
   // --grpc-restricted-protocol (server/auth/AccessPolicy.h): the metadata key
@@ -57,6 +59,9 @@ struct GrpcServerOptions {
   // Explicit model control: allow RepositoryModelLoad/Unload although the
   // model-repository group is not restricted (otherwise PERMISSION_DENIED).
   bool allow_unauthenticated_model_control = false;
+  // Reads the W3C `traceparent` metadata of ModelInfer calls and traces them
+  // (see server/tracing/RequestTracer.h); null: no tracing work at all.
+  std::shared_ptr<const tracing::RequestTracer> tracer{};
   // TLS (--grpc-use-ssl, --grpc-use-ssl-mutual), PEM files. Create() fails
   // naming a file that is missing, unreadable or not PEM.
   struct Tls {
@@ -83,6 +88,9 @@ class GrpcServer {
   Status Start();
   // The bound port (the chosen one when options.port was 0); 0 before Start().
   uint16_t port() const;
+  // Refuses new inference requests (UNAVAILABLE) and reports not ready,
+  // while calls in flight go on; Stop() follows. Idempotent.
+  void StopAccepting();
   // Graceful stop, see the class comment. Idempotent.
   void Stop(std::chrono::milliseconds drain);
   // Calls and streams in progress right now (for the metrics endpoint). Any thread.

@@ -218,6 +218,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       hreq.inference_header_length = ToString(it->value());
     for (const std::string& name : core_->auth_headers)
       if (auto it = req.find(name); it != req.end()) hreq.auth_headers.emplace_back(name, ToString(it->value()));
+    if (options_.tracer) {
+      for (auto [it, end] = req.equal_range("traceparent"); it != end; ++it) {
+        AddTraceparentValue(&hreq.traceparent, std::string_view(it->value().data(), it->value().size()));
+      }
+    }
 
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     awaiting_reply_ = true;
@@ -260,21 +265,67 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     Tcp().socket().non_blocking(true, peek_ec);
     const size_t n = Tcp().socket().receive(net::buffer(&c, 1), tcp::socket::message_peek, peek_ec);
     if (peek_ec == net::error::would_block || peek_ec == net::error::try_again) return StartCloseMonitor();
-    if (!peek_ec && n > 0) return;  // pipelined bytes: the next read takes them
+    if (!peek_ec && n > 0) {
+      // Plain HTTP: pipelined bytes, left for the next read. TLS: they may
+      // be the client's close_notify, which TLS 1.3 encrypts like data, so
+      // only reading them through TLS tells (see OnReadAhead).
+      if constexpr (kTls) StartReadAhead();
+      return;
+    }
+    ClientLeft();
+  }
+
+  void ClientLeft() {
     spdlog::debug("http: client closed the connection with a request in flight; cancelling it");
     DoClose();
+  }
+
+  // TLS only: reads what arrived while the request is in flight into the
+  // read buffer (the next request's parse starts from it).
+  void StartReadAhead() {
+    reading_ahead_ = true;
+    Tcp().expires_never();  // a long inference is not an idle client; DoWrite re-arms it
+    stream_.async_read_some(buffer_.prepare(kReadAheadBytes),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                              self->OnReadAhead(ec, n);
+                            });
+  }
+
+  void OnReadAhead(beast::error_code ec, size_t n) {
+    reading_ahead_ = false;
+    if (!ec) buffer_.commit(n);
+    if (closed_) return;
+    if (deferred_response_) {  // the answer came meanwhile (and cancelled this read)
+      http::HttpResponse r = std::move(*deferred_response_);
+      deferred_response_.reset();
+      if (ec && ec != net::error::operation_aborted) return DoClose();
+      return DoWrite(std::move(r));
+    }
+    if (!awaiting_reply_) return;
+    // close_notify, EOF or a broken connection: the client is gone.
+    if (ec) return ClientLeft();
+    // Data (a pipelined request): keep watching until the answer is ready,
+    // unless the buffer is already full of it.
+    if (buffer_.size() < options_.max_header_bytes) StartCloseMonitor();
   }
 
   void OnResponse(http::HttpResponse r) {
     if (closed_ || !awaiting_reply_) return;
     awaiting_reply_ = false;
-    if (monitoring_) {
+    if (monitoring_ || reading_ahead_) {
       beast::error_code ec;
       Tcp().socket().cancel(ec);
     }
     if (r.close) keep_alive_ = false;
-    DoWrite(std::move(r));
-    self_.reset();  // the write handler holds the session now
+    if (reading_ahead_) {
+      // One TLS operation per direction at a time is fine, but the write
+      // waits for the cancelled read so that the buffer is not read into
+      // while the next request is parsed from it.
+      deferred_response_ = std::move(r);
+    } else {
+      DoWrite(std::move(r));
+    }
+    self_.reset();  // the write (or read-ahead) handler holds the session now
   }
 
   void SendError(unsigned status, std::string message) {
@@ -324,6 +375,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   Stream stream_;
   beast::flat_buffer buffer_;
+  // TLS read-ahead while a request is in flight (StartReadAhead).
+  static constexpr size_t kReadAheadBytes = 4096;
+  bool reading_ahead_ = false;
+  std::optional<http::HttpResponse> deferred_response_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::optional<bhttp::response<ResponseBody>> response_;
   std::shared_ptr<Core> core_;
@@ -438,7 +493,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
           .strict_readiness = impl->options.strict_readiness,
           .server_version = impl->options.server_version,
           .access_policy = impl->options.access_policy,
-          .allow_unauthenticated_model_control = impl->options.allow_unauthenticated_model_control},
+          .allow_unauthenticated_model_control = impl->options.allow_unauthenticated_model_control,
+          .tracer = impl->options.tracer},
       repository);
   impl->service->set_access_log(impl->options.access_log);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

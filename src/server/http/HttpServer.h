@@ -12,8 +12,9 @@
 // Shutdown order (what main() does):
 //   StopAccepting();           // close the port, health/ready → not ready,
 //                              // new infer requests → 503
-//   WaitForInFlight(timeout);  // infer requests handed to models complete
-//   repository->Shutdown();
+//   repository->Shutdown(deadline);  // every request handed to a model is
+//                              // answered (computed, or 503 at the deadline)
+//   WaitForInFlight(grace);    // those answers are handed to their connections
 //   Stop();                    // close connections, join the I/O threads
 // Completions that still arrive after Stop() are dropped safely.
 #include <chrono>
@@ -29,6 +30,9 @@
 namespace ortserve {
 
 class ModelRepository;
+namespace tracing {
+class RequestTracer;
+}
 
 struct HttpServerOptions {
   std::string address = "0.0.0.0";
@@ -51,6 +55,9 @@ struct HttpServerOptions {
   // Explicit model control: allow load/unload although the model-repository
   // group is not restricted (otherwise they answer 403).
   bool allow_unauthenticated_model_control = false;
+  // Reads the W3C traceparent header and traces requests (see
+  // server/tracing/RequestTracer.h); null: no tracing work at all.
+  std::shared_ptr<const tracing::RequestTracer> tracer{};
   // HTTPS (--http-use-ssl). PEM files; Create() fails naming a file that is
   // missing, unreadable, not PEM, or a key that does not match the cert.
   struct Tls {

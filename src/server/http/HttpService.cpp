@@ -152,7 +152,10 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
     }
   }
 
-  if (n == 1) return reply(get ? JsonResponse(ServerMetadataJson(options_.server_version)) : MethodNotAllowed(request, "GET"));
+  if (n == 1) {
+    return reply(get ? JsonResponse(ServerMetadataJson(common::DescribeServer(options_.server_version)))
+                     : MethodNotAllowed(request, "GET"));
+  }
 
   if (p[1] == "health" && n == 3 && (p[2] == "live" || p[2] == "ready")) {
     if (!get) return reply(MethodNotAllowed(request, "GET"));
@@ -206,6 +209,11 @@ HttpResponse HttpService::Ready() {
 HttpResponse HttpService::HandleModelGet(const std::string& model, const std::string& version,
                                          std::string_view action) {
   if (action == "stats") return HandleStats(model, version);
+  if (action.empty()) {
+    auto metadata = common::DescribeModel(*repository_, model, version);
+    if (!metadata.ok()) return ErrorResponse(metadata.status());
+    return JsonResponse(ModelMetadataJson(*metadata));
+  }
   auto m = repository_->GetModel(model, version);
   if (action == "ready") {
     // Triton: 200 when ready, 400 otherwise (unknown or not ready).
@@ -213,36 +221,15 @@ HttpResponse HttpService::HandleModelGet(const std::string& model, const std::st
     return (*m)->ready() ? EmptyResponse(200) : ErrorResponse(400, "model '" + model + "' is not ready");
   }
   if (!m.ok()) return ErrorResponse(m.status());
-  if (action == "config") {
-    auto json = ModelConfigJson((*m)->config());
-    if (!json.ok()) return ErrorResponse(json.status());
-    return JsonResponse(std::move(*json));
-  }
-  std::vector<std::string> versions;
-  for (const auto& e : repository_->Index())
-    if (e.name == model && e.state == ModelState::kReady && !e.version.empty()) versions.push_back(e.version);
-  if (versions.empty()) versions.push_back((*m)->version());
-  return JsonResponse(ModelMetadataJson(**m, versions));
+  auto json = ModelConfigJson((*m)->config());  // action == "config"
+  if (!json.ok()) return ErrorResponse(json.status());
+  return JsonResponse(std::move(*json));
 }
 
 HttpResponse HttpService::HandleStats(const std::string& model, const std::string& version) {
-  std::vector<std::shared_ptr<Model>> models;
-  if (model.empty()) {
-    models = repository_->ReadyModels();
-  } else if (!version.empty()) {
-    auto m = repository_->GetModel(model, version);
-    if (!m.ok()) return ErrorResponse(m.status());
-    models.push_back(std::move(*m));
-  } else {
-    for (auto& m : repository_->ReadyModels())
-      if (m->name() == model) models.push_back(std::move(m));
-    if (models.empty()) {
-      auto m = repository_->GetModel(model, "");
-      if (!m.ok()) return ErrorResponse(m.status());
-      models.push_back(std::move(*m));
-    }
-  }
-  return JsonResponse(ModelStatsJson(models));
+  auto stats = common::SnapshotStatistics(*repository_, model, version);
+  if (!stats.ok()) return ErrorResponse(stats.status());
+  return JsonResponse(ModelStatsJson(*stats));
 }
 
 HttpResponse HttpService::HandleRepositoryIndex(const HttpRequest& request) {
@@ -303,10 +290,12 @@ void HttpService::HandleModelControl(const HttpRequest& request, const std::stri
 void HttpService::HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                               RequestContext context) {
   const uint64_t bytes_in = request.body->size();
+  tracing::CompletionReport report =
+      tracing::CompletionReport::Start(access_log_, options_.tracer, request.traceparent);
   auto fail = [&](const Status& st) {
     HttpResponse r = ErrorResponse(st);
     CompressResponse(&r, request.accept_encoding);
-    if (access_log_) {
+    if (report) {
       AccessLogRecord record;
       record.protocol = "http";
       record.model = model;
@@ -314,7 +303,7 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
       record.status_code = static_cast<int>(r.status);
       record.bytes_in = bytes_in;
       record.bytes_out = r.size();
-      access_log_(record);
+      report(record);
     }
     context.reply(std::move(r));
   };
@@ -340,24 +329,24 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   req.model_name = model;
   req.model_version = version;
   req.cancelled = context.cancelled;
+  req.trace = report.trace;
   const bool listed = decoded->outputs_listed;
   const bool binary_default = decoded->binary_data_output;
   in_flight_->Add();
-  AccessLogSink log = access_log_;
-  // Only the access log needs the names back; don't copy them otherwise.
-  std::string id = log ? req.id : std::string();
-  std::string log_model = log ? model : std::string();
-  std::string log_version = log ? version : std::string();
+  // Only the access log and tracing need the names back; don't copy them otherwise.
+  std::string id = report ? req.id : std::string();
+  std::string log_model = report ? model : std::string();
+  std::string log_version = report ? version : std::string();
   // on_complete runs exactly once, so it moves its captures on to the strand.
   req.on_complete = [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
-                     accept = std::move(request.accept_encoding), counter = in_flight_, log = std::move(log),
+                     accept = std::move(request.accept_encoding), counter = in_flight_, report = std::move(report),
                      id = std::move(id), model = std::move(log_model), version = std::move(log_version),
                      bytes_in](Result<InferenceResponse> result) mutable {
     auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
     // Encoding happens on the connection's strand, never on the thread that
     // finished the inference.
     post([reply = std::move(reply), shared, listed, binary_default, accept = std::move(accept),
-          log = std::move(log), id = std::move(id), model = std::move(model), version = std::move(version),
+          report = std::move(report), id = std::move(id), model = std::move(model), version = std::move(version),
           bytes_in] {
       HttpResponse r;
       if (!shared->ok()) {
@@ -376,7 +365,7 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
         }
       }
       CompressResponse(&r, accept);
-      if (log) {
+      if (report) {
         AccessLogRecord record;
         record.protocol = "http";
         record.request_id = id;
@@ -385,14 +374,8 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
         record.status_code = static_cast<int>(r.status);
         record.bytes_in = bytes_in;
         record.bytes_out = r.size();
-        if (shared->ok()) {
-          const InferenceResponse& response = shared->value();
-          record.version = response.model_version;
-          record.queue_ns = response.queue_ns;
-          record.compute_ns = response.compute_ns;
-          record.batch_size = response.batch_size;
-        }
-        log(record);
+        if (shared->ok()) record.SetResponse(shared->value());
+        report(record);
       }
       reply(std::move(r));
     });

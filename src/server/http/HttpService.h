@@ -24,6 +24,7 @@
 #include "core/Tensor.h"
 #include "repository/ModelRepository.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/tracing/RequestTracer.h"
 
 namespace ortserve::http {
 
@@ -37,6 +38,9 @@ struct HttpRequest {
   // Values of the headers the access policy names (lowercase name, value),
   // captured by the server only when a policy is set; the first of repeats.
   std::vector<std::pair<std::string, std::string>> auth_headers;
+  // The W3C traceparent header (repeats joined by ','), captured only when
+  // tracing is on.
+  std::optional<std::string> traceparent;
 };
 
 struct HttpResponse {
@@ -76,6 +80,8 @@ struct HttpServiceOptions {
   // (403) unless the model-repository group is restricted by access_policy
   // or this is set (--allow-unauthenticated-model-control).
   bool allow_unauthenticated_model_control = false;
+  // Null: tracing is off (--trace-otlp-endpoint unset).
+  std::shared_ptr<const tracing::RequestTracer> tracer{};
 };
 
 // Counts infer requests between Model::Infer and their completion. Shared

@@ -326,22 +326,10 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
         return InvalidArgument("input " + Quote(name) + ": binary_data_size " + std::to_string(*binary_size) +
                                " runs past the end of the body (" + std::to_string(b.size() - binary_offset) +
                                " bytes of binary data left)");
+      // Whether the bytes fit the shape (size, BYTES length prefixes) is the
+      // request validator's check, the same for gRPC's raw_input_contents.
       const auto* p = reinterpret_cast<const std::byte*>(b.data()) + binary_offset;
       const size_t n = static_cast<size_t>(*binary_size);
-      if (fixed_bytes) {
-        if (*fixed_bytes != n)
-          return InvalidArgument("input " + Quote(name) + ": binary_data_size " + std::to_string(n) +
-                                 " does not match " + std::string(dtype_name) + " " + ShapeToString(t.shape) +
-                                 " (" + std::to_string(*fixed_bytes) + " bytes)");
-      } else {
-        auto elements = CountBytesElements(p, n);
-        if (!elements)
-          return InvalidArgument("input " + Quote(name) +
-                                 ": BYTES data is malformed (a 4-byte length prefix runs past the end of the tensor)");
-        if (*elements != *count)
-          return InvalidArgument("input " + Quote(name) + ": BYTES data has " + std::to_string(*elements) +
-                                 " elements, shape " + ShapeToString(t.shape) + " needs " + std::to_string(*count));
-      }
       t.data = TensorData(body, p, n);
       binary_offset += n;
     } else {

@@ -1,109 +1,14 @@
 #pragma once
-// A small append-only JSON writer over std::string. Numbers go through
-// std::to_chars (shortest round-trip form for floats), so writing a large
-// tensor as JSON costs one pass and no temporary strings. The caller is
-// responsible for structure (commas are tracked per nesting level).
-#include <charconv>
-#include <cmath>
-#include <cstdint>
+// The HTTP front end's JSON helpers: the shared writer (core/JsonWriter.h)
+// and the KServe error body.
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <vector>
+
+#include "core/JsonWriter.h"
 
 namespace ortserve::http {
 
-class JsonWriter {
- public:
-  explicit JsonWriter(std::string* out) : out_(out) { first_.reserve(16); }
-
-  void StartObject() { Separator(); out_->push_back('{'); first_.push_back(true); }
-  void EndObject() { out_->push_back('}'); first_.pop_back(); }
-  void StartArray() { Separator(); out_->push_back('['); first_.push_back(true); }
-  void EndArray() { out_->push_back(']'); first_.pop_back(); }
-
-  // Object key; the next value call writes the value without a comma.
-  void Key(std::string_view key) {
-    Separator();
-    AppendQuoted(key);
-    out_->push_back(':');
-    after_key_ = true;
-  }
-
-  void String(std::string_view s) { Separator(); AppendQuoted(s); }
-  void Bool(bool b) { Separator(); out_->append(b ? "true" : "false"); }
-  void Null() { Separator(); out_->append("null"); }
-
-  template <typename T>
-    requires std::is_integral_v<T>
-  void Int(T v) {
-    Separator();
-    char buf[24];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out_->append(buf, r.ptr);
-  }
-
-  // NaN and infinities have no JSON spelling; we write NaN / Infinity /
-  // -Infinity, which Python's json and python-rapidjson (what tritonclient
-  // uses) read back as the same values.
-  template <typename T>
-    requires std::is_floating_point_v<T>
-  void Float(T v) {
-    Separator();
-    if (std::isnan(v)) { out_->append("NaN"); return; }
-    if (std::isinf(v)) { out_->append(v < 0 ? "-Infinity" : "Infinity"); return; }
-    char buf[40];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out_->append(buf, r.ptr);
-  }
-
-  // Already-serialized JSON value.
-  void Raw(std::string_view json) { Separator(); out_->append(json); }
-
-  std::string* out() { return out_; }
-
-  // Appends s as a JSON string literal (quotes and escapes). Bytes >= 0x80
-  // pass through unchanged (UTF-8 stays UTF-8).
-  static void AppendQuoted(std::string* out, std::string_view s) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    out->push_back('"');
-    size_t run = 0;  // start of the pending unescaped run
-    for (size_t i = 0; i < s.size(); ++i) {
-      const auto c = static_cast<unsigned char>(s[i]);
-      if (c >= 0x20 && c != '"' && c != '\\') continue;
-      out->append(s.data() + run, i - run);
-      run = i + 1;
-      switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        case '\b': out->append("\\b"); break;
-        case '\f': out->append("\\f"); break;
-        default: {
-          const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
-          out->append(esc, 6);
-        }
-      }
-    }
-    out->append(s.data() + run, s.size() - run);
-    out->push_back('"');
-  }
-
- private:
-  void AppendQuoted(std::string_view s) { AppendQuoted(out_, s); }
-  void Separator() {
-    if (after_key_) { after_key_ = false; return; }
-    if (first_.empty()) return;
-    if (first_.back()) first_.back() = false;
-    else out_->push_back(',');
-  }
-
-  std::string* out_;
-  std::vector<bool> first_;
-  bool after_key_ = false;
-};
+using ortserve::JsonWriter;
 
 // {"error":"<message>"}
 inline std::string ErrorJson(std::string_view message) {

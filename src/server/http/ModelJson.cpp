@@ -5,9 +5,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <array>
 #include <charconv>
 
-#include "core/DataType.h"
 #include "server/http/JsonWriter.h"
 
 namespace ortserve::http {
@@ -16,38 +16,37 @@ namespace {
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 
-std::string_view ConfigTypeToName(inference::DataType t) {
-  auto dt = DataTypeFromConfigName(inference::DataType_Name(t));
-  return dt ? DataTypeName(*dt) : std::string_view("INVALID");
-}
-
-template <typename Tensors>
-void WriteTensorMetadata(JsonWriter& w, const Tensors& tensors, bool batched) {
+void WriteTensorMetadata(JsonWriter& w, const std::vector<common::TensorMetadata>& tensors) {
   w.StartArray();
-  for (const auto& t : tensors) {
+  for (const common::TensorMetadata& t : tensors) {
     w.StartObject();
     w.Key("name");
-    w.String(t.name());
+    w.String(t.name);
     w.Key("datatype");
-    w.String(ConfigTypeToName(t.data_type()));
+    w.String(t.datatype);
     w.Key("shape");
     w.StartArray();
-    if (batched) w.Int(-1);
-    for (int64_t d : t.dims()) w.Int(d);
+    for (int64_t d : t.shape) w.Int(d);
     w.EndArray();
     w.EndObject();
   }
   w.EndArray();
 }
 
-void WriteDuration(JsonWriter& w, std::string_view key, const DurationStat& s) {
-  w.Key(key);
-  w.StartObject();
-  w.Key("count");
-  w.Int(s.count.load(std::memory_order_relaxed));
-  w.Key("ns");
-  w.Int(s.ns.load(std::memory_order_relaxed));
-  w.EndObject();
+// Writes {"<name>":{"count":..,"ns":..}, ...} members for parallel arrays of
+// wire names and totals.
+template <size_t N>
+void WriteDurations(JsonWriter& w, const std::array<std::string_view, N>& names,
+                    const std::array<common::DurationTotals, N>& totals) {
+  for (size_t i = 0; i < N; ++i) {
+    w.Key(names[i]);
+    w.StartObject();
+    w.Key("count");
+    w.Int(totals[i].count);
+    w.Key("ns");
+    w.Int(totals[i].ns);
+    w.EndObject();
+  }
 }
 
 // Protobuf's JSON mapping writes (u)int64 as strings; turn those back into
@@ -102,46 +101,39 @@ void FixInt64(rapidjson::Value& obj, const Descriptor* desc, int depth) {
 
 }  // namespace
 
-std::string ServerMetadataJson(std::string_view version) {
+std::string ServerMetadataJson(const common::ServerMetadata& metadata) {
   std::string s;
   JsonWriter w(&s);
   w.StartObject();
   w.Key("name");
-  w.String("ortserve");
+  w.String(metadata.name);
   w.Key("version");
-  w.String(version);
+  w.String(metadata.version);
   w.Key("extensions");
   w.StartArray();
-  // Only what is implemented: binary tensors, .../config, the statistics
-  // endpoints, the timeout/priority request parameters, and the repository
-  // index (no load/unload).
-  for (const char* e : {"binary_tensor_data", "model_configuration", "statistics", "schedule_policy",
-                        "model_repository"})
-    w.String(e);
+  for (const std::string& e : metadata.extensions) w.String(e);
   w.EndArray();
   w.EndObject();
   return s;
 }
 
-std::string ModelMetadataJson(const Model& model, const std::vector<std::string>& versions) {
-  const inference::ModelConfig& config = model.config();
+std::string ModelMetadataJson(const common::ModelMetadata& metadata) {
   std::string s;
   s.reserve(256);
   JsonWriter w(&s);
   w.StartObject();
   w.Key("name");
-  w.String(model.name());
+  w.String(metadata.name);
   w.Key("versions");
   w.StartArray();
-  for (const auto& v : versions) w.String(v);
+  for (const std::string& v : metadata.versions) w.String(v);
   w.EndArray();
   w.Key("platform");
-  w.String(config.platform().empty() ? std::string_view("onnxruntime_onnx") : std::string_view(config.platform()));
-  const bool batched = config.max_batch_size() > 0;
+  w.String(metadata.platform);
   w.Key("inputs");
-  WriteTensorMetadata(w, config.input(), batched);
+  WriteTensorMetadata(w, metadata.inputs);
   w.Key("outputs");
-  WriteTensorMetadata(w, config.output(), batched);
+  WriteTensorMetadata(w, metadata.outputs);
   w.EndObject();
   return s;
 }
@@ -163,51 +155,40 @@ Result<std::string> ModelConfigJson(const inference::ModelConfig& config) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
-std::string ModelStatsJson(const std::vector<std::shared_ptr<Model>>& models) {
+std::string ModelStatsJson(const std::vector<common::ModelStatisticsSnapshot>& models) {
   std::string s;
   s.reserve(512 * (models.size() + 1));
   JsonWriter w(&s);
   w.StartObject();
   w.Key("model_stats");
   w.StartArray();
-  for (const auto& model : models) {
-    ModelStatistics& st = model->stats();
+  for (const common::ModelStatisticsSnapshot& model : models) {
     w.StartObject();
     w.Key("name");
-    w.String(model->name());
+    w.String(model.name);
     w.Key("version");
-    w.String(model->version());
+    w.String(model.version);
     w.Key("last_inference");
-    w.Int(st.last_inference_ms.load(std::memory_order_relaxed));
+    w.Int(model.last_inference_ms);
     w.Key("inference_count");
-    w.Int(st.inference_count.load(std::memory_order_relaxed));
+    w.Int(model.inference_count);
     w.Key("execution_count");
-    w.Int(st.execution_count.load(std::memory_order_relaxed));
+    w.Int(model.execution_count);
     w.Key("inference_stats");
     w.StartObject();
-    WriteDuration(w, "success", st.success);
-    WriteDuration(w, "fail", st.fail);
-    WriteDuration(w, "queue", st.queue);
-    WriteDuration(w, "compute_input", st.compute_input);
-    WriteDuration(w, "compute_infer", st.compute_infer);
-    WriteDuration(w, "compute_output", st.compute_output);
-    WriteDuration(w, "cache_hit", st.cache_hit);
-    WriteDuration(w, "cache_miss", st.cache_miss);
+    WriteDurations(w, common::kInferenceDurationNames, model.inference);
     w.EndObject();
     w.Key("batch_stats");
     w.StartArray();
-    for (size_t b = 1; b <= st.MaxTrackedBatchSize(); ++b) {
-      const BatchStat& bs = st.BatchStatAt(b);
-      if (bs.compute_infer.count.load(std::memory_order_relaxed) == 0) continue;
+    for (const common::BatchStatisticsSnapshot& batch : model.batches) {
       w.StartObject();
       w.Key("batch_size");
-      w.Int(b);
-      WriteDuration(w, "compute_input", bs.compute_input);
-      WriteDuration(w, "compute_infer", bs.compute_infer);
-      WriteDuration(w, "compute_output", bs.compute_output);
+      w.Int(batch.batch_size);
+      WriteDurations(w, common::kBatchDurationNames, batch.durations);
       w.EndObject();
     }
     w.EndArray();
+    // No memory usage is reported (as gRPC's empty repeated field).
     w.Key("memory_usage");
     w.StartArray();
     w.EndArray();

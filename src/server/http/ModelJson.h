@@ -9,15 +9,17 @@
 
 #include "core/Status.h"
 #include "repository/ModelRepository.h"
+#include "server/common/ModelMetadata.h"
+#include "server/common/StatisticsSnapshot.h"
 
 namespace ortserve::http {
 
 // GET /v2: {"name":"ortserve","version":...,"extensions":[...]}
-std::string ServerMetadataJson(std::string_view version);
+std::string ServerMetadataJson(const common::ServerMetadata& metadata);
 
 // GET /v2/models/{m}[/versions/{v}]: name, versions, platform, inputs and
-// outputs with the batch dimension (-1) prepended when max_batch_size > 0.
-std::string ModelMetadataJson(const Model& model, const std::vector<std::string>& versions);
+// outputs (shapes with the batch dimension, see common::DescribeModel).
+std::string ModelMetadataJson(const common::ModelMetadata& metadata);
 
 // GET .../config: Triton's JSON form of ModelConfig — protobuf's JSON mapping
 // with proto field names and default values printed, but 64-bit integers as
@@ -26,8 +28,8 @@ std::string ModelMetadataJson(const Model& model, const std::vector<std::string>
 Result<std::string> ModelConfigJson(const inference::ModelConfig& config);
 
 // GET .../stats and /v2/models/stats: {"model_stats":[...]} in Triton's
-// statistics-extension layout. Batch sizes that never ran are omitted.
-std::string ModelStatsJson(const std::vector<std::shared_ptr<Model>>& models);
+// statistics-extension layout.
+std::string ModelStatsJson(const std::vector<common::ModelStatisticsSnapshot>& models);
 
 // POST /v2/repository/index: [{"name","version","state","reason"?}].
 std::string RepositoryIndexJson(const std::vector<ModelIndexEntry>& entries, bool ready_only);

@@ -8,32 +8,10 @@
 #include <cmath>
 #include <ctime>
 
+#include "core/JsonWriter.h"
+
 namespace ortserve::metrics {
 namespace {
-
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (u < 0x20) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\u00";
-          out += kHex[u >> 4];
-          out += kHex[u & 15];
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
 
 std::string IsoTime(int64_t unix_ms) {
   const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
@@ -66,15 +44,15 @@ std::string AccessLog::Format(const AccessLogRecord& r, int64_t unix_ms) {
   std::string out;
   out.reserve(256);
   out += "{\"time\":";
-  AppendJsonString(out, IsoTime(unix_ms));
+  JsonWriter::AppendQuoted(&out, IsoTime(unix_ms));
   out += ",\"request_id\":";
-  AppendJsonString(out, r.request_id);
+  JsonWriter::AppendQuoted(&out, r.request_id);
   out += ",\"model\":";
-  AppendJsonString(out, r.model);
+  JsonWriter::AppendQuoted(&out, r.model);
   out += ",\"version\":";
-  AppendJsonString(out, r.version);
+  JsonWriter::AppendQuoted(&out, r.version);
   out += ",\"protocol\":";
-  AppendJsonString(out, r.protocol);
+  JsonWriter::AppendQuoted(&out, r.protocol);
   out += ",\"status\":" + std::to_string(r.status_code);
   out += ",\"queue_us\":" + std::to_string(r.queue_ns / 1000);
   out += ",\"compute_us\":" + std::to_string(r.compute_ns / 1000);

@@ -64,6 +64,22 @@ void RenderProcess(PrometheusText& out) {
   }
 }
 
+void RenderTraceExport(PrometheusText& out, const tracing::TraceExportCounters& c) {
+  out.Family("ortserve_trace_spans_exported_total", "counter",
+             "Spans the OTLP collector (--trace-otlp-endpoint) accepted.");
+  out.Sample("ortserve_trace_spans_exported_total", {}, c.exported);
+  out.Family("ortserve_trace_spans_dropped_total", "counter",
+             "Spans dropped instead of exported: buffer_full (--trace-buffer-spans were waiting already), "
+             "export_failed (the export that carried them failed).");
+  out.Sample("ortserve_trace_spans_dropped_total", {{"reason", "buffer_full"}}, c.dropped_buffer_full);
+  out.Sample("ortserve_trace_spans_dropped_total", {{"reason", "export_failed"}}, c.dropped_export_failed);
+  out.Family("ortserve_trace_export_failures_total", "counter",
+             "OTLP export requests that failed: no connection, a timeout, or a non-2xx answer.");
+  out.Sample("ortserve_trace_export_failures_total", {}, c.failed_exports);
+  out.Family("ortserve_trace_buffered_spans", "gauge", "Spans waiting in the exporter's buffer right now.");
+  out.Sample("ortserve_trace_buffered_spans", {}, c.buffered);
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(sources)) {}
@@ -97,6 +113,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
     out.Sample("ortserve_active_calls", {{"protocol", "grpc"}},
                static_cast<uint64_t>(sources.grpc_active_calls()));
   }
+  if (sources.trace_export) RenderTraceExport(out, sources.trace_export());
   // Model state for every version the repository knows, failed ones included.
   out.Family("ortserve_model_state", "gauge",
              "1 for the state each model version is in (READY, LOADING, UNAVAILABLE, UNLOADING), 0 for the others.");

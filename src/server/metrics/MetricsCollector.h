@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "repository/ModelRepository.h"
+#include "server/tracing/OtlpExporter.h"
 
 namespace ortserve::metrics {
 
@@ -23,6 +24,8 @@ struct MetricsSources {
   // Front-end gauges; an empty function leaves the sample out.
   std::function<size_t()> http_open_connections;
   std::function<size_t()> grpc_active_calls;
+  // The OTLP trace exporter's counters; empty (tracing off): no trace series.
+  std::function<tracing::TraceExportCounters()> trace_export;
 };
 
 // The whole exposition for the given repository index (model states) and

@@ -1,0 +1,61 @@
+#include "server/common/ModelMetadata.h"
+
+#include "repository/ModelConfigUtil.h"
+
+namespace ortserve::common {
+namespace {
+
+template <typename ConfigTensors>
+std::vector<TensorMetadata> DescribeTensors(const ConfigTensors& tensors, bool batched) {
+  std::vector<TensorMetadata> out;
+  out.reserve(static_cast<size_t>(tensors.size()));
+  for (const auto& tensor : tensors) {
+    TensorMetadata& t = out.emplace_back();
+    t.name = tensor.name();
+    t.datatype = DataTypeName(FromConfigDataType(tensor.data_type()));
+    if (batched) t.shape.push_back(-1);
+    t.shape.insert(t.shape.end(), tensor.dims().begin(), tensor.dims().end());
+  }
+  return out;
+}
+
+}  // namespace
+
+ServerMetadata DescribeServer(std::string_view version) {
+  return ServerMetadata{
+      .name = std::string(kServerName),
+      .version = std::string(version),
+      // model_repository: index, load and unload; schedule_policy: the
+      // timeout and priority request parameters; parameters: request and
+      // response parameters.
+      .extensions = {"model_repository", "schedule_policy", "model_configuration",
+                     "binary_tensor_data", "parameters", "statistics"},
+  };
+}
+
+Result<ModelMetadata> DescribeModel(const ModelRepository& repository, const std::string& name,
+                                    const std::string& version) {
+  Result<std::shared_ptr<Model>> found = repository.GetModel(name, version);
+  if (!found.ok()) return found.status();
+  const Model& model = *found.value();
+  const inference::ModelConfig& config = model.config();
+  ModelMetadata metadata;
+  metadata.name = model.name();
+  if (version.empty()) {
+    for (const ModelIndexEntry& entry : repository.Index()) {
+      if (entry.name == model.name() && entry.state == ModelState::kReady &&
+          !entry.version.empty()) {
+        metadata.versions.push_back(entry.version);
+      }
+    }
+  }
+  // A version asked for, or a model that left the index since GetModel.
+  if (metadata.versions.empty()) metadata.versions.push_back(model.version());
+  metadata.platform = config.platform().empty() ? kOnnxPlatform : config.platform();
+  const bool batched = config.max_batch_size() > 0;
+  metadata.inputs = DescribeTensors(config.input(), batched);
+  metadata.outputs = DescribeTensors(config.output(), batched);
+  return metadata;
+}
+
+}  // namespace ortserve::common
