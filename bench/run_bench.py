@@ -254,7 +254,9 @@ def stats_delta(s0, s1):
     return {"inferences": infs, "executions": execs,
             "avg_batch": round(infs / execs, 2) if execs else None,
             "avg_queue_us": round(q[1] / 1e3 / q[0], 1) if q[0] else None,
-            "avg_compute_infer_us_per_execution": round(ci[1] / 1e3 / execs, 1) if execs else None,
+            # Triton's compute_infer adds the batch's duration once per
+            # request in it: ns / count is the duration of one execution.
+            "avg_compute_infer_us_per_execution": round(ci[1] / 1e3 / ci[0], 1) if ci[0] else None,
             "batch_sizes": dict(sorted(batches.items()))}
 
 
@@ -381,9 +383,11 @@ class Server:
 class OrtServe(Server):
     name = "ortserve"
 
-    def __init__(self, binary, repo, budget, http_threads, cpus):
+    def __init__(self, binary, repo, budget, http_threads, cpus, log_name="ortserve.log"):
         super().__init__()
         self.binary, self.repo, self.budget, self.http_threads, self.cpus = binary, repo, budget, http_threads, cpus
+        self.log_name = log_name
+        self.metrics_port = None
 
     def start(self):
         _rc, help_text = run_bounded([self.binary, "--help"], 20, record=False)
@@ -392,13 +396,16 @@ class OrtServe(Server):
         if "--grpc-port" in help_text:
             self.grpc_port = free_port()
             cmd += ["--grpc-port", str(self.grpc_port)]
+        if "--metrics-port" in help_text:  # never the default 8002: another server may hold it
+            self.metrics_port = free_port()
+            cmd += ["--metrics-port", str(self.metrics_port)]
         if "--thread-budget" in help_text:
             cmd += ["--thread-budget", str(self.budget)]
         if self.http_threads and "--http-thread-count" in help_text:
             cmd += ["--http-thread-count", str(self.http_threads)]
         if "--log-verbose" in help_text:
             cmd += ["--log-verbose", "0"]
-        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "ortserve.log")
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / self.log_name)
 
     def grpc_ready(self):
         """The gRPC hook: True once ortserve's gRPC front end answers ServerReady."""

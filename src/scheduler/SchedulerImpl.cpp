@@ -504,28 +504,21 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   // Before any answer leaves: a client answered may send its next request
   // before this worker gets back to the queue.
   ForecastAnswered(batch.size());
-  if (run_end == RunEnd::kAbandoned) {
-    // Whatever Run returned (if it started): shutdown's deadline has passed.
+  if (run_end != RunEnd::kRan) {
+    // Whatever Run returned (if it started): every request was dead when it
+    // was stopped, or shutdown's deadline had passed.
     lease.reset();
     stats_->terminated_executions.fetch_add(1, std::memory_order_relaxed);
     busy_instances_.fetch_sub(1, std::memory_order_relaxed);
     for (QueuedRequest& entry : batch) {
       const std::string id = entry.request->id;
-      Fail(std::move(entry.request),
-           Unavailable(label_ + " is shutting down: the run of request '" + id +
-                       "' was stopped at the exit timeout"),
-           RequestOutcome::kRejected);
-    }
-    return;
-  }
-  if (run_end == RunEnd::kDead) {
-    // Whatever Run returned: every request was dead when it was stopped.
-    lease.reset();
-    stats_->terminated_executions.fetch_add(1, std::memory_order_relaxed);
-    busy_instances_.fetch_sub(1, std::memory_order_relaxed);
-    for (QueuedRequest& entry : batch) {
-      const std::string id = entry.request->id;
-      if (entry.request->cancelled && entry.request->cancelled->load(std::memory_order_relaxed)) {
+      if (run_end == RunEnd::kAbandoned) {
+        Fail(std::move(entry.request),
+             Unavailable(label_ + " is shutting down: the run of request '" + id +
+                         "' was stopped at the exit timeout"),
+             RequestOutcome::kRejected);
+      } else if (entry.request->cancelled &&
+                 entry.request->cancelled->load(std::memory_order_relaxed)) {
         Fail(std::move(entry.request),
              {StatusCode::kCancelled,
               "request '" + id + "' for " + label_ + " was cancelled; its run was terminated"},
