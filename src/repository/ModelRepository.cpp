@@ -18,8 +18,8 @@
 #include <sstream>
 #include <thread>
 
-#include <pthread.h>
 
+#include "core/ThreadName.h"
 #include "repository/ModelConfigUtil.h"
 #include "repository/RequestValidator.h"
 #include "repository/RuntimeConfig.h"
@@ -585,7 +585,7 @@ class ModelRepositoryImpl final : public ModelRepository {
   }
 
   void LoaderLoop() {
-    pthread_setname_np(pthread_self(), "model-loader");
+    SetCurrentThreadName("model-loader");
     const bool poll = options_.control_mode == ModelControlMode::kPoll;
     const auto interval = std::max(options_.poll_interval, std::chrono::milliseconds(1));
     auto next_poll = std::chrono::steady_clock::now() + interval;
@@ -1082,6 +1082,8 @@ class ModelRepositoryImpl final : public ModelRepository {
       RuntimeOptions options = MakeRuntimeOptions(c.settings, plan.intra, c.instances[i], c.model_path,
                                                   label + "#" + std::to_string(i),
                                                   options_.model_cache_dir);
+      // ORT's intra-op threads are created here and inherit this name.
+      ScopedThreadName ort_threads("ort-" + c.name);
       auto instance = CreateOrtModelInstance(options);
       if (!instance.ok()) {
         return fail("cannot create instance #" + std::to_string(i) + ": " +

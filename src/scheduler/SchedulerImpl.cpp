@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/ThreadName.h"
 #include "scheduler/BatchTracing.h"
 
 namespace ortserve {
@@ -322,6 +323,7 @@ void SchedulerImpl::Abandon() {
 }
 
 void SchedulerImpl::WatchdogLoop() {
+  SetCurrentThreadName("watch-" + options_.model_name);
   const auto poll = std::chrono::duration_cast<Clock::duration>(
       std::chrono::microseconds(options_.cancel_poll_interval_us));
   std::unique_lock<std::mutex> lock(watch_mu_);
@@ -377,6 +379,7 @@ void SchedulerImpl::ForecastAnswered(uint64_t answered) {
 }
 
 void SchedulerImpl::WorkerLoop(size_t index) {
+  SetCurrentThreadName("run-" + options_.model_name);
   std::vector<QueuedRequest> batch;
   std::vector<RejectedRequest> rejected;
   for (;;) {

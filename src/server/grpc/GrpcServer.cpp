@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <pthread.h>
 
 #include <chrono>
 #include <limits>
@@ -17,6 +16,7 @@
 #include <grpcpp/server_builder.h>
 #include <spdlog/spdlog.h>
 
+#include "core/ThreadName.h"
 #include "repository/ModelRepository.h"
 #include "server/common/ModelMetadata.h"
 #include "server/common/StatisticsSnapshot.h"
@@ -258,8 +258,7 @@ class GrpcServer::Impl {
     for (size_t i = 0; i < queues_.size(); ++i) {
       grpcfe::StartListening(&core_, queues_[i].get());
       threads_.emplace_back([this, i] {
-        const std::string name = "grpc-cq-" + std::to_string(i);
-        pthread_setname_np(pthread_self(), name.c_str());
+        SetCurrentThreadName("grpc-cq-" + std::to_string(i));
         grpcfe::PollQueue(queues_[i].get());
       });
     }

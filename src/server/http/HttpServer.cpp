@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/ThreadName.h"
 #include "repository/ModelRepository.h"
 #include "server/http/HttpService.h"
 #include "server/http/HttpStatus.h"
@@ -523,7 +524,7 @@ Status HttpServer::Start() {
   s.threads.reserve(static_cast<size_t>(s.options.io_threads));
   for (int i = 0; i < s.options.io_threads; ++i) {
     s.threads.emplace_back([core = s.core, i] {
-      pthread_setname_np(pthread_self(), ("http-io-" + std::to_string(i)).substr(0, 15).c_str());
+      SetCurrentThreadName("http-io-" + std::to_string(i));
       while (true) {
         try {
           core->ioc.run();

@@ -1,6 +1,5 @@
 #include "server/metrics/MetricsServer.h"
 
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio.hpp>
@@ -10,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/ThreadName.h"
 #include "server/metrics/PrometheusText.h"
 
 namespace ortserve::metrics {
@@ -153,7 +153,7 @@ Status MetricsServer::Start() {
   s.started = true;
   s.DoAccept();
   s.thread = std::thread([&s] {
-    pthread_setname_np(pthread_self(), "metrics-io");
+    SetCurrentThreadName("metrics-io");
     while (true) {
       try {
         s.ioc.run();

@@ -1,6 +1,5 @@
 #include "server/tracing/OtlpExporter.h"
 
-#include <pthread.h>
 
 #include <algorithm>
 #include <optional>
@@ -12,6 +11,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
+
+#include "core/ThreadName.h"
 
 namespace ortserve::tracing {
 
@@ -176,7 +177,7 @@ OtlpExporter::OtlpExporter(OtlpExporterOptions options, OtlpEndpoint endpoint)
     : options_(std::move(options)), endpoint_(std::move(endpoint)) {
   buffer_.reserve(std::min<size_t>(options_.buffer_spans, 1024));
   thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "otlp-export");
+    SetCurrentThreadName("otlp-export");
     Run();
   });
 }
