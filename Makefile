@@ -43,6 +43,14 @@ tsan: deps
 	cmake --build build-tsan -j $(JOBS) --target $(SCHED_TESTS)
 	set -e; for t in $(SCHED_TESTS); do TSAN_OPTIONS=halt_on_error=1 build-tsan/$$t --gtest_brief=1; done
 
+# Unit + integration tests under ASan+UBSan (build-asan/, leaks included),
+# then `make fuzz` for FUZZ_SECONDS (default 10) per target; prints the wall
+# time of each stage. Not part of `make test` (README, Tests).
+.PHONY: test-sanitize
+test-sanitize: deps
+	scripts/setup.sh fuzz
+	FUZZ_SECONDS=$(or $(FUZZ_SECONDS),10) JOBS=$(JOBS) scripts/test_sanitize.sh
+
 # GPU provider libraries (CUDA 13 / TensorRT 10) into third_party/onnxruntime-gpu;
 # then: ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu make build BUILD_DIR=build-gpu
 # (docs/gpu.md). Never part of `make test`.
@@ -54,7 +62,7 @@ demo-models: deps
 	$(PY) scripts/make_demo_models.py models
 
 clean:
-	rm -rf $(BUILD_DIR) build-tsan
+	rm -rf $(BUILD_DIR) build-tsan build-asan
 
 # Benchmark: ortserve vs FastAPI+onnxruntime vs in-process ORT on the bench
 # models; writes bench/RESULTS.md and bench/results/. Not a test: nothing is
@@ -63,6 +71,15 @@ clean:
 bench: build
 	$(PY) bench/make_bench_models.py
 	$(PY) bench/run_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(BENCH_ARGS)
+
+# Overload and soak: open-loop Poisson load at 3x the measured capacity for
+# 180 s, two priority levels; writes bench/SOAK.md and bench/results/soak.*.
+# Fails on a crash, an answer other than 200 or a 503 naming its limit, a
+# wrong output or metrics that disagree with the client; timing is only
+# measured. SOAK_ARGS="--duration 30" for a short run.
+.PHONY: soak
+soak: build
+	$(PY) bench/soak.py --ortserve-bin $(BUILD_DIR)/ortserve $(SOAK_ARGS)
 
 # libFuzzer (clang, ASan+UBSan) on every tests/fuzz target, FUZZ_SECONDS each
 # (default 60), built in build-fuzz/; FUZZ_TARGETS="http_infer_request ..." for
