@@ -295,6 +295,15 @@ def build_fallback_small(seed: int = 5):
         [demo.const("w", w)], name="fallback_small", opset=18)
 
 
+def build_gather_fault():
+    """INDEX[1] (INT64) -> Gather(table[8] = 0, 10, ..., 70) -> VALUE[1]: an
+    index outside -8..7 makes ORT's run fail, for that request only."""
+    table = (np.arange(8) * 10).astype(np.float32)
+    return demo.make_model([helper.make_node("Gather", ["table", "INDEX"], ["VALUE"], axis=0)],
+                           [("INDEX", TensorProto.INT64, [1])], [("VALUE", TensorProto.FLOAT, [1])],
+                           [demo.const("table", table)], name="gather_fault")
+
+
 def _extra_builders() -> dict:
     """Models for per-test servers only (build_test_repository(repo, [names])):
     never in the full test repository, whose startup they would slow down.
@@ -306,6 +315,8 @@ def _extra_builders() -> dict:
       fallback_small    x[-1,16] -> MatMul -> y[-1,4] (fast), max_batch_size 8.
       fallback_primary  slow_queue2's setup (slow graph, max_batch_size 1,
                         queue of 2) with parameter fallback_model "fallback_small".
+      gather_fault      INDEX[1] -> table lookup -> VALUE[1], max_batch_size 0:
+                        an out-of-range index fails its run inside ORT.
     """
     b = {}
     b["very_slow"] = lambda repo: demo.write_model(
@@ -324,6 +335,14 @@ instance_group [ {{ count: 1 kind: KIND_CPU }} ]
         repo, "fallback_primary", build_slow().SerializeToString(),
         slow_config("fallback_primary", 1, "max_queue_size: 2")
         + 'parameters { key: "fallback_model" value: { string_value: "fallback_small" } }\n')
+    b["gather_fault"] = lambda repo: demo.write_model(repo, "gather_fault", build_gather_fault(), f"""
+name: "gather_fault"
+platform: "onnxruntime_onnx"
+max_batch_size: 0
+{io_block("input", "INDEX", "TYPE_INT64", [1])}
+{io_block("output", "VALUE", "TYPE_FP32", [1])}
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+""")
     return b
 
 
