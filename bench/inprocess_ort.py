@@ -25,12 +25,15 @@ import onnxruntime as ort
 DTYPES = {"FP32": np.float32, "FP16": np.float16, "INT32": np.int32, "INT64": np.int64}
 
 
-def make_session(model_path: str, threads: int) -> ort.InferenceSession:
+def make_session(model_path: str, threads: int, spinning: bool = False) -> ort.InferenceSession:
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # ortserve's default (config parameter allow_spinning, off): the same
+    # thread behaviour, so the ratio measures the server, not a setting.
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
     return ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
 
 
@@ -75,11 +78,13 @@ def main():
     ap.add_argument("--batch-sizes", default="1", help="comma separated")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per batch size")
     ap.add_argument("--warmup", type=float, default=1.0)
+    ap.add_argument("--spinning", choices=("off", "on"), default="off",
+                    help="ORT intra-op spinning (off: ortserve's default; on: ORT's)")
     ap.add_argument("--json", help="also write the result here")
     args = ap.parse_args()
 
     spec = json.loads(Path(args.manifest).read_text())[args.model]
-    sess = make_session(spec["model_path"], args.threads)
+    sess = make_session(spec["model_path"], args.threads, args.spinning == "on")
     result = {"model": args.model, "threads": args.threads, "onnxruntime": ort.__version__,
               "results": []}
     for b in sorted({int(x) for x in args.batch_sizes.split(",") if x.strip()}):
