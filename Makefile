@@ -44,8 +44,9 @@ tsan: deps
 	set -e; for t in $(SCHED_TESTS); do TSAN_OPTIONS=halt_on_error=1 build-tsan/$$t --gtest_brief=1; done
 
 # Unit + integration tests under ASan+UBSan (build-asan/, leaks included),
-# then `make fuzz` for FUZZ_SECONDS (default 10) per target; prints the wall
-# time of each stage. Not part of `make test` (README, Tests).
+# then the fuzz smoke (run_fuzz.sh) for FUZZ_SECONDS (default 10) per target;
+# prints the wall time of each stage. Not part of `make test` or CI
+# (tests/fuzz/README.md, "Sanitizers").
 .PHONY: test-sanitize
 test-sanitize: deps
 	scripts/setup.sh fuzz

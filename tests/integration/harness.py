@@ -50,6 +50,10 @@ SANITIZER_REPORT = re.compile(
     r"|^\S+:\d+(?::\d+)?: runtime error: ", re.M)
 
 
+# The last line main.cpp logs before it serves: the metrics endpoint's.
+STARTUP_DONE = re.compile(r"Prometheus metrics endpoint (listening on|disabled)")
+
+
 def free_ports(count: int) -> list[int]:
     """Distinct free TCP ports on 127.0.0.1 (held together while choosing)."""
     socks = []
@@ -126,6 +130,12 @@ class Server:
     def wait_live(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         self._poll_until(lambda: self.get("/v2/health/live", timeout=2).status_code == 200,
                          timeout_s, "GET /v2/health/live == 200")
+        # HTTP answers before gRPC and the metrics endpoint listen (main.cpp
+        # starts them in that order, metrics last); a test that scrapes
+        # /metrics right after its models are ready raced that gap (seen
+        # under ASan, where startup is slower). Wait for the last startup line.
+        self._poll_until(lambda: STARTUP_DONE.search(self.log_text()) is not None,
+                         timeout_s, "the metrics endpoint listening (or disabled)")
 
     def wait_models_ready(self, names, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
         for name in names:

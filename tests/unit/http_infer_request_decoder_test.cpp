@@ -199,7 +199,9 @@ TEST(HttpInferRequestDecoder, BinaryDataNotFittingItsShapeIsLeftToTheValidator) 
                        std::string(8, '\0')).message(),
               HasSubstr("input 'x' for model 'm': shape [3] of FP32 needs 12 bytes, got 8"));
   EXPECT_THAT(validate(R"({"name":"s","datatype":"BYTES","shape":[2],"parameters":{"binary_data_size":6}})",
-                       std::string("\x09\x00\x00\x00ab", 6)).message(),
+                       // "\x00" "ab" split: "\x00ab" would be one hex escape (0xab),
+                       // leaving a 5-byte literal read as 6 (ASan global-buffer-overflow).
+                       std::string("\x09\x00\x00\x00" "ab", 6)).message(),
               HasSubstr("input 's' for model 'm': malformed BYTES data"));
   EXPECT_THAT(validate(R"({"name":"s","datatype":"BYTES","shape":[2],"parameters":{"binary_data_size":6}})",
                        BytesElement("ab")).message(),
