@@ -227,6 +227,9 @@ sigset_t BlockShutdownSignals() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // ONNX Runtime's telemetry off unless the operator asks for it (set
+  // ORT_DISABLE_TELEMETRY=0); set while the process has one thread.
+  setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
   CLI::App app{"ortserve: a KServe v2 / Triton-compatible inference server for ONNX models"};
   app.set_version_flag("--version", std::string("ortserve ") + ORTSERVE_VERSION);
   Flags flags;

@@ -35,8 +35,16 @@ Ort::Env& SharedOrtEnv() {
   // Deliberately never destroyed: model instances owned by other statics may
   // be released during static destruction, after a function-local Env would
   // already be gone. If the constructor throws, the next call tries again.
-  static Ort::Env* env =
-      new Ort::Env(ORT_LOGGING_LEVEL_WARNING, "ortserve", &LogToSpdlog, nullptr);
+  static Ort::Env* env = [] {
+    auto* created = new Ort::Env(ORT_LOGGING_LEVEL_WARNING, "ortserve", &LogToSpdlog, nullptr);
+    // A server should not report to Microsoft's telemetry behind its
+    // operator's back (ORT's Linux build otherwise keeps a local event
+    // database and tries to upload it); main() also sets
+    // ORT_DISABLE_TELEMETRY before anything starts, which stops the
+    // collector thread itself.
+    created->DisableTelemetryEvents();
+    return created;
+  }();
   return *env;
 }
 
