@@ -304,6 +304,19 @@ def build_gather_fault():
                            [demo.const("table", table)], name="gather_fault")
 
 
+def one_instance_config(name: str, max_batch_size: int, inp: tuple, out: tuple) -> str:
+    """A config with one input and one output ((name, type, dims) each) and
+    one CPU instance."""
+    return f"""
+name: "{name}"
+platform: "onnxruntime_onnx"
+max_batch_size: {max_batch_size}
+{io_block("input", *inp)}
+{io_block("output", *out)}
+instance_group [ {{ count: 1 kind: KIND_CPU }} ]
+"""
+
+
 def _extra_builders() -> dict:
     """Models for per-test servers only (build_test_repository(repo, [names])):
     never in the full test repository, whose startup they would slow down.
@@ -323,26 +336,15 @@ def _extra_builders() -> dict:
         repo, "very_slow", build_slow(depth=SLOW_DEPTH, width=640).SerializeToString(),
         slow_config("very_slow", 1, "timeout_action: REJECT allow_timeout_override: true"))
     b["fallback_small"] = lambda repo: demo.write_model(
-        repo, "fallback_small", build_fallback_small().SerializeToString(), f"""
-name: "fallback_small"
-platform: "onnxruntime_onnx"
-max_batch_size: 8
-{io_block("input", "x", "TYPE_FP32", [16])}
-{io_block("output", "y", "TYPE_FP32", [4])}
-instance_group [ {{ count: 1 kind: KIND_CPU }} ]
-""")
+        repo, "fallback_small", build_fallback_small().SerializeToString(),
+        one_instance_config("fallback_small", 8, ("x", "TYPE_FP32", [16]), ("y", "TYPE_FP32", [4])))
     b["fallback_primary"] = lambda repo: demo.write_model(
         repo, "fallback_primary", build_slow().SerializeToString(),
         slow_config("fallback_primary", 1, "max_queue_size: 2")
         + 'parameters { key: "fallback_model" value: { string_value: "fallback_small" } }\n')
-    b["gather_fault"] = lambda repo: demo.write_model(repo, "gather_fault", build_gather_fault(), f"""
-name: "gather_fault"
-platform: "onnxruntime_onnx"
-max_batch_size: 0
-{io_block("input", "INDEX", "TYPE_INT64", [1])}
-{io_block("output", "VALUE", "TYPE_FP32", [1])}
-instance_group [ {{ count: 1 kind: KIND_CPU }} ]
-""")
+    b["gather_fault"] = lambda repo: demo.write_model(
+        repo, "gather_fault", build_gather_fault(),
+        one_instance_config("gather_fault", 0, ("INDEX", "TYPE_INT64", [1]), ("VALUE", "TYPE_FP32", [1])))
     return b
 
 
