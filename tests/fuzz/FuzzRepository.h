@@ -1,10 +1,14 @@
 #pragma once
 // Helpers for the fuzz targets that link the repository layer (or above).
+#include <optional>
+#include <vector>
+
 #include <spdlog/spdlog.h>
 
 #include "FuzzCommon.h"
 #include "model_config.pb.h"
 #include "repository/ModelConfigUtil.h"
+#include "repository/RequestValidator.h"
 
 namespace ortserve::fuzz {
 
@@ -34,6 +38,22 @@ inline const inference::ModelConfig& ValidationConfig() {
 }
 
 // Logging off: fuzzing runs millions of inputs and some paths warn.
+// What the server does with a decoded request (either front end): if the
+// validator accepts it, every tensor's bytes fit its shape -- the promise
+// the runtime relies on for binary/raw data -- and a config reshape keeps
+// each tensor's element count.
+inline void CheckValidationAndReshape(InferenceRequest* request) {
+  const inference::ModelConfig& config = ValidationConfig();
+  if (!ValidateRequest(config, *request).ok()) return;
+  for (const Tensor& t : request->inputs) CheckSizeMatchesShape(t);
+  std::vector<std::optional<uint64_t>> counts;
+  for (const Tensor& t : request->inputs) counts.push_back(ElementCount(t.shape));
+  if (!ApplyInputReshape(config, request).ok()) return;
+  for (size_t i = 0; i < request->inputs.size(); ++i) {
+    FUZZ_CHECK(ElementCount(request->inputs[i].shape) == counts[i]);
+  }
+}
+
 inline bool QuietLogs() {
   spdlog::set_level(spdlog::level::off);
   return true;

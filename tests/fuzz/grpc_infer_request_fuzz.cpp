@@ -41,17 +41,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
-  const inference::ModelConfig& config = fuzz::ValidationConfig();
-  if (ValidateRequest(config, request).ok()) {
-    // The validator's promise, which the runtime relies on for raw contents.
-    for (const Tensor& t : request.inputs) fuzz::CheckSizeMatchesShape(t);
-    std::vector<std::optional<uint64_t>> counts;
-    for (const Tensor& t : request.inputs) counts.push_back(ElementCount(t.shape));
-    if (ApplyInputReshape(config, &request).ok()) {
-      for (size_t i = 0; i < request.inputs.size(); ++i) {
-        FUZZ_CHECK(ElementCount(request.inputs[i].shape) == counts[i]);
-      }
-    }
-  }
+  fuzz::CheckValidationAndReshape(&request);
   return 0;
 }

@@ -145,7 +145,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
 
   out.Family("ortserve_requests_total", "counter",
              "Inference requests that reached the model version, by how they ended: success, invalid_input "
-             "(failed validation), rejected (queue full, not ready, shutting down), timeout (timeout expired in "
+             "(failed validation), rejected (queue full, not ready, shutting down or stopped at the exit timeout), timeout (timeout expired in "
              "the queue or during a run that was then terminated), cancelled (client went away), internal (the "
              "run failed).");
   for (const ModelView& m : models) {
@@ -171,7 +171,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
   }
   out.Family("ortserve_terminated_executions_total", "counter",
              "Executions stopped mid-run (ORT RunOptions terminate) because every request of the batch had "
-             "timed out or been cancelled.");
+             "timed out or been cancelled, or shutdown's exit timeout had passed.");
   for (const ModelView& m : models) {
     out.Sample("ortserve_terminated_executions_total", m.labels,
                m.model->stats().terminated_executions.load(std::memory_order_relaxed));
