@@ -47,7 +47,13 @@ struct Flags {
   int exit_timeout_secs = 30;
   uint64_t cancel_poll_interval_us = 5000;
   uint64_t http_max_input_size = 64ull << 20;
+  size_t http_max_header_size = 16 << 10;
+  size_t http_max_body_chunks = 65536;
+  size_t http_max_connections = 1024;
+  size_t http_max_json_depth = 64;
+  uint64_t max_tensor_elements = uint64_t{1} << 26;
   int http_idle_timeout_secs = 60;
+  int http_read_timeout_secs = 60;
   int thread_budget = 0;
   int log_verbose = 0;
   std::string model_control_mode = "none";
@@ -91,8 +97,37 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--http-max-input-size", f.http_max_input_size,
                  "Largest request body accepted, in bytes, also after decompression")
       ->capture_default_str();
+  app.add_option("--http-max-header-size", f.http_max_header_size,
+                 "Largest request line + headers, in bytes (more: 431)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--http-max-body-chunks", f.http_max_body_chunks,
+                 "Most chunks in one chunked request body (more: 413)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 32))
+      ->capture_default_str();
+  app.add_option("--http-max-connections", f.http_max_connections,
+                 "Most HTTP client connections open at once. One more is answered 503 at once (HTTPS: "
+                 "closed) and counted in ortserve_http_connections_rejected_total")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--http-max-json-depth", f.http_max_json_depth,
+                 "Deepest nesting of objects and arrays in an infer request's JSON (deeper: 400)")
+      ->check(CLI::Range(size_t{2}, size_t{1024}))
+      ->capture_default_str();
+  app.add_option("--max-tensor-elements", f.max_tensor_elements,
+                 "Most elements of one input tensor, HTTP and gRPC, checked from its shape before its "
+                 "data is read (more: HTTP 413, gRPC RESOURCE_EXHAUSTED)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+      ->capture_default_str();
   app.add_option("--http-idle-timeout-secs", f.http_idle_timeout_secs,
-                 "Close a connection that sends nothing (or stalls mid-request) for this long")
+                 "Close a connection that starts no request for this long (also bounds a write to a client "
+                 "that does not read)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--http-read-timeout-secs", f.http_read_timeout_secs,
+                 "A request must arrive completely (headers and body) within this long of its first byte, "
+                 "else its connection is closed (a slow client cannot hold it)")
+      ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_option("--grpc-port", f.grpc_port, "Port of the KServe v2 gRPC endpoint")
       ->capture_default_str();
@@ -325,7 +360,13 @@ int main(int argc, char** argv) {
   http_options.max_input_size = flags.http_max_input_size;
   http_options.strict_readiness = flags.strict_readiness;
   http_options.server_version = ORTSERVE_VERSION;
+  http_options.max_header_bytes = flags.http_max_header_size;
+  http_options.max_body_chunks = flags.http_max_body_chunks;
+  http_options.max_connections = flags.http_max_connections;
+  http_options.max_json_depth = flags.http_max_json_depth;
+  http_options.max_tensor_elements = flags.max_tensor_elements;
   http_options.idle_timeout = std::chrono::seconds(flags.http_idle_timeout_secs);
+  http_options.read_timeout = std::chrono::seconds(flags.http_read_timeout_secs);
   http_options.access_log = access_log;
   http_options.tracer = tracer;
   auto http = ortserve::HttpServer::Create(http_options, repository->get());
@@ -346,6 +387,7 @@ int main(int argc, char** argv) {
   grpc_options.port = flags.grpc_port;
   grpc_options.completion_queue_threads = flags.grpc_thread_count;
   grpc_options.max_message_bytes = flags.grpc_max_message_size;
+  grpc_options.max_tensor_elements = flags.max_tensor_elements;
   grpc_options.strict_readiness = flags.strict_readiness;
   grpc_options.server_version = ORTSERVE_VERSION;
   grpc_options.access_log = access_log;
@@ -387,6 +429,7 @@ int main(int argc, char** argv) {
         .onnxruntime_version = ortserve::OrtVersion(),
         .execution_providers = providers,
         .http_open_connections = [h = http->get()] { return h->OpenConnections(); },
+        .http_rejected_connections = [h = http->get()] { return h->RejectedConnections(); },
         .grpc_active_calls = [g = grpc->get()] { return g->ActiveCalls(); },
         .trace_export = trace_exporter ? std::function<ortserve::tracing::TraceExportCounters()>(
                                              [e = trace_exporter] { return e->counters(); })

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 import time
+import urllib.parse
 
 import numpy as np
 import pytest
@@ -143,6 +144,22 @@ def test_explicit_mode_grpc_load_unload(explicit_server):
         client.load_model("no_such_model")
     assert "no_such_model" in str(missing.value)
     assert client.is_model_ready("other")
+
+
+@pytest.mark.parametrize("name", ["%2E%2E", "..%2F..%2Fetc", "%2Fetc", ".hidden", "a%5Cb"])
+def test_load_of_a_path_instead_of_a_model_name_is_refused(explicit_server, tmp_path, name):
+    """The repository API takes a model name, a directory of the repository;
+    nothing a client sends can point it at another path."""
+    srv, repo = explicit_server
+    # A real model outside the repository that `..`-style names would reach.
+    write_addk(tmp_path / "outside", "etc", {1: 9.0})
+    for action in ("load", "unload"):
+        r = srv.post(f"/v2/repository/models/{name}/{action}", data=b"")
+        assert_error(r, 400, f"'{urllib.parse.unquote(name)}' is not a model name")
+    with pytest.raises(InferenceServerException) as refused:
+        grpcclient.InferenceServerClient(srv.grpc_url).load_model(urllib.parse.unquote(name))
+    assert "not a model name" in str(refused.value), refused.value
+    assert [e["name"] for e in srv.repository_index() if e.get("state") == "READY"] == ["other"]
 
 
 def test_none_mode_rejects_load_and_unload(launch, tmp_path):

@@ -253,6 +253,30 @@ TEST(HttpInferRequestDecoder, SizeOverflowAndLimit) {
               "is 4000000 bytes, over the limit of 1024 bytes");
 }
 
+TEST(HttpInferRequestDecoder, ElementLimitComesFromTheShapeAfterOverflowChecks) {
+  const InferDecodeOptions ten = {.max_tensor_elements = 10};
+  auto r = Decode(Body(Input("x", "FP32", "[2,5]", "[[1,2,3,4,5],[6,7,8,9,10]]")), std::nullopt, ten);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(As<float>(r->request->inputs[0]).back(), 10.f);
+  // The data is never looked at: the shape alone is over the limit.
+  ExpectError(Decode(Body(Input("x", "FP32", "[1,11]", "\"not data\"")), std::nullopt, ten), 413,
+              "input 'x': shape [1,11] has 11 elements, over the limit of 10 (--max-tensor-elements)");
+  // A malformed (overflowing) shape is named as such before any limit.
+  ExpectError(Decode(Body(Input("x", "FP64", "[4611686018427387904]", "[1]")), std::nullopt, ten), 400,
+              "byte size of FP64");
+}
+
+TEST(HttpInferRequestDecoder, JsonDepthIsConfigurable) {
+  // {"inputs":[{..."data":[[1]]}]}: object, array, object, array, array = 5 levels.
+  const std::string five = Body(Input("x", "FP32", "[1,1]", "[[1]]"));
+  EXPECT_TRUE(Decode(five, std::nullopt, {.max_json_depth = 5}).ok());
+  ExpectError(Decode(five, std::nullopt, {.max_json_depth = 4}), 400,
+              "nested deeper than 4 levels (--http-max-json-depth)");
+  // Alternating depths on one thread reuse or replace its parser correctly.
+  EXPECT_TRUE(Decode(five, std::nullopt, {.max_json_depth = 5}).ok());
+  ExpectError(Decode(five, std::nullopt, {.max_json_depth = kMaxJsonDepthLimit + 1}), 500, "max_json_depth");
+}
+
 TEST(HttpInferRequestDecoder, DeepJsonIsRejected) {
   std::string deep(200, '[');
   deep += std::string(200, ']');

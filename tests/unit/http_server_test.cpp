@@ -6,6 +6,7 @@
 #include <boost/asio.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -93,15 +94,21 @@ std::string InferRequest(bool close = false) {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { StartWith(); }
+  // (Re)starts the server with the fixture's options as `tweak` changes them.
+  void StartWith(const std::function<void(HttpServerOptions&)>& tweak = {}) {
+    if (server) server->Stop();
     HttpServerOptions o;
     o.address = "127.0.0.1";
     o.port = 0;
     o.io_threads = 2;
     o.max_input_size = 4096;
     o.max_header_bytes = 2048;
+    o.max_body_chunks = 4;
     o.idle_timeout = std::chrono::seconds(1);
+    o.read_timeout = std::chrono::seconds(1);
     o.server_version = "test";
+    if (tweak) tweak(o);
     auto s = HttpServer::Create(o, &repo);
     ASSERT_TRUE(s.ok()) << s.status().message();
     server = std::move(s.value());
@@ -170,6 +177,31 @@ TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {
   EXPECT_THAT(all, HasSubstr("request headers exceed the limit of 2048 bytes"));
 }
 
+TEST_F(HttpServerTest, ChunkedBodyOfTooManyChunksIs413) {
+  auto s = Connect();
+  std::string req = "POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 5; ++i) req += "1\r\n \r\n";
+  net::write(s, net::buffer(req + "0\r\n\r\n"));
+  const std::string all = ReadAll(s);
+  EXPECT_THAT(all, HasSubstr("HTTP/1.1 413"));
+  EXPECT_THAT(all, HasSubstr("chunked request body has more than 4 chunks (--http-max-body-chunks)"));
+}
+
+TEST_F(HttpServerTest, ConnectionOverTheLimitIsAnswered503WithoutBeingRead) {
+  StartWith([](HttpServerOptions& o) { o.max_connections = 1; });
+  auto first = Connect();
+  net::write(first, net::buffer(std::string("GET /v2/health/live HTTP/1.1\r\nHost: t\r\n\r\n")));
+  char buf[256];
+  EXPECT_THAT(std::string(buf, first.read_some(net::buffer(buf))), HasSubstr("HTTP/1.1 200"));
+  // The second connection is answered before it sends anything.
+  auto second = Connect();
+  const std::string refused = ReadAll(second);
+  EXPECT_THAT(refused, HasSubstr("HTTP/1.1 503"));
+  EXPECT_THAT(refused, HasSubstr("the server has 1 open HTTP connections, its limit (--http-max-connections)"));
+  EXPECT_EQ(server->RejectedConnections(), 1u);
+  EXPECT_EQ(server->OpenConnections(), 1u);
+}
+
 TEST_F(HttpServerTest, MalformedRequestIs400) {
   auto s = Connect();
   net::write(s, net::buffer(std::string("GARBAGE\r\n\r\n")));
@@ -183,7 +215,7 @@ TEST_F(HttpServerTest, StalledBodyTimesOutWithoutBlockingOthers) {
   auto other = Connect();
   net::write(other, net::buffer(InferRequest(true)));
   EXPECT_THAT(ReadAll(other), HasSubstr(R"("data":[1,2])"));
-  // The stalled one is closed after the idle timeout (1 s): ReadAll returns
+  // The stalled one is closed after the read timeout (1 s): ReadAll returns
   // (a hang would be caught by the test timeout), and no request ran.
   EXPECT_THAT(ReadAll(stalled), Not(HasSubstr("HTTP/1.1 200")));
 }
@@ -232,6 +264,15 @@ TEST(HttpServerCreate, RejectsBadOptions) {
   o.address = "not an address";
   EXPECT_THAT(HttpServer::Create(o, &repo).status().message(), HasSubstr("invalid http address"));
   EXPECT_FALSE(HttpServer::Create(HttpServerOptions{}, nullptr).ok());
+  o.address = "127.0.0.1";
+  for (auto zero : {&HttpServerOptions::max_connections, &HttpServerOptions::max_body_chunks}) {
+    HttpServerOptions bad = o;
+    bad.*zero = 0;
+    EXPECT_FALSE(HttpServer::Create(bad, &repo).ok());
+  }
+  HttpServerOptions bad = o;
+  bad.read_timeout = std::chrono::seconds(0);
+  EXPECT_THAT(HttpServer::Create(bad, &repo).status().message(), HasSubstr("read_timeout"));
 }
 
 }  // namespace

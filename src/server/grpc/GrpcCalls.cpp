@@ -187,7 +187,7 @@ class InferCall final : public CallBase {
     }
     if (core_->stopping()) return FinishWithError(Unavailable("server is shutting down"));
     auto request = std::make_unique<InferenceRequest>();
-    Status decoded = DecodeInferRequest(message_, request.get());
+    Status decoded = DecodeInferRequest(message_, request.get(), core_->options().max_tensor_elements);
     if (!decoded.ok()) return FinishWithError(decoded);
     Result<std::shared_ptr<Model>> model =
         core_->repository().GetModel(request->model_name, request->model_version);
@@ -365,7 +365,7 @@ class StreamCall final : public CallBase {
     };
     if (core_->stopping()) return fail(Unavailable("server is shutting down"));
     auto request = std::make_unique<InferenceRequest>();
-    Status decoded = DecodeInferRequest(message, request.get());
+    Status decoded = DecodeInferRequest(message, request.get(), core_->options().max_tensor_elements);
     if (!decoded.ok()) return fail(decoded);
     Result<std::shared_ptr<Model>> model =
         core_->repository().GetModel(request->model_name, request->model_version);

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/common/RequestLimits.h"
+
 namespace ortserve::grpcfe {
 namespace {
 
@@ -194,8 +196,8 @@ grpc::Status ToGrpcStatus(const Status& status) {
   return grpc::Status(ToGrpcCode(status.code()), status.message());
 }
 
-Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message,
-                          InferenceRequest* out) {
+Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message, InferenceRequest* out,
+                          uint64_t max_tensor_elements) {
   const inference::ModelInferRequest& m = *message;
   const std::shared_ptr<const void> owner = message;
   out->model_name = m.model_name();
@@ -225,6 +227,8 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
     }
     tensor.dtype = *dtype;
     tensor.shape.assign(input.shape().begin(), input.shape().end());
+    Result<uint64_t> count = common::LimitedElementCount(input.name(), tensor.dtype, tensor.shape, max_tensor_elements);
+    if (!count.ok()) return count.status();
     if (raw) {
       if (input.has_contents()) {
         return InvalidArgument("input '" + input.name() +
@@ -233,11 +237,6 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
       const std::string& bytes = m.raw_input_contents(i);
       tensor.data = TensorData(owner, reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
     } else {
-      const std::optional<uint64_t> count = ElementCount(tensor.shape);
-      if (!count) {
-        return InvalidArgument("input '" + input.name() + "' has invalid shape " +
-                               ShapeToString(tensor.shape));
-      }
       Result<TensorData> data = DecodeTypedContents(owner, input, tensor.dtype, *count);
       if (!data.ok()) return data.status();
       tensor.data = std::move(data).value();

@@ -2,6 +2,7 @@
 // Translation between the KServe v2 gRPC messages (grpc_service.proto) and the
 // core request/response types. Pure functions: no sockets, no threads, so they
 // are unit-tested directly.
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,8 +29,10 @@ grpc::Status ToGrpcStatus(const Status& status);
 // FP64) view the message's memory, kept alive by `message`: no copy. Other
 // typed contents (BOOL, INT8/16, UINT8/16, BYTES) are converted into a new
 // buffer. Does not set on_complete, cancelled or arrival_time.
-Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message,
-                          InferenceRequest* out);
+// No input may have more than `max_tensor_elements` elements (checked from
+// its shape before its contents are read; common::LimitedElementCount).
+Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message, InferenceRequest* out,
+                          uint64_t max_tensor_elements = uint64_t{1} << 26);
 
 // Writes every output as name, datatype, shape and one raw_output_contents
 // entry, in order. `request_id` is echoed as the response id.

@@ -358,6 +358,7 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Create(GrpcServerOptions options
     return InvalidArgument("gRPC completion_queue_threads must be within [1, 64], got " +
                            std::to_string(options.completion_queue_threads));
   }
+  if (options.max_tensor_elements == 0) return InvalidArgument("gRPC max_tensor_elements must be positive");
   constexpr size_t kMinMessage = 4096;
   constexpr size_t kMaxMessage = static_cast<size_t>(std::numeric_limits<int32_t>::max());
   if (options.max_message_bytes < kMinMessage || options.max_message_bytes > kMaxMessage) {

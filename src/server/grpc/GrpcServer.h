@@ -46,6 +46,9 @@ struct GrpcServerOptions {
   // Largest message received or sent, in bytes (the HTTP body limit's default).
   // A larger request fails with RESOURCE_EXHAUSTED before it reaches the server.
   size_t max_message_bytes = 64u << 20;
+  // Elements of one input tensor at most (→ RESOURCE_EXHAUSTED), checked
+  // from its shape before its contents are read.
+  uint64_t max_tensor_elements = uint64_t{1} << 26;
   // Server readiness (ServerReady, health check): true only when every model in
   // the repository is ready if strict, else as soon as the server is live.
   bool strict_readiness = true;

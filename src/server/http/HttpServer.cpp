@@ -8,7 +8,9 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/asio/ssl.hpp>
 #include <openssl/ssl.h>
+#include <array>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -89,6 +91,8 @@ struct Core {
   std::mutex sessions_mu;
   std::unordered_map<SessionBase*, std::weak_ptr<SessionBase>> sessions;
   std::atomic<size_t> open_connections{0};  // live Session objects
+  std::atomic<uint64_t> rejected_connections{0};  // over max_connections
+  std::atomic<size_t> rejections_lingering{0};    // live Rejection objects
   // Headers the access policy checks; copied into each request (none: no policy).
   std::vector<std::string> auth_headers;
 };
@@ -154,12 +158,27 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     });
   }
 
+  // Waits up to the idle timeout for the next request to begin; from its
+  // first byte the whole request has the read timeout.
   void DoRead() {
     if (closed_) return;
+    if (buffer_.size() > 0) return ReadHeader();  // pipelined bytes: it has begun
+    Tcp().expires_after(options_.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kReadBytes)),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->DoClose();  // idle timeout, EOF, reset: nothing to answer
+                              self->buffer_.commit(n);
+                              self->ReadHeader();
+                            });
+  }
+
+  void ReadHeader() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(options_.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(options_.max_input_size);
-    Tcp().expires_after(options_.idle_timeout);
+    body_chunks_ = 0;
+    parser_->on_chunk_header(count_chunk_);
+    Tcp().expires_after(options_.read_timeout);
     bhttp::async_read_header(stream_, buffer_, *parser_,
                              [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
@@ -186,19 +205,24 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void OnReadError(beast::error_code ec) {
+    if (body_chunks_ > options_.max_body_chunks) {
+      return SendError(413, "chunked request body has more than " + std::to_string(options_.max_body_chunks) +
+                                " chunks (--http-max-body-chunks)");
+    }
     if (ec == bhttp::error::body_limit) {
       return SendError(413, "request body exceeds the limit of " + std::to_string(options_.max_input_size) +
                                 " bytes (--http-max-input-size)");
     }
     if (ec == bhttp::error::header_limit) {
       return SendError(431, "request headers exceed the limit of " + std::to_string(options_.max_header_bytes) +
-                                " bytes");
+                                " bytes (--http-max-header-size)");
     }
     if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
         ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
       return SendError(400, "malformed HTTP request: " + ec.message());
     }
-    // end of stream, timeout, reset, aborted: nothing to answer.
+    // End of stream, reset, aborted: nothing to answer. Read timeout: the
+    // stream has closed the socket already.
     DoClose();
   }
 
@@ -376,6 +400,14 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   Stream stream_;
   beast::flat_buffer buffer_;
+  static constexpr size_t kReadBytes = 65536;  // most read into buffer_ at once
+  // Counts the chunks of a chunked body; the parser holds a reference.
+  size_t body_chunks_ = 0;
+  std::function<void(std::uint64_t, beast::string_view, beast::error_code&)> count_chunk_ =
+      [this](std::uint64_t size, beast::string_view, beast::error_code& ec) {
+        // size 0 is the last chunk, which ends the body.
+        if (size > 0 && ++body_chunks_ > options_.max_body_chunks) ec = bhttp::error::body_limit;
+      };
   // TLS read-ahead while a request is in flight (StartReadAhead).
   static constexpr size_t kReadAheadBytes = 4096;
   bool reading_ahead_ = false;
@@ -391,6 +423,60 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   bool awaiting_reply_ = false;
   bool monitoring_ = false;
   bool closed_ = false;
+};
+
+// A plain-HTTP connection beyond max_connections. It is answered 503 at once,
+// before its request is read (a server may answer before the request is
+// complete), then whatever the client sends is read and dropped for a short
+// while: closing a socket with unread data resets the connection, and the
+// reset can destroy the answer before the client reads it.
+class Rejection : public std::enable_shared_from_this<Rejection> {
+ public:
+  Rejection(std::shared_ptr<Core> core, tcp::socket socket, std::shared_ptr<const std::string> response)
+      : core_(std::move(core)), socket_(std::move(socket)), timer_(socket_.get_executor()),
+        response_(std::move(response)) {
+    core_->rejections_lingering.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~Rejection() { core_->rejections_lingering.fetch_sub(1, std::memory_order_relaxed); }
+
+  void Start() {
+    net::async_write(socket_, net::buffer(*response_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->Close();
+      self->socket_.shutdown(tcp::socket::shutdown_send, ec);
+      self->timer_.expires_after(kLinger);
+      self->timer_.async_wait([self](beast::error_code) { self->Close(); });
+      self->Drain();
+    });
+  }
+
+  // At most this many Rejections linger at once; beyond, connections are
+  // closed without an answer, so a flood costs no more than this.
+  static constexpr size_t kMaxLingering = 256;
+
+ private:
+  static constexpr auto kLinger = std::chrono::seconds(1);
+  static constexpr size_t kMaxDrainBytes = size_t{1} << 20;
+
+  void Drain() {
+    socket_.async_read_some(net::buffer(sink_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->drained_ += n;
+      if (ec || self->drained_ > kMaxDrainBytes) return self->Close();
+      self->Drain();
+    });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    timer_.cancel();
+    socket_.close(ec);
+  }
+
+  std::shared_ptr<Core> core_;
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  std::shared_ptr<const std::string> response_;
+  std::array<char, 4096> sink_;
+  size_t drained_ = 0;
 };
 
 // The server's TLS context: certificate chain and key, and with a root
@@ -442,12 +528,32 @@ struct HttpServer::Impl {
   uint16_t bound_port = 0;
   bool started = false;
   bool stopped = false;
+  // The whole 503 answer of a connection over max_connections.
+  std::shared_ptr<const std::string> over_limit_response;
+
+  // A connection arrived while max_connections are open.
+  void Reject(tcp::socket socket) {
+    const uint64_t n = core->rejected_connections.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (n == 1 || n % 1000 == 0) {
+      spdlog::warn("http: {} open connections, the limit (--http-max-connections); {} connection(s) refused so far",
+                   options.max_connections, n);
+    }
+    if (tls || core->rejections_lingering.load(std::memory_order_relaxed) >= Rejection::kMaxLingering) {
+      // HTTPS: an answer would need a TLS handshake, the very work the limit saves.
+      beast::error_code ec;
+      socket.close(ec);
+      return;
+    }
+    std::make_shared<Rejection>(core, std::move(socket), over_limit_response)->Start();
+  }
 
   void DoAccept() {
     acceptor->async_accept(net::make_strand(core->ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
       if (ec) {
         spdlog::warn("http: accept failed: {}", ec.message());
+      } else if (core->open_connections.load(std::memory_order_relaxed) >= options.max_connections) {
+        Reject(std::move(socket));
       } else {
         // Session options live in Impl, which outlives every session's use
         // of them: sessions only run on the I/O threads, joined in Stop().
@@ -475,6 +581,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
   if (options.max_input_size == 0) return InvalidArgument("http max_input_size must be positive");
   if (options.max_header_bytes < 1024) return InvalidArgument("http max_header_bytes must be at least 1024");
   if (options.idle_timeout.count() <= 0) return InvalidArgument("http idle_timeout must be positive");
+  if (options.read_timeout.count() <= 0) return InvalidArgument("http read_timeout must be positive");
+  if (options.max_connections == 0) return InvalidArgument("http max_connections must be positive");
+  if (options.max_body_chunks == 0) return InvalidArgument("http max_body_chunks must be positive");
+  if (options.max_json_depth < 2) return InvalidArgument("http max_json_depth must be at least 2");
+  if (options.max_tensor_elements == 0) return InvalidArgument("http max_tensor_elements must be positive");
   beast::error_code ec;
   net::ip::make_address(options.address, ec);
   if (ec) return InvalidArgument("invalid http address '" + options.address + "': " + ec.message());
@@ -487,10 +598,20 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
   }
   impl->options = std::move(options);
   impl->repository = repository;
+  {
+    const std::string body = http::ErrorJson("the server has " + std::to_string(impl->options.max_connections) +
+                                             " open HTTP connections, its limit (--http-max-connections); "
+                                             "retry later");
+    impl->over_limit_response = std::make_shared<const std::string>(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\nConnection: close\r\nRetry-After: 1\r\n\r\n" + body);
+  }
   if (impl->options.access_policy) impl->core->auth_headers = impl->options.access_policy->HeaderNames();
   impl->service = std::make_shared<http::HttpService>(
       http::HttpServiceOptions{
           .max_input_size = impl->options.max_input_size,
+          .max_json_depth = impl->options.max_json_depth,
+          .max_tensor_elements = impl->options.max_tensor_elements,
           .strict_readiness = impl->options.strict_readiness,
           .server_version = impl->options.server_version,
           .access_policy = impl->options.access_policy,
@@ -542,6 +663,10 @@ uint16_t HttpServer::port() const { return impl_->bound_port; }
 
 size_t HttpServer::OpenConnections() const {
   return impl_->core->open_connections.load(std::memory_order_relaxed);
+}
+
+uint64_t HttpServer::RejectedConnections() const {
+  return impl_->core->rejected_connections.load(std::memory_order_relaxed);
 }
 
 void HttpServer::StopAccepting() {

@@ -42,12 +42,28 @@ struct HttpServerOptions {
   size_t max_input_size = size_t{64} << 20;
   // Largest request line + headers (→ 431).
   size_t max_header_bytes = size_t{16} << 10;
+  // Chunks of one chunked request body at most (→ 413): bounds the parsing
+  // a body of tiny chunks costs, which the byte limit alone does not.
+  size_t max_body_chunks = 65536;
+  // Client connections open at once at most. One more is answered 503 at
+  // once (HTTPS: closed) without reading its request, and counted.
+  size_t max_connections = 1024;
+  // JSON of an infer request nested deeper than this (objects and arrays
+  // together) is refused (→ 400).
+  size_t max_json_depth = 64;
+  // Elements of one input tensor at most (→ 400), checked from its shape
+  // before any data is decoded.
+  uint64_t max_tensor_elements = uint64_t{1} << 26;
   // health/ready also requires every model in the repository to be ready.
   bool strict_readiness = false;
   std::string server_version = "0.0.0";
-  // A connection that sends nothing (or not the rest of a request) for this
-  // long is closed; also bounds a write to a client that does not read.
+  // A connection that starts no request for this long is closed; also
+  // bounds a write to a client that does not read.
   std::chrono::seconds idle_timeout{60};
+  // A request must be received completely (headers and body) within this
+  // time of its first byte, else its connection is closed: a client that
+  // trickles a request (slow loris) cannot hold the connection.
+  std::chrono::seconds read_timeout{60};
   // Called once per completed infer request (see core/AccessLogRecord.h).
   AccessLogSink access_log;
   // --http-restricted-api (server/auth/AccessPolicy.h); null or empty: open.
@@ -94,6 +110,8 @@ class HttpServer {
   void Stop();
   // Client connections open right now (for the metrics endpoint). Any thread.
   size_t OpenConnections() const;
+  // Connections refused because max_connections were open. Any thread.
+  uint64_t RejectedConnections() const;
 
  private:
   struct Impl;

@@ -72,6 +72,8 @@ struct RequestContext {
 
 struct HttpServiceOptions {
   size_t max_input_size = size_t{64} << 20;
+  size_t max_json_depth = 64;                          // InferDecodeOptions
+  uint64_t max_tensor_elements = uint64_t{1} << 26;    // InferDecodeOptions
   bool strict_readiness = false;
   std::string server_version;
   // --http-restricted-api; empty: every API open.

@@ -8,6 +8,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "server/common/RequestLimits.h"
+
 namespace ortserve::http {
 namespace {
 
@@ -21,14 +23,17 @@ using simdjson::dom::object;
 // kept per thread forever.
 constexpr size_t kKeepParserCapacity = size_t{4} << 20;
 
-simdjson::dom::parser& ThreadParser() {
+// Null only when the parser's buffers cannot be allocated. `max_depth` levels
+// of nesting are accepted (simdjson's own max_depth accepts one less).
+simdjson::dom::parser* ThreadParser(size_t max_depth) {
   thread_local std::unique_ptr<simdjson::dom::parser> parser;
-  if (!parser || parser->capacity() > kKeepParserCapacity) {
+  const size_t simdjson_depth = max_depth + 1;
+  if (!parser || parser->capacity() > kKeepParserCapacity || parser->max_depth() != simdjson_depth) {
     parser = std::make_unique<simdjson::dom::parser>();
-    if (parser->allocate(simdjson::dom::MINIMAL_DOCUMENT_CAPACITY, kMaxJsonDepth) != simdjson::SUCCESS)
-      parser.reset(new simdjson::dom::parser());  // falls back to default depth only on OOM
+    if (parser->allocate(simdjson::dom::MINIMAL_DOCUMENT_CAPACITY, simdjson_depth) != simdjson::SUCCESS)
+      parser.reset();
   }
-  return *parser;
+  return parser.get();
 }
 
 // Built with append: GCC 12's -Wrestrict misfires on `"'" + std::string(...)` at -O3.
@@ -55,7 +60,7 @@ const char* TypeName(element_type t) {
 }
 
 // Counts the scalars in a (possibly nested) data array. Depth is bounded by
-// the parser's kMaxJsonDepth, so the recursion is too.
+// the parser's max depth (≤ kMaxJsonDepthLimit), so the recursion is too.
 void CountLeaves(element e, uint64_t* count) {
   array arr;
   if (e.get_array().get(arr) != simdjson::SUCCESS) { ++*count; return; }
@@ -195,9 +200,10 @@ Status ParseRequestParameters(object params, InferenceRequest* req, bool* binary
   return Status::Ok();
 }
 
-Status JsonError(simdjson::error_code err) {
+Status JsonError(simdjson::error_code err, size_t max_depth) {
   if (err == simdjson::DEPTH_ERROR)
-    return InvalidArgument("request JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return InvalidArgument("request JSON is nested deeper than " + std::to_string(max_depth) +
+                           " levels (--http-max-json-depth)");
   if (err == simdjson::NUMBER_ERROR) {
     // The DOM parser fails the whole document, so the tensor can't be named.
     return InvalidArgument(
@@ -234,9 +240,13 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
   }
   if (json_size == 0) return InvalidArgument("request body has no JSON inference header");
 
-  simdjson::dom::parser& parser = ThreadParser();
+  if (options.max_json_depth < 2 || options.max_json_depth > kMaxJsonDepthLimit)
+    return Internal("max_json_depth " + std::to_string(options.max_json_depth) + " is outside [2, " +
+                    std::to_string(kMaxJsonDepthLimit) + "]");
+  simdjson::dom::parser* parser = ThreadParser(options.max_json_depth);
+  if (!parser) return Internal("cannot allocate the JSON parser");
   element root;
-  if (auto err = parser.parse(b.data(), json_size, true).get(root)) return JsonError(err);
+  if (auto err = parser->parse(b.data(), json_size, true).get(root)) return JsonError(err, options.max_json_depth);
   object top;
   if (root.get_object().get(top) != simdjson::SUCCESS)
     return InvalidArgument("request JSON must be an object");
@@ -289,17 +299,10 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
     auto shape = ParseShape(name, shape_el);
     if (!shape.ok()) return shape.status();
     t.shape = std::move(*shape);
-    const auto count = ElementCount(t.shape);
-    if (!count)
-      return InvalidArgument("input " + Quote(name) + ": element count of shape " + ShapeToString(t.shape) +
-                             " overflows");
-    std::optional<uint64_t> fixed_bytes;
-    if (t.dtype != DataType::kBytes) {
-      fixed_bytes = FixedByteSize(t.dtype, t.shape);
-      if (!fixed_bytes)
-        return InvalidArgument("input " + Quote(name) + ": byte size of " + std::string(dtype_name) + " " +
-                               ShapeToString(t.shape) + " overflows");
-    }
+    auto count = common::LimitedElementCount(name, t.dtype, t.shape, options.max_tensor_elements);
+    if (!count.ok()) return count.status();
+    // Cannot overflow now; unset for BYTES.
+    const std::optional<uint64_t> fixed_bytes = FixedByteSize(t.dtype, t.shape);
 
     std::optional<uint64_t> binary_size;
     if (element p; in.at_key("parameters").get(p) == simdjson::SUCCESS) {

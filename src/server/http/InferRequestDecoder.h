@@ -15,6 +15,7 @@
 // Binary inputs are not copied: their TensorData views the body, which the
 // tensors keep alive through their owner.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,14 +26,19 @@
 
 namespace ortserve::http {
 
-// JSON nested deeper than this (objects and arrays together) is rejected, so
-// a hostile body cannot make the parser or our data walk recurse without bound.
-inline constexpr size_t kMaxJsonDepth = 64;
+// The deepest JSON nesting a decoder may be configured to accept: the data
+// walk recurses once per level, so this bounds its stack.
+inline constexpr size_t kMaxJsonDepthLimit = 1024;
 
 struct InferDecodeOptions {
   // No decoded tensor may be larger than this (JSON data expands: "1," is two
   // bytes of body but eight bytes of FP64).
   size_t max_tensor_bytes = size_t{64} << 20;
+  // No input may have more elements than this (checked from its shape).
+  uint64_t max_tensor_elements = uint64_t{1} << 26;
+  // JSON nested deeper than this (objects and arrays together) is rejected;
+  // in [2, kMaxJsonDepthLimit].
+  size_t max_json_depth = 64;
 };
 
 struct DecodedInferRequest {

@@ -107,6 +107,11 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
     out.Sample("ortserve_open_connections", {{"protocol", "http"}},
                static_cast<uint64_t>(sources.http_open_connections()));
   }
+  if (sources.http_rejected_connections) {
+    out.Family("ortserve_connections_rejected_total", "counter",
+               "Connections refused because the endpoint had its limit open (--http-max-connections).");
+    out.Sample("ortserve_connections_rejected_total", {{"protocol", "http"}}, sources.http_rejected_connections());
+  }
   if (sources.grpc_active_calls) {
     out.Family("ortserve_active_calls", "gauge",
                "gRPC calls in progress right now (a ModelStreamInfer stream counts once).");

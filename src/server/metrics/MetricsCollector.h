@@ -23,6 +23,7 @@ struct MetricsSources {
   std::string execution_providers;  // comma separated, in ORT's order
   // Front-end gauges; an empty function leaves the sample out.
   std::function<size_t()> http_open_connections;
+  std::function<uint64_t()> http_rejected_connections;
   std::function<size_t()> grpc_active_calls;
   // The OTLP trace exporter's counters; empty (tracing off): no trace series.
   std::function<tracing::TraceExportCounters()> trace_export;

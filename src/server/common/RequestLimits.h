@@ -1,0 +1,20 @@
+#pragma once
+// Request limits that both front ends apply the same way, from the wire
+// description of a tensor, before any of its data is decoded.
+#include <cstdint>
+#include <string_view>
+
+#include "core/Status.h"
+#include "core/Tensor.h"
+
+namespace ortserve::common {
+
+// The element count of input `name` of `dtype` and `shape`. kInvalidArgument
+// when the count or (fixed-size types) the byte size overflows 64 bits — a
+// malformed shape, named before any limit — and kPayloadTooLarge (HTTP 413,
+// gRPC RESOURCE_EXHAUSTED) when the count exceeds `max_elements`
+// (--max-tensor-elements). Messages name the input and its shape.
+Result<uint64_t> LimitedElementCount(std::string_view name, DataType dtype, const Shape& shape,
+                                     uint64_t max_elements);
+
+}  // namespace ortserve::common
