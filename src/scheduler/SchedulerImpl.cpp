@@ -261,6 +261,10 @@ bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch)
     if (abandoned_) return false;
     running.watched = true;
     running.requests.clear();  // keeps its capacity: no allocation once warm
+    // The first moment the batch could be found dead: a cancellation is seen
+    // at the next poll, otherwise the latest deadline must pass.
+    bool cancellable = false;
+    Clock::time_point last_deadline = Clock::time_point::min();
     for (const QueuedRequest& entry : batch) {
       const std::atomic<bool>* cancelled = entry.request->cancelled.get();
       // A request that can neither expire nor be cancelled keeps the whole
@@ -271,7 +275,16 @@ bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch)
         return true;
       }
       running.requests.push_back({entry.deadline, cancelled});
+      cancellable |= cancelled != nullptr;
+      last_deadline = std::max(last_deadline, entry.deadline);
     }
+    ++watched_starts_;
+    Clock::time_point look_by = last_deadline;
+    if (cancellable) {
+      look_by = std::min(look_by, clock_->Now() + std::chrono::duration_cast<Clock::duration>(
+                                                      std::chrono::microseconds(options_.cancel_poll_interval_us)));
+    }
+    if (look_by >= watch_wake_at_) return true;  // it will look in time anyway
   }
   watch_cv_.notify_one();
   return true;
@@ -327,6 +340,7 @@ void SchedulerImpl::WatchdogLoop() {
   const auto poll = std::chrono::duration_cast<Clock::duration>(
       std::chrono::microseconds(options_.cancel_poll_interval_us));
   std::unique_lock<std::mutex> lock(watch_mu_);
+  uint64_t starts_seen = 0;  // watched_starts_ at the previous look
   while (!watch_stopping_) {
     const Clock::time_point now = clock_->Now();
     Clock::time_point wake = Clock::time_point::max();
@@ -355,12 +369,17 @@ void SchedulerImpl::WatchdogLoop() {
       if (last_deadline != Clock::time_point::max()) wake = std::min(wake, last_deadline);
       poll_cancellations |= cancellable_live;
     }
-    if (poll_cancellations) wake = std::min(wake, now + poll);
+    // Batches started since the last look: keep the beat, so that the next
+    // short batch (likely: traffic goes on) needs no wake-up.
+    if (poll_cancellations || watched_starts_ != starts_seen) wake = std::min(wake, now + poll);
+    starts_seen = watched_starts_;
+    watch_wake_at_ = wake;
     if (wake == Clock::time_point::max()) {
       watch_cv_.wait(lock);
     } else {
       clock_->WaitUntil(watch_cv_, lock, wake);
     }
+    watch_wake_at_ = Clock::time_point::min();  // awake: Watch's batch is seen before it sleeps again
   }
 }
 

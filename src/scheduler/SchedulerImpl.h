@@ -44,10 +44,14 @@
 // next batch. A batch with one live request is never terminated; a batch
 // with a request that has neither a deadline nor a cancel flag is not even
 // watched. The watchdog sleeps on watch_cv_ until the earliest moment a
-// watched batch could die (its latest live deadline) and is woken when a batch
-// starts; cancel flags are plain atomics nobody notifies, so while a watched
-// batch has a live request with a cancel flag the watchdog also wakes every
-// options.cancel_poll_interval_us (and at no other time).
+// watched batch could die (its latest live deadline); cancel flags are plain
+// atomics nobody notifies, so while a watched batch has a live request with a
+// cancel flag the watchdog also wakes every options.cancel_poll_interval_us.
+// A starting batch wakes it only if it would sleep past the batch's first
+// possible death (watch_wake_at_), and while watched batches keep starting it
+// keeps waking every interval before it sleeps without end: under steady
+// traffic of short batches (their requests carry cancel flags: the HTTP
+// client may leave) it wakes once per interval rather than once per batch.
 // Per scheduler rather than per process because it uses the scheduler's clock
 // (tests drive it with the fake clock) and must stop before the instances it
 // terminates are destroyed; it costs one sleeping thread per model version.
@@ -193,6 +197,10 @@ class SchedulerImpl final : public ModelScheduler {
   std::condition_variable watch_cv_;
   std::vector<RunningBatch> running_;    // guarded by watch_mu_; one per worker
   bool watch_stopping_ = false;          // guarded by watch_mu_
+  // When the sleeping watchdog looks next (max: only when woken). Guarded by
+  // watch_mu_; meaningful while it sleeps, which is whenever Watch can lock.
+  Clock::time_point watch_wake_at_ = Clock::time_point::max();
+  uint64_t watched_starts_ = 0;  // watched batches ever started; guarded by watch_mu_
   bool abandoned_ = false;               // guarded by watch_mu_
 
   std::mutex shutdown_mu_;             // serialises Shutdown(); taken before mu_

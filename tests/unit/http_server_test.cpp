@@ -9,6 +9,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "repository/ModelRepository.h"
 #include "server/http/HttpServer.h"
@@ -159,6 +160,37 @@ TEST_F(HttpServerTest, PipelinedRequestsAnswerInOrderOnOneConnection) {
   EXPECT_LT(a, b);
   EXPECT_LT(b, c);
   EXPECT_LT(c, d);
+}
+
+TEST_F(HttpServerTest, RequestArrivingInPiecesIsAnswered) {
+  // Cut inside the request line, inside the headers, at the end of the
+  // headers and inside the body: each piece is parsed as it comes.
+  const std::string req = InferRequest(/*close=*/true);
+  const size_t header_end = req.find("\r\n\r\n") + 4;
+  const std::vector<size_t> cuts = {5, 40, header_end, header_end + 7, req.size()};
+  auto s = Connect();
+  size_t from = 0;
+  for (size_t cut : cuts) {
+    net::write(s, net::buffer(req.data() + from, cut - from));
+    from = cut;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  EXPECT_THAT(ReadAll(s), HasSubstr(R"("data":[1,2])"));
+}
+
+TEST_F(HttpServerTest, ExpectContinueIsAnsweredBeforeTheBodyIsSent) {
+  const std::string req = InferRequest(/*close=*/true);
+  const size_t header_end = req.find("\r\n\r\n") + 2;
+  auto s = Connect();
+  net::write(s, net::buffer(req.substr(0, header_end) + "Expect: 100-continue\r\n\r\n"));
+  std::string interim;
+  char buf[256];
+  while (interim.find("\r\n\r\n") == std::string::npos) interim.append(buf, s.read_some(net::buffer(buf)));
+  EXPECT_EQ(interim, "HTTP/1.1 100 Continue\r\n\r\n");
+  net::write(s, net::buffer(req.substr(header_end + 2)));
+  const std::string all = ReadAll(s);
+  EXPECT_THAT(all, HasSubstr("HTTP/1.1 200"));
+  EXPECT_THAT(all, HasSubstr(R"("data":[1,2])"));
 }
 
 TEST_F(HttpServerTest, BodyOverTheLimitIs413) {

@@ -85,7 +85,12 @@ class SessionBase {
 // a completion that arrives after the server is gone finds a live (stopped)
 // io_context and a closed gate rather than freed memory.
 struct Core {
-  net::io_context ioc;
+  // One io_context per I/O thread. A connection stays on one for its whole
+  // life, so its handlers run one at a time without a strand, and the thread
+  // that sees a socket event runs its handler itself: a single io_context
+  // run by several threads hands every event from the thread waiting in
+  // epoll to another one (a futex wake and a context switch per request).
+  std::vector<std::unique_ptr<net::io_context>> iocs;
   std::mutex gate_mu;
   bool gate_open = true;  // completions may still be posted
   std::mutex sessions_mu;
@@ -163,6 +168,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void DoRead() {
     if (closed_) return;
     if (buffer_.size() > 0) return ReadHeader();  // pipelined bytes: it has begun
+    // Room for a whole small request (headers included) in one read; a
+    // buffer grown by a large body is not kept for an idle connection.
+    if (buffer_.capacity() > kReadBytes) buffer_.shrink_to_fit();
+    buffer_.reserve(kFirstReadBytes);
     Tcp().expires_after(options_.idle_timeout);
     stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kReadBytes)),
                             [self = this->shared_from_this()](beast::error_code ec, size_t n) {
@@ -179,6 +188,22 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     body_chunks_ = 0;
     parser_->on_chunk_header(count_chunk_);
     Tcp().expires_after(options_.read_timeout);
+    // Usually the whole request came with its first read: parse it here
+    // rather than through asynchronous reads that would each complete
+    // through the I/O queue without reading anything.
+    beast::error_code ec;
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec == bhttp::error::need_more) {
+        ec = {};
+        break;
+      }
+      if (ec) return OnReadError(ec);
+      if (used == 0) break;
+    }
+    if (parser_->is_done()) return OnRead({});
+    if (parser_->is_header_done()) return OnHeader({});
     bhttp::async_read_header(stream_, buffer_, *parser_,
                              [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
@@ -200,6 +225,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void DoReadBody() {
+    // Beast reads as much as the buffer's spare capacity holds (512 bytes at
+    // least): without room a large body arrives in hundreds of small reads.
+    const size_t remaining = parser_->content_length_remaining().value_or(kReadBytes);
+    buffer_.reserve(buffer_.size() + std::min(remaining, kReadBytes));
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
@@ -400,7 +429,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   Stream stream_;
   beast::flat_buffer buffer_;
-  static constexpr size_t kReadBytes = 65536;  // most read into buffer_ at once
+  static constexpr size_t kReadBytes = 65536;       // most read into buffer_ at once
+  static constexpr size_t kFirstReadBytes = 16384;  // a request's first read
   // Counts the chunks of a chunked body; the parser holds a reference.
   size_t body_chunks_ = 0;
   std::function<void(std::uint64_t, beast::string_view, beast::error_code&)> count_chunk_ =
@@ -523,13 +553,14 @@ struct HttpServer::Impl {
   std::shared_ptr<http::HttpService> service;
   std::unique_ptr<net::ssl::context> tls;  // set with --http-use-ssl
   std::optional<tcp::acceptor> acceptor;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::vector<std::thread> threads;
   uint16_t bound_port = 0;
   bool started = false;
   bool stopped = false;
   // The whole 503 answer of a connection over max_connections.
   std::shared_ptr<const std::string> over_limit_response;
+  size_t next_ioc = 0;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
 
   // A connection arrived while max_connections are open.
   void Reject(tcp::socket socket) {
@@ -547,8 +578,16 @@ struct HttpServer::Impl {
     std::make_shared<Rejection>(core, std::move(socket), over_limit_response)->Start();
   }
 
+  // The next connection's io_context (round robin; only the acceptor's
+  // handler touches it).
+  net::io_context& NextContext() {
+    net::io_context& ioc = *core->iocs[next_ioc];
+    next_ioc = (next_ioc + 1) % core->iocs.size();
+    return ioc;
+  }
+
   void DoAccept() {
-    acceptor->async_accept(net::make_strand(core->ioc), [this](beast::error_code ec, tcp::socket socket) {
+    acceptor->async_accept(NextContext(), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
       if (ec) {
         spdlog::warn("http: accept failed: {}", ec.message());
@@ -629,7 +668,9 @@ Status HttpServer::Start() {
   const auto address = net::ip::make_address(s.options.address, ec);
   const tcp::endpoint endpoint(address, s.options.port);
   const std::string where = s.options.address + ":" + std::to_string(s.options.port);
-  s.acceptor.emplace(net::make_strand(s.core->ioc));
+  for (int i = 0; i < s.options.io_threads; ++i)
+    s.core->iocs.push_back(std::make_unique<net::io_context>(/*concurrency_hint=*/1));
+  s.acceptor.emplace(*s.core->iocs[0]);
   s.acceptor->open(endpoint.protocol(), ec);
   if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) s.acceptor->bind(endpoint, ec);
@@ -640,15 +681,16 @@ Status HttpServer::Start() {
   }
   s.bound_port = s.acceptor->local_endpoint(ec).port();
   s.started = true;
-  s.work.emplace(s.core->ioc.get_executor());
+  for (auto& ioc : s.core->iocs) s.work.push_back(net::make_work_guard(*ioc));
   s.DoAccept();
   s.threads.reserve(static_cast<size_t>(s.options.io_threads));
   for (int i = 0; i < s.options.io_threads; ++i) {
     s.threads.emplace_back([core = s.core, i] {
       SetCurrentThreadName("http-io-" + std::to_string(i));
+      net::io_context& ioc = *core->iocs[static_cast<size_t>(i)];
       while (true) {
         try {
-          core->ioc.run();
+          ioc.run();
           return;
         } catch (const std::exception& e) {
           spdlog::error("http: I/O thread caught an exception: {}", e.what());
@@ -715,7 +757,7 @@ void HttpServer::Stop() {
   }
   for (auto& session : live) session->PostClose();
   live.clear();
-  s.work.reset();
+  for (auto& guard : s.work) guard.reset();
   for (auto& t : s.threads) t.join();
   s.threads.clear();
   s.acceptor.reset();

@@ -266,7 +266,7 @@ void HttpService::HandleModelControl(const HttpRequest& request, const std::stri
     return context.reply(std::move(r));
   }
   // The load runs on the repository's loader thread; the reply is posted back
-  // to this connection's strand when it is done.
+  // to this connection's I/O thread when it is done.
   in_flight_->Add();
   auto done = [post = std::move(context.post), reply = std::move(context.reply),
                accept = request.accept_encoding, counter = in_flight_](Status status) {
@@ -340,13 +340,13 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   std::string id = report ? req.id : std::string();
   std::string log_model = report ? model : std::string();
   std::string log_version = report ? version : std::string();
-  // on_complete runs exactly once, so it moves its captures on to the strand.
+  // on_complete runs exactly once, so it moves its captures on to the connection's I/O thread.
   req.on_complete = [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
                      accept = std::move(request.accept_encoding), counter = in_flight_, report = std::move(report),
                      id = std::move(id), model = std::move(log_model), version = std::move(log_version),
                      bytes_in](Result<InferenceResponse> result) mutable {
     auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
-    // Encoding happens on the connection's strand, never on the thread that
+    // Encoding happens on the connection's I/O thread, never on the thread that
     // finished the inference.
     post([reply = std::move(reply), shared, listed, binary_default, accept = std::move(accept),
           report = std::move(report), id = std::move(id), model = std::move(model), version = std::move(version),

@@ -3,7 +3,7 @@
 // repository, and produces a response. HttpServer feeds it from Beast; tests
 // feed it directly.
 //
-// Threads: Handle() runs on the connection's strand and never blocks. Infer
+// Threads: Handle() runs on the connection's I/O thread and never blocks. Infer
 // requests are handed to Model::Infer; their completion (on any thread) is
 // posted back through RequestContext::post, and the response is encoded and
 // replied there.
@@ -61,10 +61,10 @@ struct HttpResponse {
 };
 
 struct RequestContext {
-  // Runs `fn` on the connection's strand, or drops it if the connection is
+  // Runs `fn` on the connection's I/O thread, or drops it if the connection is
   // gone. Safe to call from any thread, at any time.
   std::function<void(std::function<void()>)> post;
-  // Sends the response; called exactly once, on the connection's strand.
+  // Sends the response; called exactly once, on the connection's I/O thread.
   std::function<void(HttpResponse)> reply;
   // Set when the client goes away; handed to the request.
   CancelFlag cancelled;
