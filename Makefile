@@ -45,8 +45,8 @@ tsan: deps
 
 # Unit + integration tests under ASan+UBSan (build-asan/, leaks included),
 # then the fuzz smoke (run_fuzz.sh) for FUZZ_SECONDS (default 10) per target;
-# prints the wall time of each stage. Not part of `make test` or CI
-# (tests/fuzz/README.md, "Sanitizers").
+# prints the wall time of each stage. Not part of `make test`; CI (.ci/run)
+# runs it after `make test` (tests/fuzz/README.md, "Sanitizers").
 .PHONY: test-sanitize
 test-sanitize: deps
 	scripts/setup.sh fuzz
