@@ -23,6 +23,7 @@
 #include "repository/ModelRepository.h"
 #include "server/http/HttpService.h"
 #include "server/http/HttpStatus.h"
+#include "server/http/InferRequestDecoder.h"
 #include "server/http/JsonWriter.h"
 
 namespace ortserve {
@@ -623,7 +624,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
   if (options.read_timeout.count() <= 0) return InvalidArgument("http read_timeout must be positive");
   if (options.max_connections == 0) return InvalidArgument("http max_connections must be positive");
   if (options.max_body_chunks == 0) return InvalidArgument("http max_body_chunks must be positive");
-  if (options.max_json_depth < 2) return InvalidArgument("http max_json_depth must be at least 2");
+  if (options.max_json_depth < 2 || options.max_json_depth > http::kMaxJsonDepthLimit) {
+    return InvalidArgument("http max_json_depth must be in [2, " + std::to_string(http::kMaxJsonDepthLimit) +
+                           "], got " + std::to_string(options.max_json_depth));
+  }
   if (options.max_tensor_elements == 0) return InvalidArgument("http max_tensor_elements must be positive");
   beast::error_code ec;
   net::ip::make_address(options.address, ec);
@@ -677,6 +681,7 @@ Status HttpServer::Start() {
   if (!ec) s.acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
     s.acceptor.reset();
+    s.core->iocs.clear();  // a later Start() makes them afresh
     return Unavailable("cannot listen on " + where + ": " + ec.message());
   }
   s.bound_port = s.acceptor->local_endpoint(ec).port();
