@@ -25,6 +25,7 @@
 #include "server/http/HttpStatus.h"
 #include "server/http/InferRequestDecoder.h"
 #include "server/http/JsonWriter.h"
+#include "server/http/RequestParser.h"
 
 namespace ortserve {
 namespace {
@@ -183,37 +184,26 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void ReadHeader() {
-    parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(std::min<size_t>(options_.max_header_bytes, UINT32_MAX)));
-    parser_->body_limit(options_.max_input_size);
-    body_chunks_ = 0;
-    parser_->on_chunk_header(count_chunk_);
+    request_.emplace(http::RequestLimits{.max_header_bytes = options_.max_header_bytes,
+                                         .max_body_bytes = options_.max_input_size,
+                                         .max_body_chunks = options_.max_body_chunks});
     Tcp().expires_after(options_.read_timeout);
     // Usually the whole request came with its first read: parse it here
     // rather than through asynchronous reads that would each complete
     // through the I/O queue without reading anything.
-    beast::error_code ec;
-    while (buffer_.size() > 0 && !parser_->is_done()) {
-      const size_t used = parser_->put(buffer_.data(), ec);
-      buffer_.consume(used);
-      if (ec == bhttp::error::need_more) {
-        ec = {};
-        break;
-      }
-      if (ec) return OnReadError(ec);
-      if (used == 0) break;
-    }
-    if (parser_->is_done()) return OnRead({});
-    if (parser_->is_header_done()) return OnHeader({});
-    bhttp::async_read_header(stream_, buffer_, *parser_,
+    if (beast::error_code ec = request_->ParseBuffered(buffer_)) return OnReadError(ec);
+    auto& parser = request_->beast();
+    if (parser.is_done()) return OnRead({});
+    if (parser.is_header_done()) return OnHeader({});
+    bhttp::async_read_header(stream_, buffer_, parser,
                              [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
   void OnHeader(beast::error_code ec) {
     if (ec) return OnReadError(ec);
-    const auto& req = parser_->get();
+    const auto& req = request_->beast().get();
     auto expect = req[bhttp::field::expect];
-    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+    if (beast::iequals(expect, "100-continue") && !request_->beast().is_done()) {
       static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
                        [self = this->shared_from_this()](beast::error_code ec, size_t) {
@@ -228,39 +218,24 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void DoReadBody() {
     // Beast reads as much as the buffer's spare capacity holds (512 bytes at
     // least): without room a large body arrives in hundreds of small reads.
-    const size_t remaining = parser_->content_length_remaining().value_or(kReadBytes);
+    const size_t remaining = request_->beast().content_length_remaining().value_or(kReadBytes);
     buffer_.reserve(buffer_.size() + std::min(remaining, kReadBytes));
-    bhttp::async_read(stream_, buffer_, *parser_,
+    bhttp::async_read(stream_, buffer_, request_->beast(),
                       [self = this->shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnReadError(beast::error_code ec) {
-    if (body_chunks_ > options_.max_body_chunks) {
-      return SendError(413, "chunked request body has more than " + std::to_string(options_.max_body_chunks) +
-                                " chunks (--http-max-body-chunks)");
-    }
-    if (ec == bhttp::error::body_limit) {
-      return SendError(413, "request body exceeds the limit of " + std::to_string(options_.max_input_size) +
-                                " bytes (--http-max-input-size)");
-    }
-    if (ec == bhttp::error::header_limit) {
-      return SendError(431, "request headers exceed the limit of " + std::to_string(options_.max_header_bytes) +
-                                " bytes (--http-max-header-size)");
-    }
-    if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
-        ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
-      return SendError(400, "malformed HTTP request: " + ec.message());
-    }
-    // End of stream, reset, aborted: nothing to answer. Read timeout: the
-    // stream has closed the socket already.
+    // No answer (end of stream, reset, aborted) or a read timeout, after
+    // which the stream has closed the socket already: just close.
+    if (auto answer = request_->AnswerFor(ec)) return SendError(answer->status, std::move(answer->message));
     DoClose();
   }
 
   void OnRead(beast::error_code ec) {
     if (ec) return OnReadError(ec);
     Tcp().expires_never();
-    auto req = parser_->release();
-    parser_.reset();
+    auto req = request_->beast().release();
+    request_.reset();
     keep_alive_ = req.keep_alive();
 
     http::HttpRequest hreq;
@@ -432,18 +407,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   beast::flat_buffer buffer_;
   static constexpr size_t kReadBytes = 65536;       // most read into buffer_ at once
   static constexpr size_t kFirstReadBytes = 16384;  // a request's first read
-  // Counts the chunks of a chunked body; the parser holds a reference.
-  size_t body_chunks_ = 0;
-  std::function<void(std::uint64_t, beast::string_view, beast::error_code&)> count_chunk_ =
-      [this](std::uint64_t size, beast::string_view, beast::error_code& ec) {
-        // size 0 is the last chunk, which ends the body.
-        if (size > 0 && ++body_chunks_ > options_.max_body_chunks) ec = bhttp::error::body_limit;
-      };
   // TLS read-ahead while a request is in flight (StartReadAhead).
   static constexpr size_t kReadAheadBytes = 4096;
   bool reading_ahead_ = false;
   std::optional<http::HttpResponse> deferred_response_;
-  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::optional<http::RequestParser> request_;  // the request being read
   std::optional<bhttp::response<ResponseBody>> response_;
   std::shared_ptr<Core> core_;
   std::shared_ptr<http::HttpService> service_;

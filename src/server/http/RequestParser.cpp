@@ -1,0 +1,52 @@
+#include "server/http/RequestParser.h"
+
+#include <algorithm>
+#include <boost/beast/http/error.hpp>
+
+namespace ortserve::http {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+
+RequestParser::RequestParser(const RequestLimits& limits) : limits_(limits) {
+  count_chunk_ = [this](std::uint64_t size, beast::string_view, beast::error_code& ec) {
+    // Size 0 is the last chunk, which ends the body.
+    if (size > 0 && ++body_chunks_ > limits_.max_body_chunks) ec = bhttp::error::body_limit;
+  };
+  parser_.header_limit(static_cast<std::uint32_t>(std::min<size_t>(limits_.max_header_bytes, UINT32_MAX)));
+  parser_.body_limit(limits_.max_body_bytes);
+  parser_.on_chunk_header(count_chunk_);
+}
+
+beast::error_code RequestParser::ParseBuffered(beast::flat_buffer& buffer) {
+  beast::error_code ec;
+  while (buffer.size() > 0 && !parser_.is_done()) {
+    const size_t used = parser_.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == bhttp::error::need_more) return {};
+    if (ec || used == 0) return ec;
+  }
+  return ec;
+}
+
+std::optional<ParseErrorAnswer> RequestParser::AnswerFor(beast::error_code ec) const {
+  if (body_chunks_ > limits_.max_body_chunks) {
+    return ParseErrorAnswer{413, "chunked request body has more than " + std::to_string(limits_.max_body_chunks) +
+                                     " chunks (--http-max-body-chunks)"};
+  }
+  if (ec == bhttp::error::body_limit) {
+    return ParseErrorAnswer{413, "request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) +
+                                     " bytes (--http-max-input-size)"};
+  }
+  if (ec == bhttp::error::header_limit) {
+    return ParseErrorAnswer{431, "request headers exceed the limit of " + std::to_string(limits_.max_header_bytes) +
+                                     " bytes (--http-max-header-size)"};
+  }
+  if (ec.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
+      ec != bhttp::error::end_of_stream && ec != bhttp::error::partial_message) {
+    return ParseErrorAnswer{400, "malformed HTTP request: " + ec.message()};
+  }
+  return std::nullopt;
+}
+
+}  // namespace ortserve::http
