@@ -107,7 +107,7 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--http-max-connections", f.http_max_connections,
                  "Most HTTP client connections open at once. One more is answered 503 at once (HTTPS: "
-                 "closed) and counted in ortserve_http_connections_rejected_total")
+                 "closed) and counted in ortserve_connections_rejected_total{protocol=\"http\"}")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--http-max-json-depth", f.http_max_json_depth,
