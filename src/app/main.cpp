@@ -26,6 +26,9 @@
 
 namespace {
 
+// The HTTP limits' defaults live in HttpServerOptions; the flags start there.
+const ortserve::HttpServerOptions kHttpDefaults{};
+
 struct Flags {
   std::string model_repository;
   uint16_t http_port = 8000;
@@ -46,14 +49,14 @@ struct Flags {
   bool strict_readiness = true;
   int exit_timeout_secs = 30;
   uint64_t cancel_poll_interval_us = 5000;
-  uint64_t http_max_input_size = 64ull << 20;
-  size_t http_max_header_size = 16 << 10;
-  size_t http_max_body_chunks = 65536;
-  size_t http_max_connections = 1024;
-  size_t http_max_json_depth = 64;
-  uint64_t max_tensor_elements = uint64_t{1} << 26;
-  int http_idle_timeout_secs = 60;
-  int http_read_timeout_secs = 60;
+  uint64_t http_max_input_size = kHttpDefaults.max_input_size;
+  size_t http_max_header_size = kHttpDefaults.max_header_bytes;
+  size_t http_max_body_chunks = kHttpDefaults.max_body_chunks;
+  size_t http_max_connections = kHttpDefaults.max_connections;
+  size_t http_max_json_depth = kHttpDefaults.max_json_depth;
+  uint64_t max_tensor_elements = kHttpDefaults.max_tensor_elements;
+  int http_idle_timeout_secs = static_cast<int>(kHttpDefaults.idle_timeout.count());
+  int http_read_timeout_secs = static_cast<int>(kHttpDefaults.read_timeout.count());
   int thread_budget = 0;
   int log_verbose = 0;
   std::string model_control_mode = "none";
@@ -112,7 +115,7 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--http-max-json-depth", f.http_max_json_depth,
                  "Deepest nesting of objects and arrays in an infer request's JSON (deeper: 400)")
-      ->check(CLI::Range(size_t{2}, size_t{1024}))
+      ->check(CLI::Range(size_t{2}, ortserve::http::kMaxJsonDepthLimit))
       ->capture_default_str();
   app.add_option("--max-tensor-elements", f.max_tensor_elements,
                  "Most elements of one input tensor, HTTP and gRPC, checked from its shape before its "

@@ -252,7 +252,7 @@ void SchedulerImpl::Shutdown(Clock::time_point abandon_at) {
   if (watchdog_.joinable()) watchdog_.join();
 }
 
-bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch) {
+bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch, Clock::time_point now) {
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
     RunningBatch& running = running_[index];
@@ -281,7 +281,7 @@ bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch)
     ++watched_starts_;
     Clock::time_point look_by = last_deadline;
     if (cancellable) {
-      look_by = std::min(look_by, clock_->Now() + std::chrono::duration_cast<Clock::duration>(
+      look_by = std::min(look_by, now + std::chrono::duration_cast<Clock::duration>(
                                                       std::chrono::microseconds(options_.cancel_poll_interval_us)));
     }
     if (look_by >= watch_wake_at_) return true;  // it will look in time anyway
@@ -495,7 +495,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
     input_end = clock_->Now();
     if (status.ok()) {
       try {
-        if (Watch(index, batch)) status = instance.Run(inputs, &outputs);
+        if (Watch(index, batch, input_end)) status = instance.Run(inputs, &outputs);
       } catch (...) {
         run_end = Unwatch(index);
         throw;

@@ -145,9 +145,10 @@ class SchedulerImpl final : public ModelScheduler {
   };
   enum class RunEnd { kRan, kDead, kAbandoned };
   void WatchdogLoop();
-  // Registers worker `index`'s batch as running (watched if it can ever die).
-  // False when shutdown has abandoned the work: the batch must not start.
-  bool Watch(size_t index, const std::vector<QueuedRequest>& batch);
+  // Registers worker `index`'s batch as running (watched if it can ever die),
+  // starting about `now`. False when shutdown has abandoned the work: the
+  // batch must not start.
+  bool Watch(size_t index, const std::vector<QueuedRequest>& batch, Clock::time_point now);
   // Ends the run's registration and says whether it was stopped, and why.
   RunEnd Unwatch(size_t index);
   // Shutdown past its deadline: empties the queue with kUnavailable answers

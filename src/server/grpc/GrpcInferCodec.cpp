@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/common/RequestLimits.h"
+#include "server/common/TensorLimits.h"
 
 namespace ortserve::grpcfe {
 namespace {

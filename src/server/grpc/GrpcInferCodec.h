@@ -10,6 +10,7 @@
 
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
+#include "server/common/TensorLimits.h"
 #include "grpc_service.pb.h"
 
 namespace ortserve::grpcfe {
@@ -32,7 +33,7 @@ grpc::Status ToGrpcStatus(const Status& status);
 // No input may have more than `max_tensor_elements` elements (checked from
 // its shape before its contents are read; common::LimitedElementCount).
 Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message, InferenceRequest* out,
-                          uint64_t max_tensor_elements = uint64_t{1} << 26);
+                          uint64_t max_tensor_elements = common::kDefaultMaxTensorElements);
 
 // Writes every output as name, datatype, shape and one raw_output_contents
 // entry, in order. `request_id` is echoed as the response id.

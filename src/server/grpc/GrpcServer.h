@@ -27,6 +27,7 @@
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/common/TensorLimits.h"
 
 namespace ortserve {
 
@@ -48,7 +49,7 @@ struct GrpcServerOptions {
   size_t max_message_bytes = 64u << 20;
   // Elements of one input tensor at most (→ RESOURCE_EXHAUSTED), checked
   // from its shape before its contents are read.
-  uint64_t max_tensor_elements = uint64_t{1} << 26;
+  uint64_t max_tensor_elements = common::kDefaultMaxTensorElements;
   // Server readiness (ServerReady, health check): true only when every model in
   // the repository is ready if strict, else as soon as the server is live.
   bool strict_readiness = true;

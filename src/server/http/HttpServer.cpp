@@ -23,7 +23,6 @@
 #include "repository/ModelRepository.h"
 #include "server/http/HttpService.h"
 #include "server/http/HttpStatus.h"
-#include "server/http/InferRequestDecoder.h"
 #include "server/http/JsonWriter.h"
 #include "server/http/RequestParser.h"
 
@@ -621,8 +620,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
   impl->service = std::make_shared<http::HttpService>(
       http::HttpServiceOptions{
           .max_input_size = impl->options.max_input_size,
-          .max_json_depth = impl->options.max_json_depth,
-          .max_tensor_elements = impl->options.max_tensor_elements,
+          .decode = {.max_tensor_bytes = impl->options.max_input_size,
+                     .max_tensor_elements = impl->options.max_tensor_elements,
+                     .max_json_depth = impl->options.max_json_depth},
           .strict_readiness = impl->options.strict_readiness,
           .server_version = impl->options.server_version,
           .access_policy = impl->options.access_policy,

@@ -27,6 +27,8 @@
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/common/TensorLimits.h"
+#include "server/http/InferRequestDecoder.h"
 
 namespace ortserve {
 
@@ -51,10 +53,10 @@ struct HttpServerOptions {
   size_t max_connections = 1024;
   // JSON of an infer request nested deeper than this (objects and arrays
   // together) is refused (→ 400).
-  size_t max_json_depth = 64;
+  size_t max_json_depth = http::kDefaultMaxJsonDepth;
   // Elements of one input tensor at most (→ 400), checked from its shape
   // before any data is decoded.
-  uint64_t max_tensor_elements = uint64_t{1} << 26;
+  uint64_t max_tensor_elements = common::kDefaultMaxTensorElements;
   // health/ready also requires every model in the repository to be ready.
   bool strict_readiness = false;
   std::string server_version = "0.0.0";

@@ -319,10 +319,7 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   }
   std::optional<std::string_view> header_length;
   if (request.inference_header_length) header_length = *request.inference_header_length;
-  auto decoded = DecodeInferRequest(std::move(body), header_length,
-                                    {.max_tensor_bytes = options_.max_input_size,
-                                     .max_tensor_elements = options_.max_tensor_elements,
-                                     .max_json_depth = options_.max_json_depth});
+  auto decoded = DecodeInferRequest(std::move(body), header_length, options_.decode);
   if (!decoded.ok()) return fail(decoded.status());
 
   auto m = repository_->GetModel(model, version);

@@ -24,6 +24,7 @@
 #include "core/Tensor.h"
 #include "repository/ModelRepository.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/http/InferRequestDecoder.h"
 #include "server/tracing/RequestTracer.h"
 
 namespace ortserve::http {
@@ -72,8 +73,9 @@ struct RequestContext {
 
 struct HttpServiceOptions {
   size_t max_input_size = size_t{64} << 20;
-  size_t max_json_depth = 64;                          // InferDecodeOptions
-  uint64_t max_tensor_elements = uint64_t{1} << 26;    // InferDecodeOptions
+  // How infer request bodies are decoded (their tensor byte limit is
+  // max_input_size).
+  InferDecodeOptions decode{};
   bool strict_readiness = false;
   std::string server_version;
   // --http-restricted-api; empty: every API open.

@@ -8,7 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "server/common/RequestLimits.h"
+#include "server/common/TensorLimits.h"
 
 namespace ortserve::http {
 namespace {

@@ -23,22 +23,25 @@
 
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
+#include "server/common/TensorLimits.h"
 
 namespace ortserve::http {
 
 // The deepest JSON nesting a decoder may be configured to accept: the data
 // walk recurses once per level, so this bounds its stack.
 inline constexpr size_t kMaxJsonDepthLimit = 1024;
+// --http-max-json-depth's default.
+inline constexpr size_t kDefaultMaxJsonDepth = 64;
 
 struct InferDecodeOptions {
   // No decoded tensor may be larger than this (JSON data expands: "1," is two
   // bytes of body but eight bytes of FP64).
   size_t max_tensor_bytes = size_t{64} << 20;
   // No input may have more elements than this (checked from its shape).
-  uint64_t max_tensor_elements = uint64_t{1} << 26;
+  uint64_t max_tensor_elements = common::kDefaultMaxTensorElements;
   // JSON nested deeper than this (objects and arrays together) is rejected;
   // in [2, kMaxJsonDepthLimit].
-  size_t max_json_depth = 64;
+  size_t max_json_depth = kDefaultMaxJsonDepth;
 };
 
 struct DecodedInferRequest {

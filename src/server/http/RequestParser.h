@@ -14,10 +14,12 @@
 
 namespace ortserve::http {
 
+// The server's values come from HttpServerOptions (whose defaults are the
+// flags' defaults).
 struct RequestLimits {
-  size_t max_header_bytes = size_t{16} << 10;  // request line + headers (→ 431)
-  size_t max_body_bytes = size_t{64} << 20;    // after de-chunking (→ 413)
-  size_t max_body_chunks = 65536;              // chunked bodies (→ 413)
+  size_t max_header_bytes;  // request line + headers (→ 431)
+  size_t max_body_bytes;    // after de-chunking (→ 413)
+  size_t max_body_chunks;   // chunked bodies (→ 413)
 };
 
 // What to answer a request that could not be read.

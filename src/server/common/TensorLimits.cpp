@@ -1,4 +1,4 @@
-#include "server/common/RequestLimits.h"
+#include "server/common/TensorLimits.h"
 
 #include <string>
 

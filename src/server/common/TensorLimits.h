@@ -1,5 +1,5 @@
 #pragma once
-// Request limits that both front ends apply the same way, from the wire
+// The tensor limit both front ends apply the same way, from the wire
 // description of a tensor, before any of its data is decoded.
 #include <cstdint>
 #include <string_view>
@@ -8,6 +8,9 @@
 #include "core/Tensor.h"
 
 namespace ortserve::common {
+
+// --max-tensor-elements' default: a 64 MiB body of UINT8 fits.
+inline constexpr uint64_t kDefaultMaxTensorElements = uint64_t{1} << 26;
 
 // The element count of input `name` of `dtype` and `shape`. kInvalidArgument
 // when the count or (fixed-size types) the byte size overflows 64 bits — a
