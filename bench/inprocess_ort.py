@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
-"""The limit: onnxruntime in-process, back-to-back session.run, no server.
+"""The limit: onnxruntime in-process, back-to-back runs, no server.
 
     .venv/bin/python bench/inprocess_ort.py --model cnn --threads 2 --batch-sizes 1,4 --duration 10
 
-One InferenceSession with intra_op_num_threads = the server's thread budget
+Two engines. `ortserve` (the default when build/ortserve_inprocess_limit
+exists): a small C++ program on the server's own runtime layer, so the same
+libonnxruntime (the C++ SDK ortserve links, which is not the version of the
+pip wheel) and the same session options as an ortserve CPU instance, with no
+interpreter in the loop; this script only writes its inputs. `python`: one
+onnxruntime (pip) InferenceSession with ortserve's options; for "tiny"
+Python's per-call overhead is then a large part of each call.
+
+One session with intra_op_num_threads = the server's thread budget
 (sequential execution, like one server instance). For each batch size, inputs
 are built once (the batch-1 request tensor repeated along dim 0) and run
 back-to-back for --duration seconds after a short warm-up. Prints one JSON
 object: per batch size, runs, inferences/s, per-run latency percentiles.
-
-Python's per-call overhead (a few microseconds) is negligible for the cnn and
-ocr models; for "tiny" it is a large part of each call, so its figure is the
-Python-ORT limit, not ORT's.
 """
 import argparse
 import json
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -70,6 +76,27 @@ def run_one(sess, feeds, batch, duration_s, warmup_s):
     }
 
 
+LIMIT_BIN = Path(__file__).resolve().parent.parent / "build" / "ortserve_inprocess_limit"
+
+
+def run_native(binary: Path, spec: dict, args, sizes) -> dict:
+    """The C++ engine: writes each request tensor as raw bytes for it."""
+    body = json.loads(Path(spec["request_json"]).read_text())
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [str(binary), "--model-path", spec["model_path"], "--threads", str(args.threads),
+               "--batch-sizes", ",".join(map(str, sizes)), "--duration", str(args.duration),
+               "--warmup", str(args.warmup)]
+        if args.spinning == "on":
+            cmd.append("--spinning")
+        for i, t in enumerate(body["inputs"]):
+            one = np.asarray(t["data"], dtype=DTYPES[t["datatype"]]).reshape(t["shape"])
+            path = Path(tmp) / f"input{i}.bin"
+            path.write_bytes(np.ascontiguousarray(one).tobytes())
+            cmd += ["--input", f'{t["name"]}:{t["datatype"]}:{"x".join(map(str, t["shape"]))}:{path}']
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="model name in the manifest")
@@ -80,17 +107,25 @@ def main():
     ap.add_argument("--warmup", type=float, default=1.0)
     ap.add_argument("--spinning", choices=("off", "on"), default="off",
                     help="ORT intra-op spinning (off: ortserve's default; on: ORT's)")
+    ap.add_argument("--engine", choices=("auto", "ortserve", "python"), default="auto",
+                    help="ortserve: the C++ program on the server's runtime (auto: when built); "
+                    "python: the onnxruntime wheel")
+    ap.add_argument("--limit-bin", default=str(LIMIT_BIN), help="the C++ engine's binary")
     ap.add_argument("--json", help="also write the result here")
     args = ap.parse_args()
 
     spec = json.loads(Path(args.manifest).read_text())[args.model]
-    sess = make_session(spec["model_path"], args.threads, args.spinning == "on")
-    result = {"model": args.model, "threads": args.threads, "onnxruntime": ort.__version__,
-              "results": []}
-    for b in sorted({int(x) for x in args.batch_sizes.split(",") if x.strip()}):
-        if spec["max_batch_size"] == 0 and b != 1:
-            continue
-        result["results"].append(run_one(sess, batch_inputs(spec, b), b, args.duration, args.warmup))
+    sizes = sorted({int(x) for x in args.batch_sizes.split(",") if x.strip()})
+    if spec["max_batch_size"] == 0:
+        sizes = [b for b in sizes if b == 1]
+    binary = Path(args.limit_bin)
+    if args.engine == "ortserve" or (args.engine == "auto" and binary.exists()):
+        result = {"model": args.model, **run_native(binary, spec, args, sizes)}
+    else:
+        sess = make_session(spec["model_path"], args.threads, args.spinning == "on")
+        result = {"model": args.model, "engine": "python", "threads": args.threads,
+                  "onnxruntime": ort.__version__,
+                  "results": [run_one(sess, batch_inputs(spec, b), b, args.duration, args.warmup) for b in sizes]}
     text = json.dumps(result)
     print(text)
     if args.json:

@@ -14,8 +14,9 @@ Contenders, same models, same machine, one run:
              gRPC hook: perf_analyzer -i grpc, run only when the gRPC port answers
   fastapi    bench/baseline_fastapi.py, N workers x 1 intra-op thread = thread budget,
              driven by the same two loads
-  inprocess  bench/inprocess_ort.py, back-to-back session.run at batch 1 and at the
-             batch sizes ortserve's batcher chose (from its statistics)
+  inprocess  bench/inprocess_ort.py, back-to-back runs at batch 1 and at the batch
+             sizes ortserve's batcher chose (from its statistics), on the server's
+             own runtime (ortserve_inprocess_limit: same ORT, same session options)
 
 Outputs: bench/RESULTS.md (targets, headline table, details, every command),
 bench/results/results.json (raw), bench/results/*.png (plots). Server logs go to
@@ -29,6 +30,7 @@ import io
 import json
 import os
 import platform
+import re
 import shlex
 import signal
 import socket
@@ -237,6 +239,35 @@ def get_stats(base, model):
             "execution_count": int(ms.get("execution_count", 0)),
             "success": g("success"), "queue": g("queue"), "compute_infer": g("compute_infer"),
             "batches": batches}
+
+
+def get_duration_buckets(server, model):
+    """ortserve's request-duration histogram for one model, {le_seconds: cumulative count}."""
+    if not getattr(server, "metrics_port", None):
+        return None
+    try:
+        _, body = http_get(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=2.0)
+    except Exception:
+        return None
+    buckets = {}
+    for m in re.finditer(r'^ortserve_request_duration_seconds_bucket\{model="([^"]*)",version="[^"]*",le="([^"]+)"\} (\S+)$',
+                         body.decode() if isinstance(body, bytes) else body, re.M):
+        if m.group(1) == model:
+            buckets[float(m.group(2))] = buckets.get(float(m.group(2)), 0) + float(m.group(3))
+    return buckets or None
+
+
+def server_p99_upper_us(b0, b1):
+    """Upper edge of the histogram bucket holding the server-side p99 over a
+    load point (arrival in the server to response ready): the server's own
+    p99 is at most this. None without data or when it is past the last edge."""
+    if not b0 or not b1:
+        return None
+    delta = sorted((le, b1[le] - b0.get(le, 0)) for le in b1)
+    total = delta[-1][1] if delta else 0
+    if total <= 0:
+        return None
+    return next((le * 1e6 for le, n in delta if n >= 0.99 * total and le != float("inf")), None)
 
 
 def stats_delta(s0, s1):
@@ -448,15 +479,16 @@ def log_tail(path, n=15):
 
 def measure(server, model, fn):
     """Runs fn() as one load point, with server CPU% and statistics deltas around it."""
-    s0 = get_stats(server.base, model)
+    s0, h0 = get_stats(server.base, model), get_duration_buckets(server, model)
     c0, t0 = tree_cpu_seconds(server.proc.pid), time.monotonic()
     res = fn()
     c1, t1 = tree_cpu_seconds(server.proc.pid), time.monotonic()
-    s1 = get_stats(server.base, model)
+    s1, h1 = get_stats(server.base, model), get_duration_buckets(server, model)
     if res is None:
         return None
     res["server_cpu_pct"] = round(100.0 * (c1 - c0) / (t1 - t0), 1)
     res["server_stats"] = stats_delta(s0, s1)
+    res["server_p99_upper_us"] = server_p99_upper_us(h0, h1)
     return res
 
 
@@ -546,10 +578,10 @@ def bench_server(server, models, manifest, refs, args, out):
 
 
 def chosen_batch_sizes(out, model):
-    """Batch sizes ortserve's batcher ran for a model (>= 5% of executions at any point)."""
+    """Batch sizes ortserve's batcher ran for a model (>= 5% of executions at any point of any load)."""
     sizes = set()
-    pts = out.get("ortserve", {}).get("models", {}).get(model, {}).get("pa_http", {}).get("concurrency", [])
-    for p in pts:
+    loads = out.get("ortserve", {}).get("models", {}).get(model, {}).values()
+    for p in (p for load in loads if isinstance(load, dict) for p in load.get("concurrency", [])):
         st = p.get("server_stats") or {}
         total = sum(b["executions"] for b in st.get("batch_sizes", {}).values())
         for bs, b in st.get("batch_sizes", {}).items():
@@ -569,6 +601,13 @@ def bench_inprocess(models, manifest, args, out):
         cmd = [VENV_PY, BENCH / "inprocess_ort.py", "--model", m, "--threads", str(args.thread_budget),
                "--batch-sizes", ",".join(map(str, sizes)), "--duration", str(args.inprocess_duration),
                "--json", path]
+        # The C++ engine built next to the server under test (same ORT, same
+        # session options); inprocess_ort.py falls back to Python without it.
+        limit_bin = Path(args.ortserve_bin).parent / "ortserve_inprocess_limit"
+        if limit_bin.exists():
+            cmd += ["--engine", "ortserve", "--limit-bin", limit_bin]
+        else:
+            note(f"{limit_bin} not built: the in-process limit uses the onnxruntime Python wheel")
         rc, text = run_bounded(with_cpus(cmd, args.server_cpus), len(sizes) * (args.inprocess_duration + 30) + 60)
         if rc != 0:
             note(f"inprocess/{m} failed (rc {rc}): {text.strip()[-300:]}")
@@ -635,22 +674,28 @@ def compute_targets(out, manifest):
         add("cnn @4: ortserve / in-process ORT", "missing data", None, ">= 0.95x", None)
 
     # 3. mlp @32: batching on >= 2x batching off; p99 within max_queue_delay + 2x batch compute.
-    for load in ("pa_http", "wrk_json"):
+    # Every load generator that ran; a client's own ceiling here is what it
+    # reaches on the no-op-sized tiny model at the same concurrency.
+    for load in ("pa_http", "pa_grpc", "wrk_json"):
         on, off = point(out, "ortserve", "mlp", load, 32), point(out, "ortserve", "mlp_nobatch", load, 32)
         if on and off:
             ratio = on["throughput"] / off["throughput"]
+            ceiling = point(out, "ortserve", "tiny", load, 32)
             add(f"mlp @32 ({load}): batching on / off throughput",
-                f"{on['throughput']:.0f} vs {off['throughput']:.0f} inf/s", ratio, ">= 2x", ratio >= 2)
+                f"{on['throughput']:.0f} vs {off['throughput']:.0f} inf/s", ratio, ">= 2x", ratio >= 2,
+                f"the same client on tiny @32: {ceiling['throughput']:.0f} inf/s" if ceiling else "")
             comp = (on.get("server_stats") or {}).get("avg_compute_infer_us_per_execution")
             if comp is not None:
                 bound = manifest["mlp"]["max_queue_delay_us"] + 2 * comp
                 add(f"mlp @32 ({load}): p99 <= max_queue_delay + 2x batch compute",
                     f"p99 {on['p99_us']:.0f} us, bound {bound:.0f} us", on["p99_us"] / bound, "<= 1x",
-                    on["p99_us"] <= bound, f"avg batch {on['server_stats']['avg_batch']}, compute {comp} us/batch")
+                    on["p99_us"] <= bound, f"avg batch {on['server_stats']['avg_batch']}, compute {comp} us/batch"
+                    + (f"; server-side p99 (arrival to response ready) <= {on['server_p99_upper_us']:.0f} us"
+                       if on.get("server_p99_upper_us") else ""))
             else:
                 add(f"mlp @32 ({load}): p99 bound", "no server statistics", None, "<= 1x", None)
-        elif load == "pa_http":
-            add("mlp @32: batching on / off throughput", "missing data", None, ">= 2x", None)
+    if not any(x["target"].startswith("mlp @32") for x in t):
+        add("mlp @32: batching on / off throughput", "missing data", None, ">= 2x", None)
 
     # 4. idle cost: < 2% of one core with no traffic for 10 s.
     for key in ("idle_cpu_pct_after_start", "idle_cpu_pct_after_load"):
@@ -826,9 +871,13 @@ def write_report(out, targets, plots, args, started, finished):
                          f"{fmt(x['inferences_per_s'])} | {fmt(x['run_latency_us']['p50'])} | "
                          f"{fmt(x['run_latency_us']['p99'])} | – |")
     L.append("")
-    if "tiny" in args.models:
-        L += ["In-process figures for `tiny` are the Python-ORT limit: Python's per-call overhead is a large part "
-              "of each microsecond-scale run. For `cnn` and `ocr_cls` it is negligible.", ""]
+    engines = {f"{r.get('engine', 'python')} (ONNX Runtime {r.get('onnxruntime', '?')})"
+               for r in out.get("inprocess", {}).get("models", {}).values()}
+    if engines:
+        L += [f"In-process engine: {', '.join(sorted(engines))}. `ortserve-runtime` is "
+              "`ortserve_inprocess_limit`, a C++ loop on the server's own runtime layer (same ONNX Runtime, "
+              "same session options as a server instance); `python` is the onnxruntime wheel, whose per-call "
+              "overhead is a large part of a microsecond-scale run such as `tiny`'s.", ""]
 
     L += ["## Idle cost", "", "| contender | idle CPU after start (% of one core) | idle CPU after load |", "|---|---|---|"]
     for cont in ("ortserve", "fastapi"):
