@@ -278,30 +278,30 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   // While a request is inside a model nothing reads the socket; a readable
   // socket then means either a pipelined request (left for the next read) or
-  // the client closing (cancel the request).
+  // the client closing (cancel the request). The watch is a one-byte
+  // MSG_PEEK receive, not async_wait: asio re-arms the descriptor with an
+  // epoll_ctl for every wait (a syscall per request), while a receive is
+  // tried once and then waits on the registration the socket already has.
   void StartCloseMonitor() {
     if (monitoring_) return;
     monitoring_ = true;
-    Tcp().socket().async_wait(tcp::socket::wait_read,
-                                [self = this->shared_from_this()](beast::error_code ec) { self->OnMonitor(ec); });
+    Tcp().socket().async_receive(net::buffer(&peek_byte_, 1), tcp::socket::message_peek,
+                                 [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                                   self->OnMonitor(ec, n);
+                                 });
   }
 
-  void OnMonitor(beast::error_code ec) {
+  void OnMonitor(beast::error_code ec, size_t n) {
     monitoring_ = false;
-    if (ec || closed_ || !awaiting_reply_) return;
-    char c;
-    beast::error_code peek_ec;
-    Tcp().socket().non_blocking(true, peek_ec);
-    const size_t n = Tcp().socket().receive(net::buffer(&c, 1), tcp::socket::message_peek, peek_ec);
-    if (peek_ec == net::error::would_block || peek_ec == net::error::try_again) return StartCloseMonitor();
-    if (!peek_ec && n > 0) {
+    if (ec == net::error::operation_aborted || closed_ || !awaiting_reply_) return;
+    if (!ec && n > 0) {
       // Plain HTTP: pipelined bytes, left for the next read. TLS: they may
       // be the client's close_notify, which TLS 1.3 encrypts like data, so
       // only reading them through TLS tells (see OnReadAhead).
       if constexpr (kTls) StartReadAhead();
       return;
     }
-    ClientLeft();
+    ClientLeft();  // end of stream or a broken connection
   }
 
   void ClientLeft() {
@@ -409,6 +409,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   // TLS read-ahead while a request is in flight (StartReadAhead).
   static constexpr size_t kReadAheadBytes = 4096;
   bool reading_ahead_ = false;
+  char peek_byte_ = 0;  // the close monitor's receive target (MSG_PEEK: never consumed)
   std::optional<http::HttpResponse> deferred_response_;
   std::optional<http::RequestParser> request_;  // the request being read
   std::optional<bhttp::response<ResponseBody>> response_;
