@@ -1,6 +1,6 @@
 #include "repository/RequestValidator.h"
 
-#include <set>
+#include <algorithm>
 #include <string>
 
 #include "repository/ModelConfigUtil.h"
@@ -57,77 +57,93 @@ Status Reshape(const T& config_tensor, bool batching, Tensor* tensor) {
 }  // namespace
 
 Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequest& request) {
-  const std::string model = ModelLabel(config);
+  // Runs for every request, so nothing is allocated unless it fails: the
+  // label and the expected shape are built for the error message only, and
+  // repeats are found by scanning the inputs before (each of them a distinct
+  // config input, so the scan is bounded by the config, not the request).
+  const auto model = [&config] { return ModelLabel(config); };
   const int max_batch = config.max_batch_size();
-  std::set<std::string> seen;
+  const auto given = [&request](size_t end, const std::string& name) {
+    for (size_t j = 0; j < end; ++j) {
+      if (request.inputs[j].name == name) return true;
+    }
+    return false;
+  };
   int64_t batch_size = -1;
-  std::string batch_input;
-  for (const Tensor& t : request.inputs) {
+  const Tensor* batch_input = nullptr;
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    const Tensor& t = request.inputs[i];
     const inference::ModelInput* in = FindInput(config, t.name);
     if (in == nullptr) {
-      return InvalidArgument("unexpected input '" + t.name + "' for " + model +
+      return InvalidArgument("unexpected input '" + t.name + "' for " + model() +
                              " (inputs: " + InputNames(config) + ")");
     }
-    if (!seen.insert(t.name).second) {
-      return InvalidArgument("input '" + t.name + "' given more than once for " + model);
+    if (given(i, t.name)) {
+      return InvalidArgument("input '" + t.name + "' given more than once for " + model());
     }
     const DataType expected_type = FromConfigDataType(in->data_type());
     if (t.dtype != expected_type) {
-      return InvalidArgument("input '" + t.name + "' for " + model + ": expected datatype " +
+      return InvalidArgument("input '" + t.name + "' for " + model() + ": expected datatype " +
                              std::string(DataTypeName(expected_type)) + ", got " +
                              std::string(DataTypeName(t.dtype)));
     }
-    Shape expected = ConfigDims(in->dims());
-    if (max_batch > 0) expected.insert(expected.begin(), -1);
-    if (t.shape.size() != expected.size()) {
-      return InvalidArgument("input '" + t.name + "' for " + model + ": expected rank " +
-                             std::to_string(expected.size()) + " (shape " +
-                             ShapeToString(expected) + "), got shape " + ShapeToString(t.shape));
+    // The config's dims, after a batch dimension of any size when batching.
+    const size_t lead = max_batch > 0 ? 1 : 0;
+    const auto expected = [&] {
+      Shape shape = ConfigDims(in->dims());
+      if (lead) shape.insert(shape.begin(), -1);
+      return shape;
+    };
+    if (t.shape.size() != lead + static_cast<size_t>(in->dims_size())) {
+      return InvalidArgument("input '" + t.name + "' for " + model() + ": expected rank " +
+                             std::to_string(lead + in->dims_size()) + " (shape " +
+                             ShapeToString(expected()) + "), got shape " + ShapeToString(t.shape));
     }
-    for (size_t i = 0; i < expected.size(); ++i) {
-      if (t.shape[i] < 0 || (expected[i] >= 0 && t.shape[i] != expected[i])) {
-        return InvalidArgument("input '" + t.name + "' for " + model + ": expected shape " +
-                               ShapeToString(expected) + ", got " + ShapeToString(t.shape));
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const int64_t want = d < lead ? -1 : in->dims(static_cast<int>(d - lead));
+      if (t.shape[d] < 0 || (want >= 0 && t.shape[d] != want)) {
+        return InvalidArgument("input '" + t.name + "' for " + model() + ": expected shape " +
+                               ShapeToString(expected()) + ", got " + ShapeToString(t.shape));
       }
     }
     if (max_batch > 0) {
       const int64_t b = t.shape[0];
       if (b < 1 || b > max_batch) {
-        return InvalidArgument("input '" + t.name + "' for " + model + ": batch size " +
+        return InvalidArgument("input '" + t.name + "' for " + model() + ": batch size " +
                                std::to_string(b) + " is outside [1, " +
                                std::to_string(max_batch) + "] (max_batch_size " +
                                std::to_string(max_batch) + ")");
       }
       if (batch_size < 0) {
         batch_size = b;
-        batch_input = t.name;
+        batch_input = &t;
       } else if (b != batch_size) {
-        return InvalidArgument("inputs of " + model + " disagree on batch size: '" +
-                               batch_input + "' has " + std::to_string(batch_size) + ", '" +
+        return InvalidArgument("inputs of " + model() + " disagree on batch size: '" +
+                               batch_input->name + "' has " + std::to_string(batch_size) + ", '" +
                                t.name + "' has " + std::to_string(b));
       }
     }
     const auto count = ElementCount(t.shape);
     if (!count) {
-      return InvalidArgument("input '" + t.name + "' for " + model + ": invalid shape " +
+      return InvalidArgument("input '" + t.name + "' for " + model() + ": invalid shape " +
                              ShapeToString(t.shape));
     }
     if (t.dtype == DataType::kBytes) {
       const auto elements = CountBytesElements(t.data.data(), t.data.size());
       if (!elements) {
-        return InvalidArgument("input '" + t.name + "' for " + model +
+        return InvalidArgument("input '" + t.name + "' for " + model() +
                                ": malformed BYTES data (a length prefix runs past the end or "
                                "bytes are left over)");
       }
       if (*elements != *count) {
-        return InvalidArgument("input '" + t.name + "' for " + model + ": shape " +
+        return InvalidArgument("input '" + t.name + "' for " + model() + ": shape " +
                                ShapeToString(t.shape) + " needs " + std::to_string(*count) +
                                " BYTES elements, got " + std::to_string(*elements));
       }
     } else {
       const auto bytes = FixedByteSize(t.dtype, t.shape);
       if (!bytes || *bytes != t.data.size()) {
-        return InvalidArgument("input '" + t.name + "' for " + model + ": shape " +
+        return InvalidArgument("input '" + t.name + "' for " + model() + ": shape " +
                                ShapeToString(t.shape) + " of " +
                                std::string(DataTypeName(t.dtype)) + " needs " +
                                (bytes ? std::to_string(*bytes) : std::string("?")) +
@@ -136,19 +152,21 @@ Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequ
     }
   }
   for (const auto& in : config.input()) {
-    if (!in.optional() && !seen.count(in.name())) {
-      return InvalidArgument("missing input '" + in.name() + "' for " + model + " (inputs: " +
+    if (!in.optional() && !given(request.inputs.size(), in.name())) {
+      return InvalidArgument("missing input '" + in.name() + "' for " + model() + " (inputs: " +
                              InputNames(config) + ")");
     }
   }
-  std::set<std::string> requested;
-  for (const RequestedOutput& out : request.requested_outputs) {
+  const auto& outputs = request.requested_outputs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const RequestedOutput& out = outputs[i];
     if (FindOutput(config, out.name) == nullptr) {
-      return InvalidArgument("unexpected requested output '" + out.name + "' for " + model +
+      return InvalidArgument("unexpected requested output '" + out.name + "' for " + model() +
                              " (outputs: " + OutputNames(config) + ")");
     }
-    if (!requested.insert(out.name).second) {
-      return InvalidArgument("output '" + out.name + "' requested more than once for " + model);
+    const auto same = [&out](const RequestedOutput& o) { return o.name == out.name; };
+    if (std::any_of(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(i), same)) {
+      return InvalidArgument("output '" + out.name + "' requested more than once for " + model());
     }
   }
   return Status::Ok();

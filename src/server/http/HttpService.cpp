@@ -69,6 +69,7 @@ std::optional<auth::ApiGroup> HttpApiGroup(const std::vector<std::string>& p) {
 std::optional<std::vector<std::string>> SplitPath(std::string_view target) {
   target = target.substr(0, target.find('?'));
   std::vector<std::string> parts;
+  parts.reserve(6);  // the longest API path, /v2/models/{m}/versions/{v}/infer: one allocation
   size_t pos = 0;
   while (pos < target.size()) {
     if (target[pos] == '/') { ++pos; continue; }
