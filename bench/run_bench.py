@@ -946,6 +946,9 @@ def parse_args(argv):
     ap.add_argument("--inprocess-duration", type=float, help="seconds per batch size (default 10, quick 2)")
     ap.add_argument("--manifest", default=str(WORK / "manifest.json"))
     ap.add_argument("--results-md", default=str(BENCH / "RESULTS.md"))
+    ap.add_argument("--report-only", action="store_true",
+                    help="measure nothing: rewrite RESULTS.md and the plots from bench/results/results.json "
+                    "(after editing FINDINGS.md), with the arguments of the run that made it")
     args = ap.parse_args(argv)
     args.argv = argv
     args.models = [m for m in args.models.split(",") if m]
@@ -962,8 +965,26 @@ def parse_args(argv):
     return args
 
 
+def rewrite_report(results_md):
+    """--report-only: the report of the run saved in results.json, as that run wrote it."""
+    out = json.loads((RESULTS / "results.json").read_text())
+    meta = out["meta"]
+    args = parse_args(meta["argv"])
+    args.results_md = results_md
+    NOTES[:] = out.get("notes", [])
+    COMMANDS[:] = out.get("commands", [])
+    targets = compute_targets(out, meta["manifest"])
+    out["targets"] = targets
+    (RESULTS / "results.json").write_text(json.dumps(out, indent=1, default=str))
+    write_report(out, targets, plot(out, args.models), args, meta["started"], meta["finished"])
+    log(f"rewrote {args.results_md} from {RESULTS / 'results.json'}")
+    return 0
+
+
 def main(argv):
     args = parse_args(argv)
+    if args.report_only:
+        return rewrite_report(args.results_md)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda s, f: (Procs.stop_all(), sys.exit(128 + s)))
     atexit.register(Procs.stop_all)
@@ -981,7 +1002,7 @@ def main(argv):
     args.models = [m for m in args.models if m in manifest]
 
     started = dt.datetime.now().isoformat(timespec="seconds")
-    out = {"meta": {"started": started, "machine": machine_info(), "commit": git_head(),
+    out = {"meta": {"started": started, "argv": argv, "machine": machine_info(), "commit": git_head(),
                     "args": {k: v for k, v in vars(args).items() if k != "argv"},
                     "manifest": {m: manifest[m] for m in args.models}}}
     log(f"models {args.models}, concurrency {args.concurrency}, {args.duration} s per point, "
@@ -1013,6 +1034,7 @@ def main(argv):
     finally:
         Procs.stop_all()
         finished = dt.datetime.now().isoformat(timespec="seconds")
+        out["meta"]["finished"] = finished
         targets = compute_targets(out, manifest)
         out["targets"] = targets
         out["notes"] = NOTES
