@@ -28,6 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/DataType.h"
+#include "core/JsonWriter.h"
 #include "core/Tensor.h"
 #include "runtime/OrtModelInstance.h"
 
@@ -138,6 +139,55 @@ double Percentile(const std::vector<double>& sorted, double q) {
   return sorted[i];
 }
 
+// Back-to-back runs of one batch size after a warm-up; writes its result
+// object (inprocess_ort.py's schema) to `json`.
+void MeasureBatch(ortserve::ModelInstance& model, const Args& args, int batch, ortserve::JsonWriter& json) {
+  std::vector<Tensor> inputs;
+  for (const Tensor& one : args.inputs) inputs.push_back(Repeat(one, batch));
+  std::vector<Tensor> outputs;
+  const auto run = [&] {
+    outputs.clear();
+    if (auto st = model.Run(inputs, &outputs); !st.ok()) Fail(st.message());
+  };
+  const auto seconds = [](double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
+  for (const Clock::time_point warm_end = Clock::now() + seconds(args.warmup_s); Clock::now() < warm_end;) run();
+
+  std::vector<double> latency_us;
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point end = start + seconds(args.duration_s);
+  Clock::time_point t = start;
+  while (t < end) {
+    run();
+    const Clock::time_point t2 = Clock::now();
+    latency_us.push_back(std::chrono::duration<double, std::micro>(t2 - t).count());
+    t = t2;
+  }
+  const double elapsed_s = std::chrono::duration<double>(t - start).count();
+  double total_us = 0;
+  for (double l : latency_us) total_us += l;
+  std::sort(latency_us.begin(), latency_us.end());
+
+  json.StartObject();
+  json.Key("batch_size");
+  json.Int(batch);
+  json.Key("runs");
+  json.Int(latency_us.size());
+  json.Key("elapsed_s");
+  json.Float(elapsed_s);
+  json.Key("inferences_per_s");
+  json.Float(batch * latency_us.size() / elapsed_s);
+  json.Key("run_latency_us");
+  json.StartObject();
+  for (int q : {50, 90, 95, 99}) {
+    json.Key("p" + std::to_string(q));
+    json.Float(Percentile(latency_us, q));
+  }
+  json.EndObject();
+  json.Key("mean_run_us");
+  json.Float(total_us / latency_us.size());
+  json.EndObject();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,52 +201,24 @@ int main(int argc, char** argv) {
   options.label = "inprocess";
   auto instance = ortserve::CreateOrtModelInstance(options);
   if (!instance.ok()) Fail(instance.status().message());
-  ortserve::ModelInstance& model = *instance.value();
 
-  std::ostringstream json;
-  json << "{\"engine\": \"ortserve-runtime\", \"threads\": " << args.threads << ", \"onnxruntime\": \""
-       << ortserve::OrtVersion() << "\", \"results\": [";
+  std::string out;
+  ortserve::JsonWriter json(&out);
+  json.StartObject();
+  json.Key("engine");
+  json.String("ortserve-runtime");
+  json.Key("threads");
+  json.Int(args.threads);
+  json.Key("onnxruntime");
+  json.String(ortserve::OrtVersion());
+  json.Key("results");
+  json.StartArray();
   std::vector<int> sizes = args.batch_sizes;
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  for (size_t s = 0; s < sizes.size(); ++s) {
-    const int batch = sizes[s];
-    std::vector<Tensor> inputs;
-    for (const Tensor& one : args.inputs) inputs.push_back(Repeat(one, batch));
-    std::vector<Tensor> outputs;
-    auto run = [&] {
-      outputs.clear();
-      if (auto st = model.Run(inputs, &outputs); !st.ok()) Fail(st.message());
-    };
-    const auto warm_end = Clock::now() + std::chrono::duration<double>(args.warmup_s);
-    while (Clock::now() < warm_end) run();
-
-    std::vector<double> latency_us;
-    const Clock::time_point start = Clock::now();
-    const Clock::time_point end = start + std::chrono::duration_cast<Clock::duration>(
-                                              std::chrono::duration<double>(args.duration_s));
-    Clock::time_point t = start;
-    while (t < end) {
-      run();
-      const Clock::time_point t2 = Clock::now();
-      latency_us.push_back(std::chrono::duration<double, std::micro>(t2 - t).count());
-      t = t2;
-    }
-    const double elapsed_s = std::chrono::duration<double>(t - start).count();
-    double total_us = 0;
-    for (double l : latency_us) total_us += l;
-    std::sort(latency_us.begin(), latency_us.end());
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "%s{\"batch_size\": %d, \"runs\": %zu, \"elapsed_s\": %.4f, \"inferences_per_s\": %.2f, "
-                  "\"run_latency_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p95\": %.1f, \"p99\": %.1f}, "
-                  "\"mean_run_us\": %.1f}",
-                  s ? ", " : "", batch, latency_us.size(), elapsed_s, batch * latency_us.size() / elapsed_s,
-                  Percentile(latency_us, 50), Percentile(latency_us, 90), Percentile(latency_us, 95),
-                  Percentile(latency_us, 99), total_us / latency_us.size());
-    json << line;
-  }
-  json << "]}";
-  std::printf("%s\n", json.str().c_str());
+  for (int batch : sizes) MeasureBatch(*instance.value(), args, batch, json);
+  json.EndArray();
+  json.EndObject();
+  std::printf("%s\n", out.c_str());
   return 0;
 }

@@ -43,13 +43,15 @@ def make_session(model_path: str, threads: int, spinning: bool = False) -> ort.I
     return ort.InferenceSession(model_path, so, providers=["CPUExecutionProvider"])
 
 
-def batch_inputs(spec: dict, batch: int) -> dict:
+def request_tensors(spec: dict) -> list:
+    """The bench request's inputs: (name, KServe datatype, array of its shape)."""
     body = json.loads(Path(spec["request_json"]).read_text())
-    feeds = {}
-    for t in body["inputs"]:
-        one = np.asarray(t["data"], dtype=DTYPES[t["datatype"]]).reshape(t["shape"])
-        feeds[t["name"]] = np.ascontiguousarray(np.repeat(one, batch, axis=0))
-    return feeds
+    return [(t["name"], t["datatype"], np.asarray(t["data"], dtype=DTYPES[t["datatype"]]).reshape(t["shape"]))
+            for t in body["inputs"]]
+
+
+def batch_inputs(spec: dict, batch: int) -> dict:
+    return {name: np.ascontiguousarray(np.repeat(one, batch, axis=0)) for name, _, one in request_tensors(spec)}
 
 
 def run_one(sess, feeds, batch, duration_s, warmup_s):
@@ -81,18 +83,16 @@ LIMIT_BIN = Path(__file__).resolve().parent.parent / "build" / "ortserve_inproce
 
 def run_native(binary: Path, spec: dict, args, sizes) -> dict:
     """The C++ engine: writes each request tensor as raw bytes for it."""
-    body = json.loads(Path(spec["request_json"]).read_text())
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [str(binary), "--model-path", spec["model_path"], "--threads", str(args.threads),
                "--batch-sizes", ",".join(map(str, sizes)), "--duration", str(args.duration),
                "--warmup", str(args.warmup)]
         if args.spinning == "on":
             cmd.append("--spinning")
-        for i, t in enumerate(body["inputs"]):
-            one = np.asarray(t["data"], dtype=DTYPES[t["datatype"]]).reshape(t["shape"])
+        for i, (name, datatype, one) in enumerate(request_tensors(spec)):
             path = Path(tmp) / f"input{i}.bin"
             path.write_bytes(np.ascontiguousarray(one).tobytes())
-            cmd += ["--input", f'{t["name"]}:{t["datatype"]}:{"x".join(map(str, t["shape"]))}:{path}']
+            cmd += ["--input", f'{name}:{datatype}:{"x".join(map(str, one.shape))}:{path}']
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 

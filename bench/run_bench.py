@@ -241,33 +241,61 @@ def get_stats(base, model):
             "batches": batches}
 
 
-def get_duration_buckets(server, model):
-    """ortserve's request-duration histogram for one model, {le_seconds: cumulative count}."""
+def scrape_metrics(metrics_port, model, histograms):
+    """One model's series from ortserve's /metrics: {"outcomes": {outcome: n},
+    histogram name: {"buckets": {le: n}, "sum": x, "count": n}} for each of `histograms`."""
+    _, body = http_get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5.0)
+    out = {"outcomes": {}}
+    for line in body.decode().splitlines():
+        if f'model="{model}"' not in line:
+            continue
+        name, _, rest = line.partition("{")
+        labels, _, value = rest.rpartition("}")
+        value = float(value)
+        if name == "ortserve_requests_total":
+            m = re.search(r'outcome="([a-z_]+)"', labels)
+            if m:
+                out["outcomes"][m.group(1)] = out["outcomes"].get(m.group(1), 0) + int(value)
+            continue
+        for h in histograms:
+            if name.startswith(h):
+                d = out.setdefault(h, {"buckets": {}, "sum": 0.0, "count": 0})
+                if name == h + "_bucket":
+                    le = re.search(r'le="([^"]+)"', labels).group(1)
+                    d["buckets"][le] = int(value)
+                elif name == h + "_sum":
+                    d["sum"] = value
+                elif name == h + "_count":
+                    d["count"] = int(value)
+    return out
+
+
+def histogram_delta(m0, m1, name):
+    """Count, mean and bucket-bound quantiles of a histogram over an interval
+    (a quantile is the upper bound of the bucket it falls in)."""
+    h0, h1 = m0.get(name, {"buckets": {}, "sum": 0, "count": 0}), m1.get(name)
+    if not h1:
+        return None
+    n = h1["count"] - h0["count"]
+    if n <= 0:
+        return {"count": 0}
+    cum = sorted(((float(le), c - h0["buckets"].get(le, 0)) for le, c in h1["buckets"].items()))
+    q = lambda x: next((le for le, c in cum if c >= x * n), None)
+    return {"count": n, "mean": (h1["sum"] - h0["sum"]) / n, "p50_le": q(0.5), "p99_le": q(0.99)}
+
+
+REQUEST_DURATION = "ortserve_request_duration_seconds"
+
+
+def server_metrics(server, model):
+    """ortserve's request-duration histogram for one load point, or None
+    (no metrics port: not ortserve; a failed scrape costs only this figure)."""
     if not getattr(server, "metrics_port", None):
         return None
     try:
-        _, body = http_get(f"http://127.0.0.1:{server.metrics_port}/metrics", timeout=2.0)
-    except Exception:
+        return scrape_metrics(server.metrics_port, model, (REQUEST_DURATION,))
+    except (urllib.error.URLError, OSError, ValueError):
         return None
-    buckets = {}
-    for m in re.finditer(r'^ortserve_request_duration_seconds_bucket\{model="([^"]*)",version="[^"]*",le="([^"]+)"\} (\S+)$',
-                         body.decode() if isinstance(body, bytes) else body, re.M):
-        if m.group(1) == model:
-            buckets[float(m.group(2))] = buckets.get(float(m.group(2)), 0) + float(m.group(3))
-    return buckets or None
-
-
-def server_p99_upper_us(b0, b1):
-    """Upper edge of the histogram bucket holding the server-side p99 over a
-    load point (arrival in the server to response ready): the server's own
-    p99 is at most this. None without data or when it is past the last edge."""
-    if not b0 or not b1:
-        return None
-    delta = sorted((le, b1[le] - b0.get(le, 0)) for le in b1)
-    total = delta[-1][1] if delta else 0
-    if total <= 0:
-        return None
-    return next((le * 1e6 for le, n in delta if n >= 0.99 * total and le != float("inf")), None)
 
 
 def stats_delta(s0, s1):
@@ -479,16 +507,20 @@ def log_tail(path, n=15):
 
 def measure(server, model, fn):
     """Runs fn() as one load point, with server CPU% and statistics deltas around it."""
-    s0, h0 = get_stats(server.base, model), get_duration_buckets(server, model)
+    s0, m0 = get_stats(server.base, model), server_metrics(server, model)
     c0, t0 = tree_cpu_seconds(server.proc.pid), time.monotonic()
     res = fn()
     c1, t1 = tree_cpu_seconds(server.proc.pid), time.monotonic()
-    s1, h1 = get_stats(server.base, model), get_duration_buckets(server, model)
+    s1, m1 = get_stats(server.base, model), server_metrics(server, model)
     if res is None:
         return None
     res["server_cpu_pct"] = round(100.0 * (c1 - c0) / (t1 - t0), 1)
     res["server_stats"] = stats_delta(s0, s1)
-    res["server_p99_upper_us"] = server_p99_upper_us(h0, h1)
+    # The server-side p99 (arrival to response ready) is at most the upper
+    # edge of the bucket it falls in.
+    d = histogram_delta(m0, m1, REQUEST_DURATION) if m0 and m1 else None
+    p99_le = (d or {}).get("p99_le")
+    res["server_p99_upper_us"] = p99_le * 1e6 if p99_le not in (None, float("inf")) else None
     return res
 
 
@@ -965,19 +997,32 @@ def parse_args(argv):
     return args
 
 
+def finish(out, manifest, args):
+    """Targets, results.json, plots and RESULTS.md from a run's measurements."""
+    targets = compute_targets(out, manifest)
+    out["targets"] = targets
+    out["notes"] = NOTES
+    out["commands"] = COMMANDS
+    (RESULTS / "results.json").write_text(json.dumps(out, indent=1, default=str))
+    try:
+        plots = plot(out, args.models)
+    except Exception as e:  # a plotting problem must not lose the numbers
+        note(f"plotting failed: {e}")
+        plots = []
+    write_report(out, targets, plots, args, out["meta"]["started"], out["meta"]["finished"])
+    log(f"wrote {args.results_md}, {RESULTS / 'results.json'} and {len(plots)} plots")
+    for t in targets:
+        log(f"target: {t['target']}: {t['measured']} -> {t['verdict']}")
+
+
 def rewrite_report(results_md):
-    """--report-only: the report of the run saved in results.json, as that run wrote it."""
+    """--report-only: the report of the run saved in results.json, with that run's arguments."""
     out = json.loads((RESULTS / "results.json").read_text())
-    meta = out["meta"]
-    args = parse_args(meta["argv"])
+    args = parse_args(out["meta"]["argv"])
     args.results_md = results_md
     NOTES[:] = out.get("notes", [])
     COMMANDS[:] = out.get("commands", [])
-    targets = compute_targets(out, meta["manifest"])
-    out["targets"] = targets
-    (RESULTS / "results.json").write_text(json.dumps(out, indent=1, default=str))
-    write_report(out, targets, plot(out, args.models), args, meta["started"], meta["finished"])
-    log(f"rewrote {args.results_md} from {RESULTS / 'results.json'}")
+    finish(out, out["meta"]["manifest"], args)
     return 0
 
 
@@ -1033,22 +1078,8 @@ def main(argv):
             bench_inprocess(args.models, manifest, args, out)
     finally:
         Procs.stop_all()
-        finished = dt.datetime.now().isoformat(timespec="seconds")
-        out["meta"]["finished"] = finished
-        targets = compute_targets(out, manifest)
-        out["targets"] = targets
-        out["notes"] = NOTES
-        out["commands"] = COMMANDS
-        (RESULTS / "results.json").write_text(json.dumps(out, indent=1, default=str))
-        try:
-            plots = plot(out, args.models)
-        except Exception as e:  # a plotting problem must not lose the numbers
-            note(f"plotting failed: {e}")
-            plots = []
-        write_report(out, targets, plots, args, started, finished)
-        log(f"wrote {args.results_md}, {RESULTS / 'results.json'} and {len(plots)} plots")
-        for t in targets:
-            log(f"target: {t['target']}: {t['measured']} -> {t['verdict']}")
+        out["meta"]["finished"] = dt.datetime.now().isoformat(timespec="seconds")
+        finish(out, manifest, args)
     return 0
 
 

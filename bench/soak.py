@@ -424,49 +424,6 @@ class Generator:
 HISTOGRAMS = ("ortserve_request_duration_seconds", "ortserve_queue_duration_seconds", "ortserve_batch_size")
 
 
-def scrape_metrics(metrics_port):
-    """The soak model's series from /metrics: {"outcomes": {outcome: n},
-    histogram name: {"buckets": {le: n}, "sum": x, "count": n}}."""
-    _, body = rb.http_get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5.0)
-    out = {"outcomes": {}}
-    for line in body.decode().splitlines():
-        if f'model="{MODEL}"' not in line:
-            continue
-        name, _, rest = line.partition("{")
-        labels, _, value = rest.rpartition("}")
-        value = float(value)
-        if name == "ortserve_requests_total":
-            m = re.search(r'outcome="([a-z_]+)"', labels)
-            if m:
-                out["outcomes"][m.group(1)] = out["outcomes"].get(m.group(1), 0) + int(value)
-            continue
-        for h in HISTOGRAMS:
-            if name.startswith(h):
-                d = out.setdefault(h, {"buckets": {}, "sum": 0.0, "count": 0})
-                if name == h + "_bucket":
-                    le = re.search(r'le="([^"]+)"', labels).group(1)
-                    d["buckets"][le] = int(value)
-                elif name == h + "_sum":
-                    d["sum"] = value
-                elif name == h + "_count":
-                    d["count"] = int(value)
-    return out
-
-
-def histogram_delta(m0, m1, name):
-    """Count, mean and bucket-bound quantiles of a histogram over an interval
-    (a quantile is the upper bound of the bucket it falls in)."""
-    h0, h1 = m0.get(name, {"buckets": {}, "sum": 0, "count": 0}), m1.get(name)
-    if not h1:
-        return None
-    n = h1["count"] - h0["count"]
-    if n <= 0:
-        return {"count": 0}
-    cum = sorted(((float(le), c - h0["buckets"].get(le, 0)) for le, c in h1["buckets"].items()))
-    q = lambda x: next((le for le, c in cum if c >= x * n), None)
-    return {"count": n, "mean": (h1["sum"] - h0["sum"]) / n, "p50_le": q(0.5), "p99_le": q(0.99)}
-
-
 def check_json_inference(base, xs, refs):
     body = json.dumps({"inputs": [{"name": INPUT, "shape": [1] + INPUT_DIMS, "datatype": "FP32",
                                    "data": xs[0].reshape(-1).tolist()}]}).encode()
@@ -952,7 +909,7 @@ async def run_phases(args, server, gen, sampler, rng):
         [], collections.Counter(), 0, 0, 0
     gen.conn_waits, gen.max_open = 0, gen.open_now
     await gen.fill_pool(args.connections)
-    m0 = scrape_metrics(server.metrics_port)
+    m0 = rb.scrape_metrics(server.metrics_port, MODEL, HISTOGRAMS)
     log(f"overload: open loop, Poisson {rate:.1f} req/s for {args.duration:g} s, "
         f"{args.high_share:.0%} priority 1, {args.connections} pooled connections")
     c0 = rb.tree_cpu_seconds(server.proc.pid)
@@ -964,7 +921,7 @@ async def run_phases(args, server, gen, sampler, rng):
     th1 = thread_times(server.proc.pid)
     g1 = sum(os.times()[:2])
     try:
-        m1 = scrape_metrics(server.metrics_port)
+        m1 = rb.scrape_metrics(server.metrics_port, MODEL, HISTOGRAMS)
     except (urllib.error.URLError, OSError) as e:  # the server is gone: the checks below say so
         log(f"/metrics unreachable after the load: {e}")
         m1 = None
@@ -993,7 +950,7 @@ async def run_phases(args, server, gen, sampler, rng):
     if m1:
         o0, o1 = m0["outcomes"], m1["outcomes"]
         out["metrics_delta"] = {k: o1.get(k, 0) - o0.get(k, 0) for k in sorted(set(o0) | set(o1))}
-        out["server_side"] = {h: histogram_delta(m0, m1, h) for h in HISTOGRAMS}
+        out["server_side"] = {h: rb.histogram_delta(m0, m1, h) for h in HISTOGRAMS}
     out["server_threads"] = thread_delta(th0, th1)
     out["capacity"]["messages"] = cap_messages
     log(f"overload: sent {sent} ({out['overload']['achieved_rate_per_s']} req/s), accepted "

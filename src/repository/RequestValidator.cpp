@@ -54,21 +54,23 @@ Status Reshape(const T& config_tensor, bool batching, Tensor* tensor) {
   return Status::Ok();
 }
 
+// Whether one of the first `count` items is named `name`. Callers have checked
+// each of those items is a distinct config tensor, so the scan is bounded by
+// the config, not by what a request sends.
+template <typename Items>
+bool NamedAmong(const Items& items, size_t count, const std::string& name) {
+  return std::any_of(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(count),
+                     [&name](const auto& item) { return item.name == name; });
+}
+
 }  // namespace
 
 Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequest& request) {
   // Runs for every request, so nothing is allocated unless it fails: the
   // label and the expected shape are built for the error message only, and
-  // repeats are found by scanning the inputs before (each of them a distinct
-  // config input, so the scan is bounded by the config, not the request).
+  // repeats are found by scanning what came before (NamedAmong).
   const auto model = [&config] { return ModelLabel(config); };
   const int max_batch = config.max_batch_size();
-  const auto given = [&request](size_t end, const std::string& name) {
-    for (size_t j = 0; j < end; ++j) {
-      if (request.inputs[j].name == name) return true;
-    }
-    return false;
-  };
   int64_t batch_size = -1;
   const Tensor* batch_input = nullptr;
   for (size_t i = 0; i < request.inputs.size(); ++i) {
@@ -78,7 +80,7 @@ Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequ
       return InvalidArgument("unexpected input '" + t.name + "' for " + model() +
                              " (inputs: " + InputNames(config) + ")");
     }
-    if (given(i, t.name)) {
+    if (NamedAmong(request.inputs, i, t.name)) {
       return InvalidArgument("input '" + t.name + "' given more than once for " + model());
     }
     const DataType expected_type = FromConfigDataType(in->data_type());
@@ -152,7 +154,7 @@ Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequ
     }
   }
   for (const auto& in : config.input()) {
-    if (!in.optional() && !given(request.inputs.size(), in.name())) {
+    if (!in.optional() && !NamedAmong(request.inputs, request.inputs.size(), in.name())) {
       return InvalidArgument("missing input '" + in.name() + "' for " + model() + " (inputs: " +
                              InputNames(config) + ")");
     }
@@ -164,8 +166,7 @@ Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequ
       return InvalidArgument("unexpected requested output '" + out.name + "' for " + model() +
                              " (outputs: " + OutputNames(config) + ")");
     }
-    const auto same = [&out](const RequestedOutput& o) { return o.name == out.name; };
-    if (std::any_of(outputs.begin(), outputs.begin() + static_cast<std::ptrdiff_t>(i), same)) {
+    if (NamedAmong(outputs, i, out.name)) {
       return InvalidArgument("output '" + out.name + "' requested more than once for " + model());
     }
   }

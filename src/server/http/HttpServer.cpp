@@ -39,8 +39,10 @@ std::string ToString(beast::string_view s) { return std::string(s.data(), s.size
 // The status line and headers of a response, written here rather than by
 // Beast's serializer: the header set is small and fixed, and the serializer's
 // buffer-sequence machinery was a visible part of the CPU a small request
-// costs. Appended to `out` (a buffer reused across a connection's responses).
-void AppendResponseHead(std::string* out, const http::HttpResponse& r, bool keep_alive) {
+// costs. Appended to `out` (a buffer reused across a connection's responses);
+// `extra_headers` are whole "Name: value\r\n" lines.
+void AppendResponseHead(std::string* out, const http::HttpResponse& r, bool keep_alive,
+                        std::string_view extra_headers = {}) {
   const auto add = [out](std::string_view name, std::string_view value) {
     out->append(name).append(": ").append(value).append("\r\n");
   };
@@ -51,7 +53,7 @@ void AppendResponseHead(std::string* out, const http::HttpResponse& r, bool keep
   if (!r.content_encoding.empty()) add("Content-Encoding", r.content_encoding);
   add("Content-Length", std::to_string(r.size()));
   if (!keep_alive) add("Connection", "close");
-  out->append("\r\n");
+  out->append(extra_headers).append("\r\n");
 }
 
 // What the server needs of a session of either stream type.
@@ -350,13 +352,13 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   // Head, body and binary output tensors go out as one gather write: the
   // tensors are not copied.
   void DoWrite(http::HttpResponse r) {
-    response_ = std::move(r);
+    const http::HttpResponse& res = response_.emplace(std::move(r));
     response_head_.clear();
-    AppendResponseHead(&response_head_, response_, keep_alive_);
+    AppendResponseHead(&response_head_, res, keep_alive_);
     response_buffers_.clear();
     response_buffers_.emplace_back(response_head_.data(), response_head_.size());
-    if (!response_.body.empty()) response_buffers_.emplace_back(response_.body.data(), response_.body.size());
-    for (const TensorData& t : response_.tail)
+    if (!res.body.empty()) response_buffers_.emplace_back(res.body.data(), res.body.size());
+    for (const TensorData& t : res.tail)
       if (t.size()) response_buffers_.emplace_back(t.data(), t.size());
     Tcp().expires_after(options_.idle_timeout);
     net::async_write(stream_, response_buffers_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
@@ -365,7 +367,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   void OnWrite(beast::error_code ec) {
-    response_ = {};  // releases the body and the tensors; head and buffer list keep their capacity
+    response_.reset();  // releases the body and the tensors; head and buffer list keep their capacity
     if (ec || !keep_alive_) return DoClose();
     DoRead();
   }
@@ -391,7 +393,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   std::optional<http::HttpResponse> deferred_response_;
   std::optional<http::RequestParser> request_;  // the request being read
   // The response being written (DoWrite to OnWrite).
-  http::HttpResponse response_;
+  std::optional<http::HttpResponse> response_;
   std::string response_head_;
   std::vector<net::const_buffer> response_buffers_;
   std::shared_ptr<Core> core_;
@@ -591,12 +593,13 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
   impl->options = std::move(options);
   impl->repository = repository;
   {
-    const std::string body = http::ErrorJson("the server has " + std::to_string(impl->options.max_connections) +
-                                             " open HTTP connections, its limit (--http-max-connections); "
-                                             "retry later");
-    impl->over_limit_response = std::make_shared<const std::string>(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\nConnection: close\r\nRetry-After: 1\r\n\r\n" + body);
+    http::HttpResponse over_limit;
+    over_limit.status = 503;
+    over_limit.body = http::ErrorJson("the server has " + std::to_string(impl->options.max_connections) +
+                                      " open HTTP connections, its limit (--http-max-connections); retry later");
+    std::string response;
+    AppendResponseHead(&response, over_limit, /*keep_alive=*/false, "Retry-After: 1\r\n");
+    impl->over_limit_response = std::make_shared<const std::string>(response + over_limit.body);
   }
   if (impl->options.access_policy) impl->core->auth_headers = impl->options.access_policy->HeaderNames();
   impl->service = std::make_shared<http::HttpService>(
