@@ -255,6 +255,30 @@ TEST_F(HttpServiceTest, Statistics) {
   EXPECT_EQ(Get("/v2/models/nope/stats").status, 400u);
 }
 
+// A statistics read that lands between the scheduler's adds to the three
+// compute counters still reports one count for all three: perf_analyzer
+// aborts on differing compute counts.
+TEST_F(HttpServiceTest, StatisticsComputeCountsAgreeMidUpdate) {
+  auto& st = repo.model->stats();
+  st.compute_input.Add(3000, 3);  // a batch of 3 is half recorded:
+  st.compute_infer.Add(800, 2);   // input counted, infer and output not yet
+  st.compute_output.Add(200, 2);
+  st.ForBatchSize(3)->compute_input.Add(100);
+  st.ForBatchSize(3)->compute_infer.Add(400);
+  auto r = Get("/v2/models/simple/stats");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  auto d = Parse(r.body);
+  const auto& m = d["model_stats"][0];
+  for (const char* name : {"compute_input", "compute_infer", "compute_output"}) {
+    EXPECT_EQ(m["inference_stats"][name]["count"].GetUint64(), 2u) << name;
+  }
+  EXPECT_EQ(m["inference_stats"]["compute_input"]["ns"].GetUint64(), 3000u);
+  ASSERT_EQ(m["batch_stats"].Size(), 1u);
+  for (const char* name : {"compute_input", "compute_infer", "compute_output"}) {
+    EXPECT_EQ(m["batch_stats"][0][name]["count"].GetUint64(), 0u) << name;
+  }
+}
+
 TEST_F(HttpServiceTest, RepositoryIndex) {
   auto all = Post("/v2/repository/index", "");
   ASSERT_EQ(all.status, 200u);

@@ -1,5 +1,7 @@
 #include "server/common/StatisticsSnapshot.h"
 
+#include <algorithm>
+
 namespace ortserve::common {
 namespace {
 
@@ -8,6 +10,12 @@ DurationTotals Totals(const DurationStat& stat) {
 }
 
 }  // namespace
+
+void AlignComputeCounts(std::span<DurationTotals, 3> compute) {
+  uint64_t reached = compute[0].count;
+  for (const DurationTotals& d : compute) reached = std::min(reached, d.count);
+  for (DurationTotals& d : compute) d.count = reached;
+}
 
 ModelStatisticsSnapshot SnapshotStatistics(Model& model) {
   const ModelStatistics& stats = model.stats();
@@ -22,12 +30,14 @@ ModelStatisticsSnapshot SnapshotStatistics(Model& model) {
                  Totals(stats.queue),         Totals(stats.compute_input),
                  Totals(stats.compute_infer), Totals(stats.compute_output),
                  Totals(stats.cache_hit),     Totals(stats.cache_miss)};
+  AlignComputeCounts(std::span<DurationTotals, 3>(s.inference.data() + kComputeInputIndex, 3));
   for (size_t size = 1; size <= stats.MaxTrackedBatchSize(); ++size) {
     const BatchStat& batch = stats.BatchStatAt(size);
     if (batch.compute_infer.count.load(std::memory_order_relaxed) == 0) continue;
     // Order of kBatchDurationNames.
     s.batches.push_back({size, {Totals(batch.compute_input), Totals(batch.compute_infer),
                                 Totals(batch.compute_output)}});
+    AlignComputeCounts(s.batches.back().durations);
   }
   return s;
 }

@@ -6,6 +6,7 @@
 // and the same batch sizes.
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,10 @@ struct DurationTotals {
 inline constexpr std::array<std::string_view, 8> kInferenceDurationNames = {
     "success",        "fail",      "queue",     "compute_input", "compute_infer",
     "compute_output", "cache_hit", "cache_miss"};
+// Where compute_input, _infer and _output sit in kInferenceDurationNames.
+inline constexpr size_t kComputeInputIndex = 3;
+static_assert(kInferenceDurationNames[kComputeInputIndex] == "compute_input" &&
+              kInferenceDurationNames[kComputeInputIndex + 2] == "compute_output");
 // Field names of Triton's InferBatchStatistics durations, likewise.
 inline constexpr std::array<std::string_view, 3> kBatchDurationNames = {
     "compute_input", "compute_infer", "compute_output"};
@@ -44,6 +49,15 @@ struct ModelStatisticsSnapshot {
   // As Triton: only the batch sizes that were executed at least once.
   std::vector<BatchStatisticsSnapshot> batches;
 };
+
+// Every successful request adds the same count to compute_input, _infer and
+// _output (the scheduler, once per batch), but they are three atomics, so a
+// snapshot can land between the adds and see them differ. perf_analyzer
+// aborts on differing compute counts ("Server side statistics compute counts
+// must be the same"), so a snapshot reports for all three the count all three
+// have reached. The counters only grow, so that figure does too; the
+// durations are read as they are (at most one batch ahead of the count).
+void AlignComputeCounts(std::span<DurationTotals, 3> compute);
 
 // The statistics of the models a request selects, as Triton selects them:
 // `name` empty: every ready version of every model; `version` named: that
