@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ortserve benchmark orchestrator: ortserve vs FastAPI+onnxruntime vs in-process ORT.
 
-    .venv/bin/python bench/run_bench.py            # full sweep (about 35 min on 2 cores)
+    .venv/bin/python bench/run_bench.py            # full sweep and 5 paired rounds (about 45 min on 2 cores)
     .venv/bin/python bench/run_bench.py --quick    # smoke run, a few seconds per point
     .venv/bin/python bench/run_bench.py --models tiny,mlp --concurrency 1,8,32
 
@@ -17,6 +17,9 @@ Contenders, same models, same machine, one run:
   inprocess  bench/inprocess_ort.py, back-to-back runs at batch 1 and at the batch
              sizes ortserve's batcher chose (from its statistics), on the server's
              own runtime (ortserve_inprocess_limit: same ORT, same session options)
+
+Then paired rounds (--target-rounds): each target's pair measured again back to
+back, both servers up, order flipping per round; verdicts use the median round.
 
 Outputs: bench/RESULTS.md (targets, headline table, details, every command),
 bench/results/results.json (raw), bench/results/*.png (plots). Server logs go to
@@ -530,6 +533,21 @@ def log_point(r):
         f"server cpu {r['server_cpu_pct']}%" + (f"  avg batch {st['avg_batch']}" if st.get("avg_batch") else ""))
 
 
+def closed_loop_point(server, model, spec, load, conc, args):
+    """One measured point: `conc` requests in flight from `load` (pa_http, pa_grpc or wrk_json)."""
+    if load == "wrk_json":
+        fn = lambda: run_wrk(f"{server.base}/v2/models/{model}/infer", spec["request_json"], conc,
+                             args.duration, args.client_threads, args.client_cpus)
+    else:
+        url = f"127.0.0.1:{server.grpc_port if load == 'pa_grpc' else server.port}"
+        fn = lambda: run_perf_analyzer(url, model, spec, "concurrency", conc, args.pa_window_ms,
+                                       "grpc" if load == "pa_grpc" else "http", args.client_cpus)
+    r = measure(server, model, fn)
+    if r:
+        r["concurrency"] = conc
+    return r
+
+
 def idle_cpu(server, seconds):
     time.sleep(1.0)
     c0, t0 = tree_cpu_seconds(server.proc.pid), time.monotonic()
@@ -577,17 +595,8 @@ def bench_server(server, models, manifest, refs, args, out):
                 points = mres.setdefault(key, {"concurrency": [], "rate": []})
                 for c in args.concurrency:
                     log(f"{server.name}/{m} {key} c={c}")
-                    if key == "wrk_json":
-                        fn = lambda: run_wrk(f"{server.base}/v2/models/{m}/infer", spec["request_json"], c,
-                                             args.duration, args.client_threads, args.client_cpus)
-                    else:
-                        url = f"127.0.0.1:{server.grpc_port if key == 'pa_grpc' else server.port}"
-                        proto = "grpc" if key == "pa_grpc" else "http"
-                        fn = lambda: run_perf_analyzer(url, m, spec, "concurrency", c, args.pa_window_ms,
-                                                       proto, args.client_cpus)
-                    r = measure(server, m, fn)
+                    r = closed_loop_point(server, m, spec, key, c, args)
                     if r:
-                        r["concurrency"] = c
                         points["concurrency"].append(r)
                         log_point(r)
                 if key == "pa_http" and args.rate_fractions and points["concurrency"]:
@@ -607,6 +616,73 @@ def bench_server(server, models, manifest, refs, args, out):
     finally:
         server.stop()
         log(f"stopped {server.name}")
+
+
+def paired_rounds(args, manifest, refs, out):
+    """The target points again, args.target_rounds times, each pair measured back to back in
+    alternating order with both servers up (idle when not measured): on two shared cores the
+    machine's load drifts between the sweep's phases, and a ratio of two points taken minutes apart
+    carries that drift. Pairs: tiny wrk JSON @32 ortserve/FastAPI; cnn perf_analyzer @4
+    ortserve/in-process at the batch sizes the sweep saw; mlp/mlp_nobatch @32 per load."""
+    servers = {}
+    if "ortserve" in args.contenders and Path(args.ortserve_bin).exists():
+        servers["ortserve"] = OrtServe(Path(args.ortserve_bin), manifest_repo(manifest), args.thread_budget,
+                                       args.http_thread_count, args.server_cpus, log_name="ortserve-rounds.log")
+    if "fastapi" in args.contenders:
+        servers["fastapi"] = FastApiBaseline(manifest_repo(manifest), args.fastapi_workers,
+                                             max(1, args.thread_budget // args.fastapi_workers), args.server_cpus)
+    if "ortserve" not in servers:
+        return
+    models = [m for m in ("tiny", "cnn", "mlp", "mlp_nobatch") if m in args.models]
+    log(f"paired rounds: {args.target_rounds} x {models}")
+    try:
+        for name, server in servers.items():
+            server.start()
+        ready = {}
+        for name, server in servers.items():
+            ok, ready[name] = wait_ready(server.base, server.proc, models, args.ready_timeout)
+            bad = [m for m in ready[name] if check_outputs(server.base, m, manifest[m], refs[m])]
+            ready[name] = [m for m in ready[name] if m not in bad] if ok else []
+        o, f = servers["ortserve"], servers.get("fastapi")
+        loads = [x for x in MLP_LOADS if (x != "wrk_json" or args.wrk) and (x == "wrk_json" or args.pa)
+                 and (x != "pa_grpc" or o.grpc_ready())]
+        cnn_sizes = sorted({1} | set(chosen_batch_sizes(out, "cnn")))
+
+        def pair(rnd, label, first, second):
+            """Runs the two measurements of a pair, the order flipping every round."""
+            a, b = (first, second) if rnd % 2 == 0 else (second, first)
+            got = {a[0]: a[1]()}
+            got[b[0]] = b[1]()
+            if None in got.values():
+                note(f"paired round {rnd + 1}: {label} incomplete; round skipped for it")
+                return None
+            log(f"   round {rnd + 1} {label}: " + ", ".join(
+                f"{k} {v['throughput'] if 'throughput' in v else v['results'][0]['inferences_per_s']:.0f} inf/s"
+                for k, v in got.items()))
+            return got
+
+        for rnd in range(args.target_rounds):
+            rd = {"mlp": {}, "ceilings": {}}
+            pt = lambda srv, m, load, c: (lambda: closed_loop_point(srv, m, manifest[m], load, c, args))
+            if f and "tiny" in ready["ortserve"] and "tiny" in ready.get("fastapi", []) and args.wrk:
+                rd["tiny"] = pair(rnd, "tiny wrk_json @32", ("ortserve", pt(o, "tiny", "wrk_json", 32)),
+                                  ("fastapi", pt(f, "tiny", "wrk_json", 32)))
+            if "cnn" in ready["ortserve"] and args.pa and "inprocess" in args.contenders:
+                path = RESULTS / "inprocess_cnn_rounds.json"
+                dur = min(args.inprocess_duration, args.duration)
+                rd["cnn"] = pair(rnd, "cnn pa_http @4", ("ortserve", pt(o, "cnn", "pa_http", 4)),
+                                 ("inprocess", lambda: run_inprocess("cnn", cnn_sizes, dur, path, args)))
+            if "mlp" in ready["ortserve"] and "mlp_nobatch" in ready["ortserve"]:
+                for load in loads:
+                    rd["mlp"][load] = pair(rnd, f"mlp {load} @32", ("on", pt(o, "mlp", load, 32)),
+                                           ("off", pt(o, "mlp_nobatch", load, 32)))
+            # Each client's own ceiling for the mlp rows: the sweep's tiny @32 point.
+            rd["ceilings"] = {load: point(out, "ortserve", "tiny", load, 32) for load in loads}
+            rd["mlp"] = {k: v for k, v in rd["mlp"].items() if v}
+            out.setdefault("rounds", []).append({k: v for k, v in rd.items() if v})
+    finally:
+        for server in servers.values():
+            server.stop()
 
 
 def chosen_batch_sizes(out, model):
@@ -629,25 +705,30 @@ def bench_inprocess(models, manifest, args, out):
         if manifest[m]["max_batch_size"] == 0:
             sizes = [1]
         log(f"inprocess/{m}: batch sizes {sizes}")
-        path = RESULTS / f"inprocess_{m}.json"
-        cmd = [VENV_PY, BENCH / "inprocess_ort.py", "--model", m, "--threads", str(args.thread_budget),
-               "--batch-sizes", ",".join(map(str, sizes)), "--duration", str(args.inprocess_duration),
-               "--json", path]
-        # The C++ engine built next to the server under test (same ORT, same
-        # session options); inprocess_ort.py falls back to Python without it.
-        limit_bin = Path(args.ortserve_bin).parent / "ortserve_inprocess_limit"
-        if limit_bin.exists():
-            cmd += ["--engine", "ortserve", "--limit-bin", limit_bin]
-        else:
-            note(f"{limit_bin} not built: the in-process limit uses the onnxruntime Python wheel")
-        rc, text = run_bounded(with_cpus(cmd, args.server_cpus), len(sizes) * (args.inprocess_duration + 30) + 60)
-        if rc != 0:
-            note(f"inprocess/{m} failed (rc {rc}): {text.strip()[-300:]}")
-            continue
-        r = json.loads(path.read_text())
-        res["models"][m] = r
-        for x in r["results"]:
-            log(f"   batch {x['batch_size']}: {x['inferences_per_s']:.0f} inf/s, run p50 {x['run_latency_us']['p50']} us")
+        r = run_inprocess(m, sizes, args.inprocess_duration, RESULTS / f"inprocess_{m}.json", args)
+        if r:
+            res["models"][m] = r
+
+
+def run_inprocess(model, sizes, duration, path, args):
+    """Back-to-back ORT in one process at each batch size; its JSON, or None (noted)."""
+    cmd = [VENV_PY, BENCH / "inprocess_ort.py", "--model", model, "--threads", str(args.thread_budget),
+           "--batch-sizes", ",".join(map(str, sizes)), "--duration", str(duration), "--json", path]
+    # The C++ engine built next to the server under test (same ORT, same
+    # session options); inprocess_ort.py falls back to Python without it.
+    limit_bin = Path(args.ortserve_bin).parent / "ortserve_inprocess_limit"
+    if limit_bin.exists():
+        cmd += ["--engine", "ortserve", "--limit-bin", limit_bin]
+    elif f"{limit_bin} not built" not in " ".join(NOTES):
+        note(f"{limit_bin} not built: the in-process limit uses the onnxruntime Python wheel")
+    rc, text = run_bounded(with_cpus(cmd, args.server_cpus), len(sizes) * (duration + 30) + 60)
+    if rc != 0:
+        note(f"inprocess/{model} failed (rc {rc}): {text.strip()[-300:]}")
+        return None
+    r = json.loads(Path(path).read_text())
+    for x in r["results"]:
+        log(f"   batch {x['batch_size']}: {x['inferences_per_s']:.0f} inf/s, run p50 {x['run_latency_us']['p50']} us")
+    return r
 
 
 # --------------------------------------------------------------------------
@@ -658,12 +739,12 @@ def point(out, contender, model, load, conc):
     return next((p for p in pts if p["concurrency"] == conc), None)
 
 
-def inprocess_limit(out, model, mix):
-    """Inferences/s of back-to-back ORT at the server's batch-size mix {bs: executions}."""
-    r = out.get("inprocess", {}).get("models", {}).get(model)
-    if not r:
+def limit_at_mix(inproc, mix):
+    """Inferences/s of back-to-back ORT (an in-process run's JSON) at the server's batch-size mix
+    {batch size: executions}."""
+    if not inproc:
         return None
-    per = {x["batch_size"]: x for x in r["results"]}
+    per = {x["batch_size"]: x for x in inproc["results"]}
     num = den = 0.0
     for bs, n in mix.items():
         if bs in per:
@@ -672,68 +753,122 @@ def inprocess_limit(out, model, mix):
     return num / den if den else None
 
 
-def compute_targets(out, manifest):
-    t = []
+# Target rows: (target, measured, ratio, goal, verdict predicate on the ratio, detail).
+GOALS = {">= 10x": lambda r: r >= 10, "< 1x": lambda r: r < 1, ">= 0.95x": lambda r: r >= 0.95,
+         ">= 2x": lambda r: r >= 2, "<= 1x": lambda r: r <= 1}
+TINY_TARGET = "tiny JSON @32: ortserve / FastAPI throughput"
+CNN_TARGET = "cnn @4: ortserve / in-process ORT"
+MLP_LOADS = ("pa_http", "pa_grpc", "wrk_json")
 
-    def add(name, measured, ratio, goal, ok, detail=""):
-        t.append({"target": name, "measured": measured, "ratio": ratio, "goal": goal,
-                  "verdict": "N/A" if ok is None else ("PASS" if ok else "MISS"), "detail": detail})
 
-    # 1. tiny, JSON @32 connections: ortserve >= 10x FastAPI throughput, lower p99.
+def tiny_rows(o, f):
+    """ortserve vs FastAPI, tiny model, wrk JSON @32: >= 10x throughput, lower p99."""
+    return [(TINY_TARGET, f"{o['throughput']:.0f} vs {f['throughput']:.0f} inf/s",
+             o["throughput"] / f["throughput"], ">= 10x", ""),
+            ("tiny JSON @32: ortserve p99 < FastAPI p99", f"{o['p99_us']:.0f} vs {f['p99_us']:.0f} us",
+             o["p99_us"] / f["p99_us"], "< 1x", "")]
+
+
+def cnn_rows(o, inproc):
+    """ortserve cnn @4 vs back-to-back ORT at the batch sizes the batcher ran (its mix of executions)."""
+    mix = {int(k): v["executions"] for k, v in ((o.get("server_stats") or {}).get("batch_sizes") or {}).items()} or {1: 1}
+    lim, lim1 = limit_at_mix(inproc, mix), limit_at_mix(inproc, {1: 1})
+    if not lim:
+        return []
+    return [(CNN_TARGET, f"{o['throughput']:.1f} vs {lim:.1f} inf/s", o["throughput"] / lim, ">= 0.95x",
+             f"batch mix {mix}; in-process batch-1 limit {lim1:.1f} inf/s" if lim1 else "")]
+
+
+def mlp_rows(load, on, off, manifest, ceiling):
+    """mlp @32, batching on vs off: >= 2x throughput; p99 <= max_queue_delay + 2x the batch compute."""
+    rows = [(f"mlp @32 ({load}): batching on / off throughput",
+             f"{on['throughput']:.0f} vs {off['throughput']:.0f} inf/s", on["throughput"] / off["throughput"],
+             ">= 2x", f"the same client on tiny @32: {ceiling['throughput']:.0f} inf/s" if ceiling else "")]
+    comp = (on.get("server_stats") or {}).get("avg_compute_infer_us_per_execution")
+    if comp is not None:
+        bound = manifest["mlp"]["max_queue_delay_us"] + 2 * comp
+        rows.append((f"mlp @32 ({load}): p99 <= max_queue_delay + 2x batch compute",
+                     f"p99 {on['p99_us']:.0f} us, bound {bound:.0f} us", on["p99_us"] / bound, "<= 1x",
+                     f"avg batch {on['server_stats']['avg_batch']}, compute {comp} us/batch"
+                     + (f"; server-side p99 (arrival to response ready) <= {on['server_p99_upper_us']:.0f} us"
+                        if on.get("server_p99_upper_us") else "")))
+    return rows
+
+
+def sweep_rows(out, manifest):
+    """The target rows from the sweep's points (each contender measured in its own phase)."""
+    rows = []
     o, f = point(out, "ortserve", "tiny", "wrk_json", 32), point(out, "fastapi", "tiny", "wrk_json", 32)
     if o and f:
-        ratio = o["throughput"] / f["throughput"]
-        add("tiny JSON @32: ortserve / FastAPI throughput", f"{o['throughput']:.0f} vs {f['throughput']:.0f} inf/s",
-            ratio, ">= 10x", ratio >= 10)
-        add("tiny JSON @32: ortserve p99 < FastAPI p99", f"{o['p99_us']:.0f} vs {f['p99_us']:.0f} us",
-            o["p99_us"] / f["p99_us"], "< 1x", o["p99_us"] < f["p99_us"])
-    else:
-        add("tiny JSON @32: ortserve / FastAPI throughput", "missing data", None, ">= 10x", None)
-
-    # 2. cnn @ concurrency 4: ortserve >= 0.95x the in-process limit at the batcher's batch mix.
+        rows += tiny_rows(o, f)
     o = point(out, "ortserve", "cnn", "pa_http", 4) or point(out, "ortserve", "cnn", "wrk_json", 4)
     if o:
-        mix = {int(k): v["executions"] for k, v in ((o.get("server_stats") or {}).get("batch_sizes") or {}).items()} or {1: 1}
-        lim = inprocess_limit(out, "cnn", mix)
-        lim1 = inprocess_limit(out, "cnn", {1: 1})
-        if lim:
-            ratio = o["throughput"] / lim
-            add("cnn @4: ortserve / in-process ORT", f"{o['throughput']:.1f} vs {lim:.1f} inf/s", ratio, ">= 0.95x",
-                ratio >= 0.95, f"batch mix {mix}; in-process batch-1 limit {lim1:.1f} inf/s" if lim1 else "")
-        else:
-            add("cnn @4: ortserve / in-process ORT", "no in-process figure", None, ">= 0.95x", None)
-    else:
-        add("cnn @4: ortserve / in-process ORT", "missing data", None, ">= 0.95x", None)
-
-    # 3. mlp @32: batching on >= 2x batching off; p99 within max_queue_delay + 2x batch compute.
-    # Every load generator that ran; a client's own ceiling here is what it
-    # reaches on the no-op-sized tiny model at the same concurrency.
-    for load in ("pa_http", "pa_grpc", "wrk_json"):
+        rows += cnn_rows(o, out.get("inprocess", {}).get("models", {}).get("cnn"))
+    for load in MLP_LOADS:
         on, off = point(out, "ortserve", "mlp", load, 32), point(out, "ortserve", "mlp_nobatch", load, 32)
         if on and off:
-            ratio = on["throughput"] / off["throughput"]
-            ceiling = point(out, "ortserve", "tiny", load, 32)
-            add(f"mlp @32 ({load}): batching on / off throughput",
-                f"{on['throughput']:.0f} vs {off['throughput']:.0f} inf/s", ratio, ">= 2x", ratio >= 2,
-                f"the same client on tiny @32: {ceiling['throughput']:.0f} inf/s" if ceiling else "")
-            comp = (on.get("server_stats") or {}).get("avg_compute_infer_us_per_execution")
-            if comp is not None:
-                bound = manifest["mlp"]["max_queue_delay_us"] + 2 * comp
-                add(f"mlp @32 ({load}): p99 <= max_queue_delay + 2x batch compute",
-                    f"p99 {on['p99_us']:.0f} us, bound {bound:.0f} us", on["p99_us"] / bound, "<= 1x",
-                    on["p99_us"] <= bound, f"avg batch {on['server_stats']['avg_batch']}, compute {comp} us/batch"
-                    + (f"; server-side p99 (arrival to response ready) <= {on['server_p99_upper_us']:.0f} us"
-                       if on.get("server_p99_upper_us") else ""))
-            else:
-                add(f"mlp @32 ({load}): p99 bound", "no server statistics", None, "<= 1x", None)
-    if not any(x["target"].startswith("mlp @32") for x in t):
-        add("mlp @32: batching on / off throughput", "missing data", None, ">= 2x", None)
+            rows += mlp_rows(load, on, off, manifest, point(out, "ortserve", "tiny", load, 32))
+    return rows
 
-    # 4. idle cost: < 2% of one core with no traffic for 10 s.
+
+def rounds_rows(rounds, manifest):
+    """The target rows of each paired round (see paired_rounds), one list per round."""
+    per_round = []
+    for rd in rounds:
+        rows = []
+        if rd.get("tiny"):
+            rows += tiny_rows(rd["tiny"]["ortserve"], rd["tiny"]["fastapi"])
+        if rd.get("cnn"):
+            rows += cnn_rows(rd["cnn"]["ortserve"], rd["cnn"]["inprocess"])
+        for load, pair in rd.get("mlp", {}).items():
+            rows += mlp_rows(load, pair["on"], pair["off"], manifest, (rd.get("ceilings") or {}).get(load))
+        per_round.append(rows)
+    return per_round
+
+
+def median_rows(per_round):
+    """Per target, the round with the median ratio (the lower middle one for an even count), its
+    figures labelled with the spread of the ratio over the rounds."""
+    by_target = {}
+    # The complete rounds first: their order is the targets' order.
+    for rows in sorted(per_round, key=len, reverse=True):
+        for row in rows:
+            by_target.setdefault(row[0], []).append(row)
+    out = []
+    for name, rows in by_target.items():
+        rows = sorted(rows, key=lambda r: r[2])
+        mid = rows[(len(rows) - 1) // 2]
+        spread = f"median of {len(rows)} rounds (ratio {rows[0][2]:.2f} to {rows[-1][2]:.2f})"
+        out.append((name, f"{mid[1]}, {spread}", mid[2], mid[3], mid[4]))
+    return out
+
+
+def compute_targets(out, manifest):
+    """Verdicts on the paired rounds when the run has them (the sweep's figure in the detail), else on
+    the sweep's points; then the idle cost."""
+    sweep = sweep_rows(out, manifest)
+    rounds = out.get("rounds") or []
+    rows = median_rows(rounds_rows(rounds, manifest)) if rounds else sweep
+    if rounds:
+        at_sweep = {r[0]: r for r in sweep}
+        rows = [r if r[0] not in at_sweep else
+                r[:4] + ("; ".join(x for x in (r[4], f"sweep point: {at_sweep[r[0]][1]} = {at_sweep[r[0]][2]:.2f}")
+                                   if x),) for r in rows]
+    t = [{"target": name, "measured": measured, "ratio": ratio, "goal": goal,
+          "verdict": "PASS" if GOALS[goal](ratio) else "MISS", "detail": detail}
+         for name, measured, ratio, goal, detail in rows]
+    for name, goal in ((TINY_TARGET, ">= 10x"), (CNN_TARGET, ">= 0.95x"),
+                       ("mlp @32: batching on / off throughput", ">= 2x")):
+        if not any(x["target"].startswith(name.split(":")[0]) for x in t):
+            t.append({"target": name, "measured": "missing data", "ratio": None, "goal": goal,
+                      "verdict": "N/A", "detail": ""})
+
+    # idle cost: < 2% of one core with no traffic for 10 s.
     for key in ("idle_cpu_pct_after_start", "idle_cpu_pct_after_load"):
         v = out.get("ortserve", {}).get(key)
-        add(f"ortserve idle CPU ({key.replace('idle_cpu_pct_', '').replace('_', ' ')})",
-            "missing data" if v is None else f"{v}% of one core", v, "< 2%", None if v is None else v < 2)
+        t.append({"target": f"ortserve idle CPU ({key.replace('idle_cpu_pct_', '').replace('_', ' ')})",
+                  "measured": "missing data" if v is None else f"{v}% of one core", "ratio": v, "goal": "< 2%",
+                  "verdict": "N/A" if v is None else ("PASS" if v < 2 else "MISS"), "detail": ""})
     return t
 
 
@@ -872,11 +1007,28 @@ def write_report(out, targets, plots, args, started, finished):
           "caps every contender alike. Server CPU% is the server's process tree (utime+stime from /proc) over "
           "the load run, 100% = one core.", ""]
 
-    L += ["## Targets", "", "| target | measured | ratio | goal | verdict | detail |", "|---|---|---|---|---|---|"]
+    rounds = out.get("rounds") or []
+    L += ["## Targets", ""]
+    if rounds:
+        L += [f"Verdicts rest on {len(rounds)} paired rounds run after the sweep: each pair (ortserve and "
+              "FastAPI on tiny, ortserve and in-process ORT on cnn, batching on and off on mlp) measured back "
+              "to back with both servers up, the order flipping every round; the row shows the round with the "
+              "median ratio and the spread. The sweep's own point for the same pair is in the detail.", ""]
+    L += ["| target | measured | ratio | goal | verdict | detail |", "|---|---|---|---|---|---|"]
     for t in targets:
         L.append(f"| {t['target']} | {t['measured']} | {fmt(t['ratio'], 2) if t['ratio'] is not None else '–'} "
                  f"| {t['goal']} | **{t['verdict']}** | {t['detail']} |")
     L.append("")
+    if rounds:
+        per_round = rounds_rows(rounds, out["meta"]["manifest"])
+        names = list(dict.fromkeys(row[0] for rows in per_round for row in rows))
+        L += ["Ratio per paired round:", "",
+              "| target | " + " | ".join(f"round {i + 1}" for i in range(len(per_round))) + " |",
+              "|---|" + "---|" * len(per_round)]
+        for name in names:
+            cells = [next((fmt(r[2], 2) for r in rows if r[0] == name), "–") for rows in per_round]
+            L.append(f"| {name} | " + " | ".join(cells) + " |")
+        L.append("")
 
     # Headline: for each model, each contender/load at the highest common concurrency and at 1.
     # Hand-written findings (profiles, causes of misses) survive re-runs: they
@@ -976,6 +1128,9 @@ def parse_args(argv):
     ap.add_argument("--idle-seconds", type=float, default=10.0)
     ap.add_argument("--ready-timeout", type=float, default=120.0)
     ap.add_argument("--inprocess-duration", type=float, help="seconds per batch size (default 10, quick 2)")
+    ap.add_argument("--target-rounds", type=int,
+                    help="after the sweep, measure each target's pair this many more times, back to back in "
+                    "alternating order; verdicts use the median round (default 5, quick 1; 0: the sweep's points)")
     ap.add_argument("--manifest", default=str(WORK / "manifest.json"))
     ap.add_argument("--results-md", default=str(BENCH / "RESULTS.md"))
     ap.add_argument("--report-only", action="store_true",
@@ -994,6 +1149,8 @@ def parse_args(argv):
     args.rate_fractions = [] if rf == "none" else [float(x) for x in rf.split(",")]
     args.inprocess_duration = args.inprocess_duration or (2.0 if args.quick else 10.0)
     args.fastapi_workers = args.fastapi_workers or args.thread_budget
+    if args.target_rounds is None:
+        args.target_rounds = 1 if args.quick else 5
     return args
 
 
@@ -1076,6 +1233,8 @@ def main(argv):
                                          args.server_cpus), args.models, manifest, refs, args, out)
         if "inprocess" in args.contenders:
             bench_inprocess(args.models, manifest, args, out)
+        if args.target_rounds:
+            paired_rounds(args, manifest, refs, out)
     finally:
         Procs.stop_all()
         out["meta"]["finished"] = dt.datetime.now().isoformat(timespec="seconds")

@@ -70,3 +70,41 @@ def test_bad_model_and_input_file_are_named(limit_binary, tmp_path):
     done = run_limit(limit_binary, "--model-path", DEMO_REPO / "mlp_classifier" / "1" / "model.onnx",
                      "--input", f"features:FP32:1x16:{tmp_path / 'absent.bin'}")
     assert done.returncode == 2 and "cannot read" in done.stderr and "absent.bin" in done.stderr
+
+
+def load_run_bench():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "bench" / "run_bench.py"
+    spec = importlib.util.spec_from_file_location("run_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def closed_loop(throughput, p99_us):
+    return {"throughput": throughput, "p99_us": p99_us, "server_stats": {}}
+
+
+def test_paired_rounds_verdict_is_the_median_round():
+    """The bench's verdict over paired rounds: the round with the median ratio, its spread named,
+    and the sweep's own point kept in the detail."""
+    bench = load_run_bench()
+    rounds = [{"tiny": {"ortserve": closed_loop(o, 1000), "fastapi": closed_loop(1000, 9000)}}
+              for o in (9000, 12000, 10500)]
+    out = {"rounds": rounds,
+           "ortserve": {"models": {"tiny": {"wrk_json": {"concurrency": [dict(closed_loop(9500, 900), concurrency=32)]}}}},
+           "fastapi": {"models": {"tiny": {"wrk_json": {"concurrency": [dict(closed_loop(1000, 8000), concurrency=32)]}}}}}
+    targets = {t["target"]: t for t in bench.compute_targets(out, {})}
+    tiny = targets[bench.TINY_TARGET]
+    assert tiny["ratio"] == pytest.approx(10.5) and tiny["verdict"] == "PASS"
+    assert "10500 vs 1000 inf/s, median of 3 rounds (ratio 9.00 to 12.00)" == tiny["measured"]
+    assert "sweep point: 9500 vs 1000 inf/s = 9.50" in tiny["detail"]
+    # An even count takes the lower middle round: no verdict rounds up.
+    out["rounds"] = rounds[:2]
+    assert bench.compute_targets(out, {})[0]["ratio"] == pytest.approx(9.0)
+    # Without rounds the sweep's point decides; missing pairs are N/A, not PASS.
+    del out["rounds"]
+    targets = {t["target"]: t for t in bench.compute_targets(out, {})}
+    assert targets[bench.TINY_TARGET]["verdict"] == "MISS"
+    assert targets[bench.CNN_TARGET]["verdict"] == "N/A"
