@@ -284,7 +284,21 @@ def histogram_delta(m0, m1, name):
         return {"count": 0}
     cum = sorted(((float(le), c - h0["buckets"].get(le, 0)) for le, c in h1["buckets"].items()))
     q = lambda x: next((le for le, c in cum if c >= x * n), None)
-    return {"count": n, "mean": (h1["sum"] - h0["sum"]) / n, "p50_le": q(0.5), "p99_le": q(0.99)}
+    return {"count": n, "mean": (h1["sum"] - h0["sum"]) / n, "p50_le": q(0.5), "p99_le": q(0.99),
+            "p99_est": interpolated_quantile(cum, n, 0.99)}
+
+
+def interpolated_quantile(cum, n, x):
+    """A quantile estimated as Prometheus' histogram_quantile does: linear within the bucket it falls
+    in (cum: sorted (upper bound, cumulative count)). None in the +Inf bucket."""
+    lower, below = 0.0, 0
+    for le, c in cum:
+        if c >= x * n:
+            if le == float("inf"):
+                return None
+            return lower + (le - lower) * ((x * n - below) / (c - below) if c > below else 1.0)
+        lower, below = le, c
+    return None
 
 
 REQUEST_DURATION = "ortserve_request_duration_seconds"
@@ -522,8 +536,9 @@ def measure(server, model, fn):
     # The server-side p99 (arrival to response ready) is at most the upper
     # edge of the bucket it falls in.
     d = histogram_delta(m0, m1, REQUEST_DURATION) if m0 and m1 else None
-    p99_le = (d or {}).get("p99_le")
+    p99_le, p99_est = (d or {}).get("p99_le"), (d or {}).get("p99_est")
     res["server_p99_upper_us"] = p99_le * 1e6 if p99_le not in (None, float("inf")) else None
+    res["server_p99_est_us"] = p99_est * 1e6 if p99_est is not None else None
     return res
 
 
@@ -791,7 +806,9 @@ def mlp_rows(load, on, off, manifest, ceiling):
                      f"p99 {on['p99_us']:.0f} us, bound {bound:.0f} us", on["p99_us"] / bound, "<= 1x",
                      f"avg batch {on['server_stats']['avg_batch']}, compute {comp} us/batch"
                      + (f"; server-side p99 (arrival to response ready) <= {on['server_p99_upper_us']:.0f} us"
-                        if on.get("server_p99_upper_us") else "")))
+                        if on.get("server_p99_upper_us") else "")
+                     + (f", about {on['server_p99_est_us']:.0f} us interpolated in that bucket"
+                        if on.get("server_p99_est_us") else "")))
     return rows
 
 

@@ -108,3 +108,17 @@ def test_paired_rounds_verdict_is_the_median_round():
     targets = {t["target"]: t for t in bench.compute_targets(out, {})}
     assert targets[bench.TINY_TARGET]["verdict"] == "MISS"
     assert targets[bench.CNN_TARGET]["verdict"] == "N/A"
+
+
+def test_server_side_quantile_is_interpolated_within_its_bucket():
+    bench = load_run_bench()
+    m0 = {"h": {"buckets": {"0.001": 0, "0.0025": 0, "0.005": 0, "+Inf": 0}, "sum": 0, "count": 0}}
+    m1 = {"h": {"buckets": {"0.001": 50, "0.0025": 90, "0.005": 100, "+Inf": 100}, "sum": 0.15, "count": 100}}
+    d = bench.histogram_delta(m0, m1, "h")
+    assert d["p99_le"] == 0.005
+    # 99th of 100: 9 of the 10 requests between 2.5 and 5 ms.
+    assert d["p99_est"] == pytest.approx(0.0025 + 0.0025 * 0.9)
+    assert d["p50_le"] == 0.001
+    m1["h"]["buckets"]["+Inf"] = 200
+    m1["h"]["count"] = 200
+    assert bench.histogram_delta(m0, m1, "h")["p99_est"] is None  # in +Inf: no estimate
