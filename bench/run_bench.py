@@ -676,9 +676,11 @@ def paired_rounds(args, manifest, refs, out):
                 for k, v in got.items()))
             return got
 
+        def pt(srv, m, load, c):
+            return lambda: closed_loop_point(srv, m, manifest[m], load, c, args)
+
         for rnd in range(args.target_rounds):
-            rd = {"mlp": {}, "ceilings": {}}
-            pt = lambda srv, m, load, c: (lambda: closed_loop_point(srv, m, manifest[m], load, c, args))
+            rd = {"mlp": {}}
             if f and "tiny" in ready["ortserve"] and "tiny" in ready.get("fastapi", []) and args.wrk:
                 rd["tiny"] = pair(rnd, "tiny wrk_json @32", ("ortserve", pt(o, "tiny", "wrk_json", 32)),
                                   ("fastapi", pt(f, "tiny", "wrk_json", 32)))
@@ -768,7 +770,7 @@ def limit_at_mix(inproc, mix):
     return num / den if den else None
 
 
-# Target rows: (target, measured, ratio, goal, verdict predicate on the ratio, detail).
+# Target rows: (target, measured, ratio, goal, detail); GOALS says when a ratio meets its goal.
 GOALS = {">= 10x": lambda r: r >= 10, "< 1x": lambda r: r < 1, ">= 0.95x": lambda r: r >= 0.95,
          ">= 2x": lambda r: r >= 2, "<= 1x": lambda r: r <= 1}
 TINY_TARGET = "tiny JSON @32: ortserve / FastAPI throughput"
@@ -779,7 +781,8 @@ MLP_LOADS = ("pa_http", "pa_grpc", "wrk_json")
 def tiny_rows(o, f):
     """ortserve vs FastAPI, tiny model, wrk JSON @32: >= 10x throughput, lower p99."""
     return [(TINY_TARGET, f"{o['throughput']:.0f} vs {f['throughput']:.0f} inf/s",
-             o["throughput"] / f["throughput"], ">= 10x", ""),
+             o["throughput"] / f["throughput"], ">= 10x",
+             f"server CPU ortserve {o['server_cpu_pct']:.0f}%, FastAPI {f['server_cpu_pct']:.0f}%"),
             ("tiny JSON @32: ortserve p99 < FastAPI p99", f"{o['p99_us']:.0f} vs {f['p99_us']:.0f} us",
              o["p99_us"] / f["p99_us"], "< 1x", "")]
 
@@ -855,7 +858,8 @@ def median_rows(per_round):
     for name, rows in by_target.items():
         rows = sorted(rows, key=lambda r: r[2])
         mid = rows[(len(rows) - 1) // 2]
-        spread = f"median of {len(rows)} rounds (ratio {rows[0][2]:.2f} to {rows[-1][2]:.2f})"
+        spread = (f"median of {len(rows)} rounds (ratio {rows[0][2]:.2f} to {rows[-1][2]:.2f})" if len(rows) > 1
+                  else "1 round")
         out.append((name, f"{mid[1]}, {spread}", mid[2], mid[3], mid[4]))
     return out
 

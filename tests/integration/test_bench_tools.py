@@ -83,7 +83,7 @@ def load_run_bench():
 
 
 def closed_loop(throughput, p99_us):
-    return {"throughput": throughput, "p99_us": p99_us, "server_stats": {}}
+    return {"throughput": throughput, "p99_us": p99_us, "server_stats": {}, "server_cpu_pct": 150.0}
 
 
 def test_paired_rounds_verdict_is_the_median_round():
