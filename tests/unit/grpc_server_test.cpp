@@ -388,8 +388,10 @@ TEST_F(GrpcServerTest, StatisticsReportTheCountersAndExecutedBatchSizesOnly) {
   stats.last_inference_ms = 1234;
   stats.success.Add(500, 3);
   stats.queue.Add(50, 3);
+  // The scheduler adds to all three compute counters of a batch size.
   stats.ForBatchSize(4)->compute_infer.Add(300, 2);
   stats.ForBatchSize(4)->compute_input.Add(30, 2);
+  stats.ForBatchSize(4)->compute_output.Add(20, 2);
 
   inference::ModelStatisticsRequest request;
   request.set_name("batched");
