@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ortserve benchmark orchestrator: ortserve vs FastAPI+onnxruntime vs in-process ORT.
 
-    .venv/bin/python bench/run_bench.py            # full sweep and 5 paired rounds (about 45 min on 2 cores)
+    .venv/bin/python bench/run_bench.py            # full sweep and 5 paired rounds (about 35 min on 2 cores)
     .venv/bin/python bench/run_bench.py --quick    # smoke run, a few seconds per point
     .venv/bin/python bench/run_bench.py --models tiny,mlp --concurrency 1,8,32
 
