@@ -68,7 +68,8 @@ def log(msg):
 
 def note(msg):
     log(msg)
-    NOTES.append(msg)
+    if msg not in NOTES:  # said once in the report however often it happens
+        NOTES.append(msg)
 
 
 def record_cmd(cmd, env_extra=None):
@@ -283,22 +284,24 @@ def histogram_delta(m0, m1, name):
     if n <= 0:
         return {"count": 0}
     cum = sorted(((float(le), c - h0["buckets"].get(le, 0)) for le, c in h1["buckets"].items()))
-    q = lambda x: next((le for le, c in cum if c >= x * n), None)
-    return {"count": n, "mean": (h1["sum"] - h0["sum"]) / n, "p50_le": q(0.5), "p99_le": q(0.99),
-            "p99_est": interpolated_quantile(cum, n, 0.99)}
+    p50_le, _ = bucket_quantile(cum, n, 0.5)
+    p99_le, p99_est = bucket_quantile(cum, n, 0.99)
+    return {"count": n, "mean": (h1["sum"] - h0["sum"]) / n, "p50_le": p50_le, "p99_le": p99_le,
+            "p99_est": p99_est}
 
 
-def interpolated_quantile(cum, n, x):
-    """A quantile estimated as Prometheus' histogram_quantile does: linear within the bucket it falls
-    in (cum: sorted (upper bound, cumulative count)). None in the +Inf bucket."""
+def bucket_quantile(cum, n, x):
+    """The upper bound of the bucket quantile x falls in, and the quantile estimated as Prometheus'
+    histogram_quantile does: linear within that bucket (None in the +Inf bucket). cum: sorted
+    (upper bound, cumulative count) of n observations."""
     lower, below = 0.0, 0
     for le, c in cum:
         if c >= x * n:
             if le == float("inf"):
-                return None
-            return lower + (le - lower) * ((x * n - below) / (c - below) if c > below else 1.0)
+                return le, None
+            return le, lower + (le - lower) * ((x * n - below) / (c - below) if c > below else 1.0)
         lower, below = le, c
-    return None
+    return None, None
 
 
 REQUEST_DURATION = "ortserve_request_duration_seconds"
@@ -693,8 +696,6 @@ def paired_rounds(args, manifest, refs, out):
                 for load in loads:
                     rd["mlp"][load] = pair(rnd, f"mlp {load} @32", ("on", pt(o, "mlp", load, 32)),
                                            ("off", pt(o, "mlp_nobatch", load, 32)))
-            # Each client's own ceiling for the mlp rows: the sweep's tiny @32 point.
-            rd["ceilings"] = {load: point(out, "ortserve", "tiny", load, 32) for load in loads}
             rd["mlp"] = {k: v for k, v in rd["mlp"].items() if v}
             out.setdefault("rounds", []).append({k: v for k, v in rd.items() if v})
     finally:
@@ -736,7 +737,7 @@ def run_inprocess(model, sizes, duration, path, args):
     limit_bin = Path(args.ortserve_bin).parent / "ortserve_inprocess_limit"
     if limit_bin.exists():
         cmd += ["--engine", "ortserve", "--limit-bin", limit_bin]
-    elif f"{limit_bin} not built" not in " ".join(NOTES):
+    else:
         note(f"{limit_bin} not built: the in-process limit uses the onnxruntime Python wheel")
     rc, text = run_bounded(with_cpus(cmd, args.server_cpus), len(sizes) * (duration + 30) + 60)
     if rc != 0:
@@ -831,17 +832,18 @@ def sweep_rows(out, manifest):
     return rows
 
 
-def rounds_rows(rounds, manifest):
-    """The target rows of each paired round (see paired_rounds), one list per round."""
+def rounds_rows(out, manifest):
+    """The target rows of each paired round (see paired_rounds), one list per round; a client's
+    ceiling for the mlp rows is the sweep's tiny @32 point."""
     per_round = []
-    for rd in rounds:
+    for rd in out.get("rounds") or []:
         rows = []
         if rd.get("tiny"):
             rows += tiny_rows(rd["tiny"]["ortserve"], rd["tiny"]["fastapi"])
         if rd.get("cnn"):
             rows += cnn_rows(rd["cnn"]["ortserve"], rd["cnn"]["inprocess"])
         for load, pair in rd.get("mlp", {}).items():
-            rows += mlp_rows(load, pair["on"], pair["off"], manifest, (rd.get("ceilings") or {}).get(load))
+            rows += mlp_rows(load, pair["on"], pair["off"], manifest, point(out, "ortserve", "tiny", load, 32))
         per_round.append(rows)
     return per_round
 
@@ -869,7 +871,7 @@ def compute_targets(out, manifest):
     the sweep's points; then the idle cost."""
     sweep = sweep_rows(out, manifest)
     rounds = out.get("rounds") or []
-    rows = median_rows(rounds_rows(rounds, manifest)) if rounds else sweep
+    rows = median_rows(rounds_rows(out, manifest)) if rounds else sweep
     if rounds:
         at_sweep = {r[0]: r for r in sweep}
         rows = [r if r[0] not in at_sweep else
@@ -1041,7 +1043,7 @@ def write_report(out, targets, plots, args, started, finished):
                  f"| {t['goal']} | **{t['verdict']}** | {t['detail']} |")
     L.append("")
     if rounds:
-        per_round = rounds_rows(rounds, out["meta"]["manifest"])
+        per_round = rounds_rows(out, out["meta"]["manifest"])
         names = list(dict.fromkeys(row[0] for rows in per_round for row in rows))
         L += ["Ratio per paired round:", "",
               "| target | " + " | ".join(f"round {i + 1}" for i in range(len(per_round))) + " |",
