@@ -79,9 +79,15 @@ struct Flags {
 };
 
 int DefaultHttpThreads() {
-  // HTTP threads only parse and encode; a couple keep up with the models and
-  // leave the cores to inference.
+  // HTTP threads only parse and encode (~15 us of CPU for a small request), so
+  // a few keep up with the models and leave the cores to inference. Under 4
+  // cores one is enough: it serves ~65k small requests/s, more than any real
+  // model computes there, and a second only takes turns with the model's
+  // threads on the same cores (2 cores, tiny model, wrk -c32: 1 thread 19-21 us
+  // of server CPU per request and p99 1.0-1.6 ms, 2 threads 21-24 us and
+  // 3.5-3.9 ms; bench/FINDINGS.md, stop 12).
   unsigned cores = std::thread::hardware_concurrency();
+  if (cores < 4) return 1;
   return cores >= 8 ? 4 : 2;
 }
 
@@ -95,7 +101,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--http-address", f.http_address, "Address the HTTP endpoint binds to")
       ->capture_default_str();
   app.add_option("--http-thread-count", f.http_thread_count,
-                 "HTTP I/O threads (0: 2, or 4 on machines with 8+ cores). They never run inference")
+                 "HTTP I/O threads (0: 1 on machines with under 4 cores, 2 on 4-7, 4 on 8+). "
+                 "They never run inference")
       ->capture_default_str();
   app.add_option("--http-max-input-size", f.http_max_input_size,
                  "Largest request body accepted, in bytes, also after decompression")
