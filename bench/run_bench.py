@@ -971,6 +971,16 @@ def fmt(v, nd=0):
     return f"{v:,.{nd}f}"
 
 
+def fmt_ratio(ratio, goal):
+    """Two decimals, more where two would print the goal's own figure (0.9495 against >= 0.95x
+    reads 0.9495, not 0.95 next to a MISS)."""
+    bound = float(re.search(r"[0-9.]+", goal).group())
+    nd = 2
+    while nd < 6 and ratio != bound and round(ratio, nd) == bound:
+        nd += 1
+    return fmt(ratio, nd)
+
+
 def batches_str(st):
     if not st or not st.get("batch_sizes"):
         return "–"
@@ -1039,7 +1049,7 @@ def write_report(out, targets, plots, args, started, finished):
               "median ratio and the spread. The sweep's own point for the same pair is in the detail.", ""]
     L += ["| target | measured | ratio | goal | verdict | detail |", "|---|---|---|---|---|---|"]
     for t in targets:
-        L.append(f"| {t['target']} | {t['measured']} | {fmt(t['ratio'], 2) if t['ratio'] is not None else '–'} "
+        L.append(f"| {t['target']} | {t['measured']} | {fmt_ratio(t['ratio'], t['goal']) if t['ratio'] is not None else '–'} "
                  f"| {t['goal']} | **{t['verdict']}** | {t['detail']} |")
     L.append("")
     if rounds:
@@ -1049,7 +1059,7 @@ def write_report(out, targets, plots, args, started, finished):
               "| target | " + " | ".join(f"round {i + 1}" for i in range(len(per_round))) + " |",
               "|---|" + "---|" * len(per_round)]
         for name in names:
-            cells = [next((fmt(r[2], 2) for r in rows if r[0] == name), "–") for rows in per_round]
+            cells = [next((fmt_ratio(r[2], r[3]) for r in rows if r[0] == name), "–") for rows in per_round]
             L.append(f"| {name} | " + " | ".join(cells) + " |")
         L.append("")
 

@@ -122,3 +122,12 @@ def test_server_side_quantile_is_interpolated_within_its_bucket():
     m1["h"]["buckets"]["+Inf"] = 200
     m1["h"]["count"] = 200
     assert bench.histogram_delta(m0, m1, "h")["p99_est"] is None  # in +Inf: no estimate
+
+
+def test_a_ratio_just_under_its_goal_does_not_print_as_the_goal():
+    bench = load_run_bench()
+    assert bench.fmt_ratio(0.94955, ">= 0.95x") == "0.9496"  # a MISS must not read "0.95"
+    assert bench.fmt_ratio(0.9512, ">= 0.95x") == "0.951"
+    assert bench.fmt_ratio(0.95, ">= 0.95x") == "0.95"
+    assert bench.fmt_ratio(7.7724, ">= 10x") == "7.77"
+    assert bench.fmt_ratio(1.0004, "<= 1x") == "1.0004"
