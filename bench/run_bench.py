@@ -860,7 +860,8 @@ def median_rows(per_round):
     for name, rows in by_target.items():
         rows = sorted(rows, key=lambda r: r[2])
         mid = rows[(len(rows) - 1) // 2]
-        spread = (f"median of {len(rows)} rounds (ratio {rows[0][2]:.2f} to {rows[-1][2]:.2f})" if len(rows) > 1
+        spread = (f"median of {len(rows)} rounds (ratio {fmt_ratio(rows[0][2], mid[3])} to "
+                  f"{fmt_ratio(rows[-1][2], mid[3])})" if len(rows) > 1
                   else "1 round")
         out.append((name, f"{mid[1]}, {spread}", mid[2], mid[3], mid[4]))
     return out
@@ -874,9 +875,10 @@ def compute_targets(out, manifest):
     rows = median_rows(rounds_rows(out, manifest)) if rounds else sweep
     if rounds:
         at_sweep = {r[0]: r for r in sweep}
-        rows = [r if r[0] not in at_sweep else
-                r[:4] + ("; ".join(x for x in (r[4], f"sweep point: {at_sweep[r[0]][1]} = {at_sweep[r[0]][2]:.2f}")
-                                   if x),) for r in rows]
+        def with_sweep_point(r):
+            s = at_sweep[r[0]]
+            return r[:4] + ("; ".join(x for x in (r[4], f"sweep point: {s[1]} = {fmt_ratio(s[2], r[3])}") if x),)
+        rows = [with_sweep_point(r) if r[0] in at_sweep else r for r in rows]
     t = [{"target": name, "measured": measured, "ratio": ratio, "goal": goal,
           "verdict": "PASS" if GOALS[goal](ratio) else "MISS", "detail": detail}
          for name, measured, ratio, goal, detail in rows]
@@ -972,8 +974,9 @@ def fmt(v, nd=0):
 
 
 def fmt_ratio(ratio, goal):
-    """Two decimals, more where two would print the goal's own figure (0.9495 against >= 0.95x
-    reads 0.9495, not 0.95 next to a MISS)."""
+    """A ratio measured against a goal, as every table and detail prints it: two decimals, more where
+    two would print the goal's own figure (0.9495 against >= 0.95x reads 0.9495, not 0.95 next to a
+    MISS)."""
     bound = float(re.search(r"[0-9.]+", goal).group())
     nd = 2
     while nd < 6 and ratio != bound and round(ratio, nd) == bound:
