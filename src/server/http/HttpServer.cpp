@@ -10,6 +10,7 @@
 #include <openssl/ssl.h>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -62,6 +63,56 @@ class SessionBase {
   virtual ~SessionBase() = default;
   // Any thread.
   virtual void PostClose() = 0;
+  // The connection's I/O thread: if its request number `request` is still
+  // inside a model, watch for the client leaving.
+  virtual void ArmCloseMonitor(uint64_t request) = 0;
+};
+
+// Arms the close monitors of requests still inside a model after a short
+// delay, in sweeps per I/O thread. Arming a monitor costs a system call that
+// finds nothing (asio tries every receive before it waits for readiness); a
+// small model's requests are answered before their sweep and never pay it.
+// A request is armed by the second sweep after it went in, so one kDelay to
+// two after: a client that leaves is noticed that much later, which matters
+// only for requests that run longer than that.
+class DeferredCloseMonitors {
+ public:
+  static constexpr std::chrono::milliseconds kDelay{1};
+
+  explicit DeferredCloseMonitors(net::io_context& ioc) : timer_(ioc) {}
+
+  // The io_context's thread only.
+  void Add(std::weak_ptr<SessionBase> session, uint64_t request) {
+    arriving_.push_back({std::move(session), request});
+    if (!armed_) Arm();
+  }
+
+ private:
+  void Arm() {
+    armed_ = true;
+    timer_.expires_after(kDelay);
+    timer_.async_wait([this](beast::error_code ec) { Sweep(ec); });
+  }
+
+  void Sweep(beast::error_code ec) {
+    armed_ = false;
+    if (ec) return;  // the server is stopping
+    for (const Entry& e : waiting_)
+      if (auto session = e.session.lock()) session->ArmCloseMonitor(e.request);
+    waiting_.clear();  // keeps its capacity
+    waiting_.swap(arriving_);
+    if (!waiting_.empty()) Arm();
+  }
+
+  struct Entry {
+    std::weak_ptr<SessionBase> session;
+    uint64_t request;  // the connection's request number (a later one may be in flight by the sweep)
+  };
+
+  net::steady_timer timer_;
+  bool armed_ = false;
+  std::vector<Entry> arriving_;  // since the last sweep
+  std::vector<Entry> waiting_;   // armed by the next sweep
 };
 
 // Shared by the server, its sessions and in-flight completion callbacks, so
@@ -74,6 +125,8 @@ struct Core {
   // run by several threads hands every event from the thread waiting in
   // epoll to another one (a futex wake and a context switch per request).
   std::vector<std::unique_ptr<net::io_context>> iocs;
+  // One per io_context, same index; destroyed before them.
+  std::vector<std::unique_ptr<DeferredCloseMonitors>> close_monitors;
   std::mutex gate_mu;
   bool gate_open = true;  // completions may still be posted
   std::mutex sessions_mu;
@@ -97,8 +150,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
  public:
   template <class... StreamArgs>
   Session(std::shared_ptr<Core> core, std::shared_ptr<http::HttpService> service, const HttpServerOptions& options,
-          StreamArgs&&... stream_args)
+          DeferredCloseMonitors* close_monitors, StreamArgs&&... stream_args)
       : stream_(std::forward<StreamArgs>(stream_args)...),
+        close_monitors_(close_monitors),
         core_(std::move(core)),
         service_(std::move(service)),
         options_(options) {
@@ -129,6 +183,10 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   void PostClose() override {
     net::post(stream_.get_executor(), [self = this->shared_from_this()] { self->DoClose(); });
+  }
+
+  void ArmCloseMonitor(uint64_t request) override {
+    if (request == requests_ && awaiting_reply_ && !closed_) StartCloseMonitor();
   }
 
  private:
@@ -237,6 +295,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     awaiting_reply_ = true;
+    ++requests_;
     self_ = this->shared_from_this();
     http::RequestContext ctx;
     ctx.cancelled = cancel_;
@@ -255,7 +314,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     };
     service_->Handle(std::move(hreq), std::move(ctx));
     // Still waiting (the model has the request): watch for the client leaving.
-    if (awaiting_reply_ && !closed_) StartCloseMonitor();
+    if (awaiting_reply_ && !closed_) close_monitors_->Add(this->weak_from_this(), requests_);
   }
 
   // While a request is inside a model nothing reads the socket; a readable
@@ -383,6 +442,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   }
 
   Stream stream_;
+  DeferredCloseMonitors* close_monitors_;  // this connection's I/O thread's
   beast::flat_buffer buffer_;
   static constexpr size_t kReadBytes = 65536;       // most read into buffer_ at once
   static constexpr size_t kFirstReadBytes = 16384;  // a request's first read
@@ -403,6 +463,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   std::shared_ptr<Session> self_;  // alive while a model holds our request
   bool keep_alive_ = true;
   bool awaiting_reply_ = false;
+  uint64_t requests_ = 0;  // requests read on this connection
   bool monitoring_ = false;
   bool closed_ = false;
 };
@@ -530,16 +591,17 @@ struct HttpServer::Impl {
     std::make_shared<Rejection>(core, std::move(socket), over_limit_response)->Start();
   }
 
-  // The next connection's io_context (round robin; only the acceptor's
+  // The next connection's I/O thread (round robin; only the acceptor's
   // handler touches it).
-  net::io_context& NextContext() {
-    net::io_context& ioc = *core->iocs[next_ioc];
+  size_t NextIoThread() {
+    const size_t i = next_ioc;
     next_ioc = (next_ioc + 1) % core->iocs.size();
-    return ioc;
+    return i;
   }
 
   void DoAccept() {
-    acceptor->async_accept(NextContext(), [this](beast::error_code ec, tcp::socket socket) {
+    const size_t io_thread = NextIoThread();
+    acceptor->async_accept(*core->iocs[io_thread], [this, io_thread](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
       if (ec) {
         spdlog::warn("http: accept failed: {}", ec.message());
@@ -550,10 +612,11 @@ struct HttpServer::Impl {
         // of them: sessions only run on the I/O threads, joined in Stop().
         // (An SSL object holds a reference on its SSL_CTX, so the TLS
         // context may go first.)
+        DeferredCloseMonitors* monitors = core->close_monitors[io_thread].get();
         if (tls) {
-          std::make_shared<Session<TlsStream>>(core, service, options, std::move(socket), *tls)->Start();
+          std::make_shared<Session<TlsStream>>(core, service, options, monitors, std::move(socket), *tls)->Start();
         } else {
-          std::make_shared<Session<PlainStream>>(core, service, options, std::move(socket))->Start();
+          std::make_shared<Session<PlainStream>>(core, service, options, monitors, std::move(socket))->Start();
         }
       }
       DoAccept();
@@ -625,8 +688,10 @@ Status HttpServer::Start() {
   const auto address = net::ip::make_address(s.options.address, ec);
   const tcp::endpoint endpoint(address, s.options.port);
   const std::string where = s.options.address + ":" + std::to_string(s.options.port);
-  for (int i = 0; i < s.options.io_threads; ++i)
+  for (int i = 0; i < s.options.io_threads; ++i) {
     s.core->iocs.push_back(std::make_unique<net::io_context>(/*concurrency_hint=*/1));
+    s.core->close_monitors.push_back(std::make_unique<DeferredCloseMonitors>(*s.core->iocs.back()));
+  }
   s.acceptor.emplace(*s.core->iocs[0]);
   s.acceptor->open(endpoint.protocol(), ec);
   if (!ec) s.acceptor->set_option(net::socket_base::reuse_address(true), ec);
@@ -634,7 +699,8 @@ Status HttpServer::Start() {
   if (!ec) s.acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
     s.acceptor.reset();
-    s.core->iocs.clear();  // a later Start() makes them afresh
+    s.core->close_monitors.clear();  // a later Start() makes them afresh
+    s.core->iocs.clear();
     return Unavailable("cannot listen on " + where + ": " + ec.message());
   }
   s.bound_port = s.acceptor->local_endpoint(ec).port();
