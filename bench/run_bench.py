@@ -17,6 +17,10 @@ Contenders, same models, same machine, one run:
   inprocess  bench/inprocess_ort.py, back-to-back runs at batch 1 and at the batch
              sizes ortserve's batcher chose (from its statistics), on the server's
              own runtime (ortserve_inprocess_limit: same ORT, same session options)
+  http_floor ortserve_http_floor (bench/http_floor.cpp), a no-op HTTP server that
+             answers every request with the tiny model's reference response:
+             the wrk JSON load on tiny only, the most any server could reach
+             there with the load generator on the same machine
 
 Then paired rounds (--target-rounds): each target's pair measured again back to
 back, both servers up, order flipping per round; verdicts use the median round.
@@ -515,6 +519,19 @@ class FastApiBaseline(Server):
         self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "fastapi.log")
 
 
+class HttpFloor(Server):
+    name = "http_floor"
+
+    def __init__(self, binary, body_file, cpus):
+        super().__init__()
+        self.binary, self.body_file, self.cpus = binary, body_file, cpus
+
+    def start(self):
+        self.port = free_port()
+        cmd = [self.binary, "--port", str(self.port), "--body", self.body_file]
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "http_floor.log")
+
+
 def log_tail(path, n=15):
     try:
         return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
@@ -634,6 +651,52 @@ def bench_server(server, models, manifest, refs, args, out):
     finally:
         server.stop()
         log(f"stopped {server.name}")
+
+
+def floor_response(model, spec, ref):
+    """The KServe v2 JSON answer to `model`'s request: the reference outputs, each float written as
+    the shortest text of its float32 value (as ortserve writes it), so the floor sends the bytes a
+    server would."""
+    import numpy as np
+    types = {o["name"]: o["datatype"] for o in spec["outputs"]}
+    outs = [f'{{"name":"{name}","datatype":"{types[name]}","shape":{json.dumps(list(v.shape))},'
+            f'"data":[{",".join(str(np.float32(x)) for x in v.ravel())}]}}' for name, v in ref.items()]
+    return f'{{"model_name":"{model}","model_version":"1","outputs":[{",".join(outs)}]}}'
+
+
+def bench_floor(manifest, refs, args, out):
+    """The transport's floor on the tiny model's wrk JSON load, at every concurrency:
+    ortserve_http_floor answering each request with the reference response and doing nothing else.
+    No server answering the same requests with the same bytes beats it on this machine."""
+    if "tiny" not in args.models or not args.wrk:
+        return
+    binary = Path(args.ortserve_bin).parent / "ortserve_http_floor"
+    if not binary.exists():
+        note(f"{binary} not built (make build): the tiny model's transport floor is not measured")
+        return
+    spec = manifest["tiny"]
+    body = WORK / "http_floor_tiny.json"
+    body.write_text(floor_response("tiny", spec, refs["tiny"]))
+    server = HttpFloor(binary, body, args.server_cpus)
+    log("starting http_floor")
+    server.start()
+    try:
+        ok, _ = wait_ready(server.base, server.proc, [], args.ready_timeout)
+        err = check_outputs(server.base, "tiny", spec, refs["tiny"]) if ok else "not ready"
+        if err:
+            note(f"http_floor: {err}; skipped. Log tail:\n{log_tail(LOGS / 'http_floor.log')}")
+            return
+        points = (out.setdefault("http_floor", {"models": {}})["models"].setdefault("tiny", {})
+                  .setdefault("wrk_json", {"concurrency": [], "rate": []}))
+        for c in args.concurrency:
+            log(f"http_floor/tiny wrk_json c={c}")
+            r = closed_loop_point(server, "tiny", spec, "wrk_json", c, args)
+            if r:
+                points["concurrency"].append(r)
+                log_point(r)
+    finally:
+        server.stop()
+        log("stopped http_floor")
 
 
 def paired_rounds(args, manifest, refs, out):
@@ -779,11 +842,14 @@ CNN_TARGET = "cnn @4: ortserve / in-process ORT"
 MLP_LOADS = ("pa_http", "pa_grpc", "wrk_json")
 
 
-def tiny_rows(o, f):
-    """ortserve vs FastAPI, tiny model, wrk JSON @32: >= 10x throughput, lower p99."""
+def tiny_rows(o, f, floor):
+    """ortserve vs FastAPI, tiny model, wrk JSON @32: >= 10x throughput, lower p99. `floor`: the
+    no-op server's sweep point on the same load (None when not measured), for scale."""
     return [(TINY_TARGET, f"{o['throughput']:.0f} vs {f['throughput']:.0f} inf/s",
              o["throughput"] / f["throughput"], ">= 10x",
-             f"server CPU ortserve {o['server_cpu_pct']:.0f}%, FastAPI {f['server_cpu_pct']:.0f}%"),
+             f"server CPU ortserve {o['server_cpu_pct']:.0f}%, FastAPI {f['server_cpu_pct']:.0f}%"
+             + (f"; no-op HTTP server on this load (sweep): {floor['throughput']:.0f} inf/s = "
+                f"{floor['throughput'] / f['throughput']:.1f}x this FastAPI figure" if floor else "")),
             ("tiny JSON @32: ortserve p99 < FastAPI p99", f"{o['p99_us']:.0f} vs {f['p99_us']:.0f} us",
              o["p99_us"] / f["p99_us"], "< 1x", "")]
 
@@ -821,7 +887,7 @@ def sweep_rows(out, manifest):
     rows = []
     o, f = point(out, "ortserve", "tiny", "wrk_json", 32), point(out, "fastapi", "tiny", "wrk_json", 32)
     if o and f:
-        rows += tiny_rows(o, f)
+        rows += tiny_rows(o, f, point(out, "http_floor", "tiny", "wrk_json", 32))
     o = point(out, "ortserve", "cnn", "pa_http", 4) or point(out, "ortserve", "cnn", "wrk_json", 4)
     if o:
         rows += cnn_rows(o, out.get("inprocess", {}).get("models", {}).get("cnn"))
@@ -839,7 +905,8 @@ def rounds_rows(out, manifest):
     for rd in out.get("rounds") or []:
         rows = []
         if rd.get("tiny"):
-            rows += tiny_rows(rd["tiny"]["ortserve"], rd["tiny"]["fastapi"])
+            rows += tiny_rows(rd["tiny"]["ortserve"], rd["tiny"]["fastapi"],
+                              point(out, "http_floor", "tiny", "wrk_json", 32))
         if rd.get("cnn"):
             rows += cnn_rows(rd["cnn"]["ortserve"], rd["cnn"]["inprocess"])
         for load, pair in rd.get("mlp", {}).items():
@@ -903,6 +970,7 @@ CONTENDER_LINES = [  # (contender, load, label, style, colour)
     ("ortserve", "wrk_json", "ortserve HTTP JSON (wrk)", "-s", "tab:green"),
     ("fastapi", "pa_http", "FastAPI HTTP binary (perf_analyzer)", "--o", "tab:orange"),
     ("fastapi", "wrk_json", "FastAPI HTTP JSON (wrk)", "--s", "tab:red"),
+    ("http_floor", "wrk_json", "http_floor HTTP JSON (wrk), a no-op server", ":^", "tab:gray"),
 ]
 
 
@@ -1149,7 +1217,7 @@ def parse_args(argv):
     ap.add_argument("--duration", type=float, help="seconds per load point (default 10, quick 2)")
     ap.add_argument("--rate-fractions", help="request-rate sweep as fractions of each contender's peak "
                     "(default 0.25,0.5,0.75,0.9; quick 0.5; 'none' to skip)")
-    ap.add_argument("--contenders", default="ortserve,fastapi,inprocess")
+    ap.add_argument("--contenders", default="ortserve,fastapi,inprocess,http_floor")
     ap.add_argument("--no-pa", dest="pa", action="store_false", help="skip perf_analyzer loads")
     ap.add_argument("--no-wrk", dest="wrk", action="store_false", help="skip wrk JSON loads")
     ap.add_argument("--ortserve-bin", default=str(ROOT / "build" / "ortserve"))
@@ -1267,6 +1335,8 @@ def main(argv):
             workers = args.fastapi_workers
             bench_server(FastApiBaseline(manifest_repo(manifest), workers, max(1, args.thread_budget // workers),
                                          args.server_cpus), args.models, manifest, refs, args, out)
+        if "http_floor" in args.contenders:
+            bench_floor(manifest, refs, args, out)
         if "inprocess" in args.contenders:
             bench_inprocess(args.models, manifest, args, out)
         if args.target_rounds:

@@ -1,6 +1,9 @@
-"""The benchmark's in-process limit, ortserve_inprocess_limit (bench/inprocess_limit.cpp):
-it runs a model on the server's own runtime, reports the ONNX Runtime the
-server reports, and refuses bad arguments with a message naming them."""
+"""The benchmark's tools: the in-process limit, ortserve_inprocess_limit
+(bench/inprocess_limit.cpp), runs a model on the server's own runtime, reports
+the ONNX Runtime the server reports, and refuses bad arguments with a message
+naming them; the transport floor, ortserve_http_floor (bench/http_floor.cpp),
+answers every framed request with its body; run_bench.py's verdicts and report
+text."""
 from __future__ import annotations
 
 import json
@@ -131,3 +134,95 @@ def test_a_ratio_just_under_its_goal_does_not_print_as_the_goal():
     assert bench.fmt_ratio(0.95, ">= 0.95x") == "0.95"
     assert bench.fmt_ratio(7.7724, ">= 10x") == "7.77"
     assert bench.fmt_ratio(1.0004, "<= 1x") == "1.0004"
+
+
+@pytest.fixture(scope="module")
+def floor_binary():
+    path = ortserve_binary().parent / "ortserve_http_floor"
+    if not path.exists():
+        pytest.skip(f"{path} not built")
+    return path
+
+
+@pytest.fixture
+def floor_server(floor_binary, tmp_path):
+    """ortserve_http_floor on a free port answering with a small JSON body: (port, body)."""
+    import socket
+    import time
+    body = b'{"model_name":"tiny","outputs":[]}'
+    (tmp_path / "body.json").write_bytes(body)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([str(floor_binary), "--port", str(port), "--body", str(tmp_path / "body.json")],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield port, body
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_http_floor_answers_every_request_with_its_body(floor_server):
+    import socket
+    port, body = floor_server
+    with requests.Session() as s:  # keep-alive: both on one connection
+        for _ in range(2):
+            r = s.post(f"http://127.0.0.1:{port}/v2/models/tiny/infer", data=b'{"inputs":[]}', timeout=10)
+            assert r.status_code == 200 and r.content == body
+        assert s.get(f"http://127.0.0.1:{port}/v2/health/ready", timeout=10).content == body
+    # Two pipelined requests, the second's body split from its head: two answers.
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        req = b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"
+        c.sendall(req + req[:-3])
+        c.sendall(req[-3:])
+        got = b""
+        while got.count(body) < 2:
+            chunk = c.recv(4096)
+            assert chunk, f"connection closed after {got!r}"
+            got += chunk
+        assert got.count(b"HTTP/1.1 200 OK") == 2
+    # A request it will not read (a Content-Length over its 1 MiB limit) closes the connection.
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        c.sendall(b"POST /x HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n")
+        assert c.recv(4096) == b""
+
+
+def test_http_floor_refuses_bad_arguments(floor_binary, tmp_path):
+    for args in ((), ("--port", "1"), ("--port", "1", "--body"), ("--bogus", "1", "--body", "x")):
+        done = subprocess.run([str(floor_binary), *args], capture_output=True, text=True, timeout=10)
+        assert done.returncode == 2 and "usage:" in done.stderr
+    done = subprocess.run([str(floor_binary), "--port", "0", "--body", str(tmp_path / "absent.json")],
+                          capture_output=True, text=True, timeout=10)
+    assert done.returncode == 2 and "absent.json" in done.stderr
+
+
+def test_floor_response_carries_the_reference_outputs():
+    """The no-op server answers with the reference outputs written as ortserve writes floats."""
+    bench = load_run_bench()
+    ref = {"OUTPUT0": np.array([[0.1, -2.5e-7, 1.6231999]], dtype=np.float32)}
+    spec = {"outputs": [{"name": "OUTPUT0", "datatype": "FP32", "dims": [3]}]}
+    text = bench.floor_response("tiny", spec, ref)
+    resp = json.loads(text)
+    assert resp["model_name"] == "tiny"
+    (o,) = resp["outputs"]
+    assert o["name"] == "OUTPUT0" and o["datatype"] == "FP32" and o["shape"] == [1, 3]
+    assert np.array_equal(np.asarray(o["data"], np.float32).reshape(1, 3), ref["OUTPUT0"])
+    assert '"data":[0.1,' in text  # the shortest float32 text, not 0.10000000149011612
+
+
+def test_tiny_target_names_the_transport_floor():
+    bench = load_run_bench()
+    out = {"ortserve": {"models": {"tiny": {"wrk_json": {"concurrency": [dict(closed_loop(9500, 900), concurrency=32)]}}}},
+           "fastapi": {"models": {"tiny": {"wrk_json": {"concurrency": [dict(closed_loop(1000, 8000), concurrency=32)]}}}}}
+    assert "no-op" not in bench.compute_targets(out, {})[0]["detail"]  # not measured: not named
+    out["http_floor"] = {"models": {"tiny": {"wrk_json": {"concurrency": [dict(closed_loop(16000, 300), concurrency=32)]}}}}
+    tiny = bench.compute_targets(out, {})[0]
+    assert tiny["target"] == bench.TINY_TARGET
+    assert "no-op HTTP server on this load (sweep): 16000 inf/s = 16.0x this FastAPI figure" in tiny["detail"]
