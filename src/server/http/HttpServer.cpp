@@ -71,59 +71,63 @@ class SessionBase {
   virtual bool CheckDeadline(std::chrono::steady_clock::time_point now) = 0;
 };
 
-// Arms the close monitors of requests still inside a model after a short
-// delay, in sweeps per I/O thread. Arming a monitor costs a system call that
-// finds nothing (asio tries every receive before it waits for readiness); a
-// small model's requests are answered before their sweep and never pay it.
-// A request is armed by the second sweep after it went in, so one kDelay to
-// two after: a client that leaves is noticed that much later, which matters
-// only for requests that run longer than that.
+// Arms the close monitors of requests still inside a model when the I/O
+// thread runs out of work, or after a short delay while it stays busy.
+// Arming a monitor costs a system call that finds nothing (asio tries every
+// receive before it waits for readiness). When the thread is about to wait
+// for events that is cheap, and the last chance to arm without a wake-up.
+// While the thread stays busy (many small requests), a sweep every kDelay
+// arms those in flight since before the previous sweep (one to two kDelay
+// old): a small model's requests are answered before that and never pay for
+// a monitor. A client that leaves is noticed that much later, which matters
+// only for requests that run longer than that. No timer: RunIoThread calls
+// it between handlers.
 class DeferredCloseMonitors {
  public:
   static constexpr std::chrono::milliseconds kDelay{1};
 
-  explicit DeferredCloseMonitors(net::io_context& ioc) : timer_(ioc) {}
+  // All: the io_context's thread only.
+  bool Pending() const { return !arriving_.empty() || !waiting_.empty(); }
 
-  // The io_context's thread only.
   void Add(std::weak_ptr<SessionBase> session, uint64_t request) {
-    if (stopped_) return;
+    if (!Pending()) next_sweep_ = std::chrono::steady_clock::now() + kDelay;
     arriving_.push_back({std::move(session), request});
-    if (!armed_) Arm();
   }
 
-  // The io_context's thread only: no more sweeps (the server is stopping).
-  void Stop() {
-    stopped_ = true;
-    timer_.cancel();
+  // Between two handlers while the thread is busy.
+  void SweepIfDue() {
+    if (++handlers_ % kHandlersPerClockRead != 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_sweep_) return;
+    ArmEntries(waiting_);
+    waiting_.swap(arriving_);
+    next_sweep_ = now + kDelay;
+  }
+
+  // When the thread has no ready handler left.
+  void ArmAll() {
+    ArmEntries(waiting_);
+    ArmEntries(arriving_);
   }
 
  private:
-  void Arm() {
-    armed_ = true;
-    timer_.expires_after(kDelay);
-    timer_.async_wait([this](beast::error_code ec) { Sweep(ec); });
-  }
-
-  void Sweep(beast::error_code ec) {
-    armed_ = false;
-    if (ec) return;  // the server is stopping
-    for (const Entry& e : waiting_)
-      if (auto session = e.session.lock()) session->ArmCloseMonitor(e.request);
-    waiting_.clear();  // keeps its capacity
-    waiting_.swap(arriving_);
-    if (!waiting_.empty()) Arm();
-  }
+  static constexpr uint32_t kHandlersPerClockRead = 8;
 
   struct Entry {
     std::weak_ptr<SessionBase> session;
     uint64_t request;  // the connection's request number (a later one may be in flight by the sweep)
   };
 
-  net::steady_timer timer_;
-  bool armed_ = false;
-  bool stopped_ = false;
+  static void ArmEntries(std::vector<Entry>& entries) {
+    for (const Entry& e : entries)
+      if (auto session = e.session.lock()) session->ArmCloseMonitor(e.request);
+    entries.clear();  // keeps its capacity
+  }
+
   std::vector<Entry> arriving_;  // since the last sweep
   std::vector<Entry> waiting_;   // armed by the next sweep
+  std::chrono::steady_clock::time_point next_sweep_;
+  uint32_t handlers_ = 0;
 };
 
 // Closes an I/O thread's connections whose deadline (idle, read or write
@@ -186,9 +190,25 @@ class ConnectionDeadlines {
 // and a context switch per request).
 struct IoThread {
   net::io_context ioc{/*concurrency_hint=*/1};  // first: destroyed after the services using it
-  DeferredCloseMonitors close_monitors{ioc};
+  DeferredCloseMonitors close_monitors;
   ConnectionDeadlines deadlines{ioc};
 };
+
+// An I/O thread's loop: io_context::run, except that while close monitors
+// are deferred it runs one handler at a time, so that it sees the moment it
+// runs out of work (and arms them) and can sweep them on time while busy.
+void RunIoThread(IoThread& io) {
+  for (;;) {
+    if (!io.close_monitors.Pending()) {
+      if (io.ioc.run_one() == 0) return;  // stopped
+    } else if (io.ioc.poll_one() > 0) {
+      io.close_monitors.SweepIfDue();
+    } else {
+      io.close_monitors.ArmAll();  // about to wait for events
+      if (io.ioc.stopped()) return;
+    }
+  }
+}
 
 // Shared by the server, its sessions and in-flight completion callbacks, so
 // a completion that arrives after the server is gone finds a live (stopped)
@@ -793,10 +813,10 @@ Status HttpServer::Start() {
   for (int i = 0; i < s.options.io_threads; ++i) {
     s.threads.emplace_back([core = s.core, i] {
       SetCurrentThreadName("http-io-" + std::to_string(i));
-      net::io_context& ioc = core->io_threads[static_cast<size_t>(i)]->ioc;
+      IoThread& io = *core->io_threads[static_cast<size_t>(i)];
       while (true) {
         try {
-          ioc.run();
+          RunIoThread(io);
           return;
         } catch (const std::exception& e) {
           spdlog::error("http: I/O thread caught an exception: {}", e.what());
@@ -863,12 +883,9 @@ void HttpServer::Stop() {
   }
   for (auto& session : live) session->PostClose();
   live.clear();
-  for (auto& io : s.core->io_threads) {  // their timers would keep the threads running a while
+  for (auto& io : s.core->io_threads) {  // its timer would keep the thread running a while
     IoThread* t = io.get();
-    net::post(t->ioc, [t] {
-      t->close_monitors.Stop();
-      t->deadlines.Stop();
-    });
+    net::post(t->ioc, [t] { t->deadlines.Stop(); });
   }
   for (auto& guard : s.work) guard.reset();
   for (auto& t : s.threads) t.join();
