@@ -19,12 +19,17 @@ from harness import DEMO_REPO, ortserve_binary
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(scope="module")
-def limit_binary():
-    path = ortserve_binary().parent / "ortserve_inprocess_limit"
+def bench_tool(name):
+    """A benchmark tool built next to the server (make build), or the test skips."""
+    path = ortserve_binary().parent / name
     if not path.exists():
         pytest.skip(f"{path} not built")
     return path
+
+
+@pytest.fixture(scope="module")
+def limit_binary():
+    return bench_tool("ortserve_inprocess_limit")
 
 
 def run_limit(binary, *args):
@@ -138,10 +143,7 @@ def test_a_ratio_just_under_its_goal_does_not_print_as_the_goal():
 
 @pytest.fixture(scope="module")
 def floor_binary():
-    path = ortserve_binary().parent / "ortserve_http_floor"
-    if not path.exists():
-        pytest.skip(f"{path} not built")
-    return path
+    return bench_tool("ortserve_http_floor")
 
 
 @pytest.fixture
