@@ -591,6 +591,21 @@ def idle_cpu(server, seconds):
     return round(100.0 * (c1 - c0) / (t1 - t0), 2)
 
 
+def concurrency_sweep(server, model, spec, load, points, args):
+    """One closed-loop point per --concurrency value, appended to points["concurrency"]."""
+    for c in args.concurrency:
+        log(f"{server.name}/{model} {load} c={c}")
+        r = closed_loop_point(server, model, spec, load, c, args)
+        if r:
+            points["concurrency"].append(r)
+            log_point(r)
+
+
+def bench_tool(args, name):
+    """A benchmark tool `make build` puts next to the server under test."""
+    return Path(args.ortserve_bin).parent / name
+
+
 def bench_server(server, models, manifest, refs, args, out):
     """Starts one server, runs every load point on every model, stops it."""
     log(f"starting {server.name}")
@@ -628,12 +643,7 @@ def bench_server(server, models, manifest, refs, args, out):
             mres = res["models"].setdefault(m, {})
             for key, _label in loads:
                 points = mres.setdefault(key, {"concurrency": [], "rate": []})
-                for c in args.concurrency:
-                    log(f"{server.name}/{m} {key} c={c}")
-                    r = closed_loop_point(server, m, spec, key, c, args)
-                    if r:
-                        points["concurrency"].append(r)
-                        log_point(r)
+                concurrency_sweep(server, m, spec, key, points, args)
                 if key == "pa_http" and args.rate_fractions and points["concurrency"]:
                     peak = max(p["throughput"] for p in points["concurrency"])
                     url = f"127.0.0.1:{server.port}"
@@ -670,7 +680,7 @@ def bench_floor(manifest, refs, args, out):
     No server answering the same requests with the same bytes beats it on this machine."""
     if "tiny" not in args.models or not args.wrk:
         return
-    binary = Path(args.ortserve_bin).parent / "ortserve_http_floor"
+    binary = bench_tool(args, "ortserve_http_floor")
     if not binary.exists():
         note(f"{binary} not built (make build): the tiny model's transport floor is not measured")
         return
@@ -688,12 +698,7 @@ def bench_floor(manifest, refs, args, out):
             return
         points = (out.setdefault("http_floor", {"models": {}})["models"].setdefault("tiny", {})
                   .setdefault("wrk_json", {"concurrency": [], "rate": []}))
-        for c in args.concurrency:
-            log(f"http_floor/tiny wrk_json c={c}")
-            r = closed_loop_point(server, "tiny", spec, "wrk_json", c, args)
-            if r:
-                points["concurrency"].append(r)
-                log_point(r)
+        concurrency_sweep(server, "tiny", spec, "wrk_json", points, args)
     finally:
         server.stop()
         log("stopped http_floor")
@@ -797,7 +802,7 @@ def run_inprocess(model, sizes, duration, path, args):
            "--batch-sizes", ",".join(map(str, sizes)), "--duration", str(duration), "--json", path]
     # The C++ engine built next to the server under test (same ORT, same
     # session options); inprocess_ort.py falls back to Python without it.
-    limit_bin = Path(args.ortserve_bin).parent / "ortserve_inprocess_limit"
+    limit_bin = bench_tool(args, "ortserve_inprocess_limit")
     if limit_bin.exists():
         cmd += ["--engine", "ortserve", "--limit-bin", limit_bin]
     else:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import requests
 
-from harness import DEMO_REPO, ortserve_binary
+from harness import DEMO_REPO, free_ports, ortserve_binary
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -153,9 +153,7 @@ def floor_server(floor_binary, tmp_path):
     import time
     body = b'{"model_name":"tiny","outputs":[]}'
     (tmp_path / "body.json").write_bytes(body)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_ports(1)[0]
     proc = subprocess.Popen([str(floor_binary), "--port", str(port), "--body", str(tmp_path / "body.json")],
                             stderr=subprocess.PIPE, text=True)
     try:

@@ -280,7 +280,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   bool CheckDeadline(std::chrono::steady_clock::time_point now) override {
     if (!closed_ && now >= deadline_) {
-      spdlog::debug("http: closing a connection past its {} timeout", deadline_kind_);
+      spdlog::debug("http: closing a connection past its idle, read or write timeout");
       DoClose();  // its pending read or write completes with an error, which closes quietly
     }
     return !closed_;
@@ -291,14 +291,11 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
 
   // The connection's deadline (ConnectionDeadlines closes it once passed);
   // Beast's own per-operation timeouts stay unset.
-  void SetDeadline(std::chrono::seconds timeout, const char* kind) {
-    deadline_ = std::chrono::steady_clock::now() + timeout;
-    deadline_kind_ = kind;
-  }
+  void SetDeadline(std::chrono::seconds timeout) { deadline_ = std::chrono::steady_clock::now() + timeout; }
   void ClearDeadline() { deadline_ = std::chrono::steady_clock::time_point::max(); }
 
   void DoHandshake() {
-    SetDeadline(options_.idle_timeout, "idle");
+    SetDeadline(options_.idle_timeout);
     stream_.async_handshake(net::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
       if (ec) {
         // Plain HTTP to the TLS port, no or a rejected client certificate, ...
@@ -318,7 +315,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     // buffer grown by a large body is not kept for an idle connection.
     if (buffer_.capacity() > kReadBytes) buffer_.shrink_to_fit();
     buffer_.reserve(kFirstReadBytes);
-    SetDeadline(options_.idle_timeout, "idle");
+    SetDeadline(options_.idle_timeout);
     stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kReadBytes)),
                             [self = this->shared_from_this()](beast::error_code ec, size_t n) {
                               if (ec) return self->DoClose();  // idle timeout, EOF, reset: nothing to answer
@@ -331,7 +328,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     request_.emplace(http::RequestLimits{.max_header_bytes = options_.max_header_bytes,
                                          .max_body_bytes = options_.max_input_size,
                                          .max_body_chunks = options_.max_body_chunks});
-    SetDeadline(options_.read_timeout, "read");
+    SetDeadline(options_.read_timeout);
     // Usually the whole request came with its first read: parse it here
     // rather than through asynchronous reads that would each complete
     // through the I/O queue without reading anything.
@@ -524,7 +521,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if (!res.body.empty()) response_buffers_.emplace_back(res.body.data(), res.body.size());
     for (const TensorData& t : res.tail)
       if (t.size()) response_buffers_.emplace_back(t.data(), t.size());
-    SetDeadline(options_.idle_timeout, "idle");  // for the write, then the next request
+    SetDeadline(options_.idle_timeout);  // for the write, then the next request
     net::async_write(stream_, response_buffers_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
       self->OnWrite(ec);
     });
@@ -549,7 +546,6 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   Stream stream_;
   IoThread* io_thread_;  // the one this connection lives on
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
-  const char* deadline_kind_ = "idle";  // for the log line
   beast::flat_buffer buffer_;
   static constexpr size_t kReadBytes = 65536;       // most read into buffer_ at once
   static constexpr size_t kFirstReadBytes = 16384;  // a request's first read
