@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "core/MallocName.h"
 #include "repository/ModelRepository.h"
 #include "runtime/OrtModelInstance.h"
 #include "server/grpc/GrpcServer.h"
@@ -285,7 +286,8 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %v");
   const sigset_t signals = BlockShutdownSignals();
 
-  spdlog::info("ortserve {} with ONNX Runtime {}", ORTSERVE_VERSION, ortserve::OrtVersion());
+  spdlog::info("ortserve {} with ONNX Runtime {}, malloc: {}", ORTSERVE_VERSION, ortserve::OrtVersion(),
+               ortserve::MallocName());
 
   const ortserve::ModelControlMode control_mode =
       flags.model_control_mode == "explicit" ? ortserve::ModelControlMode::kExplicit
@@ -438,6 +440,7 @@ int main(int argc, char** argv) {
         .version = ORTSERVE_VERSION,
         .onnxruntime_version = ortserve::OrtVersion(),
         .execution_providers = providers,
+        .allocator = ortserve::MallocName(),
         .http_open_connections = [h = http->get()] { return h->OpenConnections(); },
         .http_rejected_connections = [h = http->get()] { return h->RejectedConnections(); },
         .grpc_active_calls = [g = grpc->get()] { return g->ActiveCalls(); },

@@ -13,13 +13,15 @@ import re
 import socket
 import threading
 import time
+from pathlib import Path
 
 import pytest
 import requests
 import tritonclient.grpc as grpcclient
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness import HTTP_TIMEOUT_S, check_add_sub_fp32, make_test_models, sample_array, start_server
+from harness import (HTTP_TIMEOUT_S, check_add_sub_fp32, make_test_models, ortserve_binary, sample_array,
+                     start_server)
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -150,6 +152,16 @@ def test_exposition_parses_with_prometheus_client(msrv, reference):
     assert build.value == 1
     assert build.labels["onnxruntime_version"] and build.labels["version"]
     assert "CPUExecutionProvider" in build.labels["execution_providers"]
+    # The allocator label names the malloc really mapped into the server:
+    # jemalloc unless the build chose "system" (or a sanitizer's own).
+    maps = Path(f"/proc/{msrv.proc.pid}/maps").read_text()
+    expected = ("asan" if "libasan" in maps else "tsan" if "libtsan" in maps
+                else "jemalloc" if "libjemalloc" in maps else "glibc")  # no LD_PRELOAD here
+    assert build.labels["allocator"].split()[0] == expected, (build.labels["allocator"], expected)
+    cache = ortserve_binary().resolve().parent / "CMakeCache.txt"
+    if cache.exists() and re.search(r"^ORTSERVE_ALLOCATOR:STRING=jemalloc$", cache.read_text(), re.M) \
+            and not re.search(r"^ORTSERVE_SANITIZE:STRING=.+$", cache.read_text(), re.M):
+        assert expected == "jemalloc", f"built with ORTSERVE_ALLOCATOR=jemalloc but running on {expected}"
     threads = families["process_threads"].samples[0].value
     assert threads >= 4  # http, grpc, metrics and scheduler threads at least
     assert families["process_resident_memory_bytes"].samples[0].value > 0

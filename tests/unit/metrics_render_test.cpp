@@ -171,6 +171,7 @@ TEST(RenderMetrics, WholeExpositionParsesAndCarriesTheCounters) {
   sources.version = "0.1.0";
   sources.onnxruntime_version = "1.29.0";
   sources.execution_providers = "CPUExecutionProvider";
+  sources.allocator = "jemalloc 5.3.0";
   sources.http_open_connections = [] { return size_t{4}; };
   sources.grpc_active_calls = [] { return size_t{2}; };
   sources.trace_export = [] {
@@ -210,7 +211,7 @@ TEST(RenderMetrics, WholeExpositionParsesAndCarriesTheCounters) {
   EXPECT_EQ(s["ortserve_trace_export_failures_total"], "1");
   EXPECT_EQ(s["ortserve_trace_buffered_spans"], "2");
   EXPECT_EQ(s["ortserve_build_info{version=\"0.1.0\",onnxruntime_version=\"1.29.0\","
-              "execution_providers=\"CPUExecutionProvider\"}"],
+              "execution_providers=\"CPUExecutionProvider\",allocator=\"jemalloc 5.3.0\"}"],
             "1");
   EXPECT_EQ(s.count("process_cpu_seconds_total"), 1u);
   EXPECT_EQ(s.count("process_resident_memory_bytes"), 1u);

@@ -93,12 +93,13 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
                           const std::vector<std::shared_ptr<Model>>& ready_models) {
   PrometheusText out;
   out.Family("ortserve_build_info", "gauge",
-             "Always 1; the labels name the ortserve and ONNX Runtime versions and the execution providers "
-             "this ONNX Runtime build offers.");
+             "Always 1; the labels name the ortserve and ONNX Runtime versions, the execution providers "
+             "this ONNX Runtime build offers and the malloc the process runs on.");
   out.Sample("ortserve_build_info",
              {{"version", sources.version},
               {"onnxruntime_version", sources.onnxruntime_version},
-              {"execution_providers", sources.execution_providers}},
+              {"execution_providers", sources.execution_providers},
+              {"allocator", sources.allocator}},
              uint64_t{1});
   RenderProcess(out);
 

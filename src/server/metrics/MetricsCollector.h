@@ -21,6 +21,7 @@ struct MetricsSources {
   std::string version;
   std::string onnxruntime_version;
   std::string execution_providers;  // comma separated, in ORT's order
+  std::string allocator;            // core/MallocName.h: the malloc really in use
   // Front-end gauges; an empty function leaves the sample out.
   std::function<size_t()> http_open_connections;
   std::function<uint64_t()> http_rejected_connections;
