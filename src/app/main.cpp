@@ -286,8 +286,9 @@ int main(int argc, char** argv) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %v");
   const sigset_t signals = BlockShutdownSignals();
 
+  const std::string malloc_name = ortserve::MallocName();  // logged here, labelled in ortserve_build_info
   spdlog::info("ortserve {} with ONNX Runtime {}, malloc: {}", ORTSERVE_VERSION, ortserve::OrtVersion(),
-               ortserve::MallocName());
+               malloc_name);
 
   const ortserve::ModelControlMode control_mode =
       flags.model_control_mode == "explicit" ? ortserve::ModelControlMode::kExplicit
@@ -440,7 +441,7 @@ int main(int argc, char** argv) {
         .version = ORTSERVE_VERSION,
         .onnxruntime_version = ortserve::OrtVersion(),
         .execution_providers = providers,
-        .allocator = ortserve::MallocName(),
+        .allocator = malloc_name,
         .http_open_connections = [h = http->get()] { return h->OpenConnections(); },
         .http_rejected_connections = [h = http->get()] { return h->RejectedConnections(); },
         .grpc_active_calls = [g = grpc->get()] { return g->ActiveCalls(); },

@@ -159,8 +159,9 @@ def test_exposition_parses_with_prometheus_client(msrv, reference):
                 else "jemalloc" if "libjemalloc" in maps else "glibc")  # no LD_PRELOAD here
     assert build.labels["allocator"].split()[0] == expected, (build.labels["allocator"], expected)
     cache = ortserve_binary().resolve().parent / "CMakeCache.txt"
-    if cache.exists() and re.search(r"^ORTSERVE_ALLOCATOR:STRING=jemalloc$", cache.read_text(), re.M) \
-            and not re.search(r"^ORTSERVE_SANITIZE:STRING=.+$", cache.read_text(), re.M):
+    config = cache.read_text() if cache.exists() else ""
+    if re.search(r"^ORTSERVE_ALLOCATOR:STRING=jemalloc$", config, re.M) \
+            and not re.search(r"^ORTSERVE_SANITIZE:STRING=.+$", config, re.M):
         assert expected == "jemalloc", f"built with ORTSERVE_ALLOCATOR=jemalloc but running on {expected}"
     threads = families["process_threads"].samples[0].value
     assert threads >= 4  # http, grpc, metrics and scheduler threads at least
