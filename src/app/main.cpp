@@ -80,13 +80,14 @@ struct Flags {
 };
 
 int DefaultHttpThreads() {
-  // HTTP threads only parse and encode (~15 us of CPU for a small request), so
+  // HTTP threads only parse and encode (~10 us of CPU for a small request), so
   // a few keep up with the models and leave the cores to inference. Under 4
-  // cores one is enough: it serves ~65k small requests/s, more than any real
-  // model computes there, and a second only takes turns with the model's
-  // threads on the same cores (2 cores, tiny model, wrk -c32: 1 thread 19-21 us
-  // of server CPU per request and p99 1.0-1.6 ms, 2 threads 21-24 us and
-  // 3.5-3.9 ms; bench/FINDINGS.md, stop 12).
+  // cores one is the default: it serves ~100k small requests/s, more than any
+  // real model computes there. A second one raises a no-op-sized model's
+  // throughput (2 cores, tiny model, wrk -c32: +8-17%) but takes turns with
+  // the model's threads and the clients on the same cores: p99 0.5 -> up to
+  // 2-3 ms, and perf_analyzer's HTTP rate on tiny and wrk's on the batching
+  // mlp fell 8-14% (bench/FINDINGS.md, stops 12 and 15).
   unsigned cores = std::thread::hardware_concurrency();
   if (cores < 4) return 1;
   return cores >= 8 ? 4 : 2;
