@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
-#include <unordered_set>
 #include <vector>
 
 #include "server/common/TensorLimits.h"
@@ -72,7 +71,9 @@ struct LeafWriter {
   DataType dtype;
   std::byte* out;   // fixed-size types
   std::string* bytes_out;  // BYTES
+  uint64_t limit;   // the leaves the shape holds; `out` has room for exactly these
   uint64_t index = 0;
+  bool too_many = false;  // the data has a leaf past `limit` (Walk stopped there)
 
   Status Bad(element e, const char* expected) const {
     return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] is a " +
@@ -153,10 +154,21 @@ struct LeafWriter {
     return Status::Ok();
   }
 
+  // Writes the leaves in order, in one pass: the count is checked as it goes
+  // (too_many) and after (index), not by a counting pass before.
   Status Walk(element e) {
     array arr;
-    if (e.get_array().get(arr) != simdjson::SUCCESS) return Leaf(e);
-    for (element child : arr) ORTSERVE_RETURN_IF_ERROR(Walk(child));
+    if (e.get_array().get(arr) != simdjson::SUCCESS) {
+      if (index == limit) {
+        too_many = true;
+        return Status::Ok();
+      }
+      return Leaf(e);
+    }
+    for (element child : arr) {
+      ORTSERVE_RETURN_IF_ERROR(Walk(child));
+      if (too_many) break;
+    }
     return Status::Ok();
   }
 };
@@ -272,7 +284,6 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
     return InvalidArgument("request JSON must have an 'inputs' array");
 
   size_t binary_offset = json_size;  // next unread byte of binary data
-  std::unordered_set<std::string_view> names;
   req.inputs.reserve(inputs.size());
   size_t input_index = 0;
   for (element in_el : inputs) {
@@ -283,7 +294,6 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
     std::string_view name;
     if (in.at_key("name").get_string().get(name) != simdjson::SUCCESS)
       return InvalidArgument("inputs[" + std::to_string(input_index) + "] has no 'name' string");
-    if (!names.insert(name).second) return InvalidArgument("input " + Quote(name) + " is given more than once");
     t.name = name;
 
     std::string_view dtype_name;
@@ -346,21 +356,27 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
                       "input " + Quote(name) + ": " + std::string(dtype_name) + " " + ShapeToString(t.shape) +
                           " is " + std::to_string(*fixed_bytes) + " bytes, over the limit of " +
                           std::to_string(options.max_tensor_bytes) + " bytes");
-      uint64_t leaves = 0;
-      CountLeaves(data, &leaves);
-      if (leaves != *count)
+      // Leaves are counted only for an error: a wrong count is reported
+      // before a bad element.
+      const auto walk = [&](LeafWriter& w) -> Status {
+        Status status = w.Walk(data);
+        if (status.ok() && !w.too_many && w.index == *count) return status;
+        uint64_t leaves = 0;
+        CountLeaves(data, &leaves);
+        if (leaves == *count) return status;
         return InvalidArgument("input " + Quote(name) + ": data has " + std::to_string(leaves) +
                                " elements, shape " + ShapeToString(t.shape) + " needs " + std::to_string(*count));
+      };
       if (fixed_bytes) {
         auto holder = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(*fixed_bytes));
-        LeafWriter w{name, t.dtype, holder->data(), nullptr};
-        ORTSERVE_RETURN_IF_ERROR(w.Walk(data));
+        LeafWriter w{name, t.dtype, holder->data(), nullptr, *count};
+        ORTSERVE_RETURN_IF_ERROR(walk(w));
         const std::byte* p = holder->data();
         t.data = TensorData(std::move(holder), p, static_cast<size_t>(*fixed_bytes));
       } else {
         auto holder = std::make_shared<std::string>();
-        LeafWriter w{name, t.dtype, nullptr, holder.get()};
-        ORTSERVE_RETURN_IF_ERROR(w.Walk(data));
+        LeafWriter w{name, t.dtype, nullptr, holder.get(), *count};
+        ORTSERVE_RETURN_IF_ERROR(walk(w));
         if (holder->size() > options.max_tensor_bytes)
           return Status(StatusCode::kPayloadTooLarge, "input " + Quote(name) + ": BYTES data is " +
                                                           std::to_string(holder->size()) + " bytes, over the limit of " +
@@ -381,7 +397,6 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
     array outs;
     if (outs_el.get_array().get(outs) != simdjson::SUCCESS) return InvalidArgument("'outputs' must be an array");
     out.outputs_listed = true;
-    std::unordered_set<std::string_view> out_names;
     req.requested_outputs.reserve(outs.size());
     size_t i = 0;
     for (element o_el : outs) {
@@ -389,8 +404,6 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
       std::string_view name;
       if (o_el.get_object().get(o) != simdjson::SUCCESS || o.at_key("name").get_string().get(name) != simdjson::SUCCESS)
         return InvalidArgument("outputs[" + std::to_string(i) + "] must be an object with a 'name' string");
-      if (!out_names.insert(name).second)
-        return InvalidArgument("output " + Quote(name) + " is requested more than once");
       RequestedOutput ro{std::string(name), out.binary_data_output};
       if (element p; o.at_key("parameters").get(p) == simdjson::SUCCESS) {
         object po;

@@ -6,11 +6,11 @@
 // Only wire framing is checked here: well-formed JSON, known datatype names,
 // shapes of non-negative integers whose sizes neither overflow nor exceed the
 // limit, JSON data whose element count matches the shape, binary data inside
-// the body and all of it claimed, no duplicate input/output names. Whether a
-// tensor's bytes fit its shape and datatype (binary sizes, BYTES length
-// prefixes) is checked once for both protocols by the request validator
-// (repository/RequestValidator.h), with the model-level checks (names,
-// datatypes and shapes against the config, batch size) in Model::Infer.
+// the body and all of it claimed. Whether a tensor's bytes fit its shape and
+// datatype (binary sizes, BYTES length prefixes) is checked once for both
+// protocols by the request validator (repository/RequestValidator.h), with
+// the model-level checks (names, repeated names, datatypes and shapes against
+// the config, batch size) in Model::Infer.
 //
 // Binary inputs are not copied: their TensorData views the body, which the
 // tensors keep alive through their owner.
