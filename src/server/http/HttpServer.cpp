@@ -436,9 +436,9 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     if (monitoring_) return;
     monitoring_ = true;
     Tcp().async_receive(net::buffer(&peek_byte_, 1), tcp::socket::message_peek,
-                                 [self = this->shared_from_this()](beast::error_code ec, size_t n) {
-                                   self->OnMonitor(ec, n);
-                                 });
+                        [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                          self->OnMonitor(ec, n);
+                        });
   }
 
   void OnMonitor(beast::error_code ec, size_t n) {
