@@ -233,7 +233,6 @@ struct Core {
 // 0.4 us of the I/O thread's ~10 us per small request (tiny JSON, wrk -c32:
 // +6.5% requests/s; bench/FINDINGS.md, stop 15).
 using Socket = net::basic_stream_socket<tcp, net::io_context::executor_type>;
-using PlainStream = Socket;
 using TlsStream = beast::ssl_stream<Socket>;
 
 // One connection. Templated over the stream so that plain HTTP pays nothing
@@ -729,7 +728,7 @@ struct HttpServer::Impl {
         if (tls) {
           std::make_shared<Session<TlsStream>>(core, service, options, io_thread, std::move(socket), *tls)->Start();
         } else {
-          std::make_shared<Session<PlainStream>>(core, service, options, io_thread, std::move(socket))->Start();
+          std::make_shared<Session<Socket>>(core, service, options, io_thread, std::move(socket))->Start();
         }
       }
       DoAccept();
