@@ -238,6 +238,13 @@ TEST(HttpInferRequestDecoder, WireLevelJsonErrors) {
   ExpectError(Decode(Body(Input("x", "INT32", "[1]", "[1.5]"))), 400, "data[0] is a number, expected an integer");
   ExpectError(Decode(Body(Input("x", "FP32", "[2]", R"([1,"2"])"))), 400, "data[1] is a string, expected a number");
   ExpectError(Decode(Body(Input("x", "BOOL", "[1]", "[1]"))), 400, "expected true or false");
+  ExpectError(Decode(Body(Input("x", "FP64", "[3]", "[1,2,true]"))), 400, "data[2] is a boolean, expected a number for FP64");
+  ExpectError(Decode(Body(Input("x", "FP32", "[2]", "[0.5,null]"))), 400, "data[1] is null, expected a number");
+  ExpectError(Decode(Body(Input("x", "INT64", "[2]", "[1,18446744073709551615]"))), 400,
+              "data[1] is a number, expected an integer for INT64");
+  ExpectError(Decode(Body(Input("x", "UINT16", "[2,1]", "[[1],[65536]]"))), 400,
+              "data[1] = 65536 is out of range for UINT16");
+  ExpectError(Decode(Body(Input("x", "INT16", "[2]", R"([1,{"a":1}])"))), 400, "data[1] is an object, expected an integer");
   ExpectError(Decode(Body(Input("x", "BYTES", "[1]", "[1]"))), 400, "expected a string for BYTES");
   ExpectError(Decode(Body(Input("x", "FP16", "[1]", "[1.0]"))), 400, "FP16 data must use the binary data extension");
   ExpectError(Decode(Body(Input("x", "BF16", "[1]", "[1.0]"))), 400, "BF16 data must use the binary data extension");

@@ -44,18 +44,19 @@ std::string Quote(std::string_view s) {
   return quoted;
 }
 
-const char* TypeName(element_type t) {
+// What a JSON value is, as an error message says it ("data[3] is a string").
+const char* DescribeValue(element_type t) {
   switch (t) {
-    case element_type::ARRAY: return "array";
-    case element_type::OBJECT: return "object";
+    case element_type::ARRAY: return "an array";
+    case element_type::OBJECT: return "an object";
     case element_type::INT64:
     case element_type::UINT64:
-    case element_type::DOUBLE: return "number";
-    case element_type::STRING: return "string";
-    case element_type::BOOL: return "boolean";
+    case element_type::DOUBLE: return "a number";
+    case element_type::STRING: return "a string";
+    case element_type::BOOL: return "a boolean";
     case element_type::NULL_VALUE: return "null";
   }
-  return "value";
+  return "a value";
 }
 
 // Counts the scalars in a (possibly nested) data array. Depth is bounded by
@@ -66,6 +67,48 @@ void CountLeaves(element e, uint64_t* count) {
   for (element child : arr) CountLeaves(child, count);
 }
 
+// Converters from one JSON scalar to a fixed-size element: false when the
+// scalar is not that type's (wrong kind, or out of the type's range).
+// LeafWriter::LeafError says which, for the error message.
+template <typename T>
+bool ToSigned(element e, T* v) {
+  int64_t x;
+  if (e.type() == element_type::UINT64 || e.get_int64().get(x) != simdjson::SUCCESS) return false;
+  if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) return false;
+  *v = static_cast<T>(x);
+  return true;
+}
+
+template <typename T>
+bool ToUnsigned(element e, T* v) {
+  uint64_t x;
+  if (e.type() == element_type::DOUBLE || e.get_uint64().get(x) != simdjson::SUCCESS) return false;
+  if (x > std::numeric_limits<T>::max()) return false;
+  *v = static_cast<T>(x);
+  return true;
+}
+
+template <typename T>
+bool ToFloat(element e, T* v) {
+  double d;
+  if (e.get_double().get(d) != simdjson::SUCCESS) return false;  // any number; not a string or bool
+  *v = static_cast<T>(d);
+  return true;
+}
+
+bool ToBoolByte(element e, uint8_t* v) {
+  bool b;
+  if (e.get_bool().get(b) != simdjson::SUCCESS) return false;
+  *v = b ? 1 : 0;
+  return true;
+}
+
+// Writes a (possibly nested) data array's leaves in order, in one pass: the
+// count is checked as it goes (too_many) and after (index), not by a counting
+// pass before. Fixed-size types are walked by a loop specialised for the
+// type (the datatype is dispatched once per input, not once per element, and
+// an element's conversion is a bool, not a Status); the message for a bad
+// element is built only when there is one.
 struct LeafWriter {
   std::string_view input;
   DataType dtype;
@@ -75,101 +118,123 @@ struct LeafWriter {
   uint64_t index = 0;
   bool too_many = false;  // the data has a leaf past `limit` (Walk stopped there)
 
-  Status Bad(element e, const char* expected) const {
-    return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] is a " +
-                           TypeName(e.type()) + ", expected " + expected + " for " +
-                           std::string(DataTypeName(dtype)));
-  }
-
-  template <typename T>
-  void Put(T v) {
-    std::memcpy(out + index * sizeof(T), &v, sizeof(T));
-  }
-
-  template <typename T>
-  Status PutSigned(element e) {
-    int64_t v;
-    if (e.type() == element_type::UINT64 || e.get_int64().get(v) != simdjson::SUCCESS)
-      return Bad(e, "an integer");
-    if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
-      return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] = " +
-                             std::to_string(v) + " is out of range for " + std::string(DataTypeName(dtype)));
-    Put(static_cast<T>(v));
-    return Status::Ok();
-  }
-
-  template <typename T>
-  Status PutUnsigned(element e) {
-    uint64_t v;
-    if (e.type() == element_type::DOUBLE || e.get_uint64().get(v) != simdjson::SUCCESS)
-      return Bad(e, "a non-negative integer");
-    if (v > std::numeric_limits<T>::max())
-      return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] = " +
-                             std::to_string(v) + " is out of range for " + std::string(DataTypeName(dtype)));
-    Put(static_cast<T>(v));
-    return Status::Ok();
-  }
-
-  Status Leaf(element e) {
+  Status Walk(element data) {
     switch (dtype) {
-      case DataType::kBool: {
-        bool b;
-        if (e.get_bool().get(b) != simdjson::SUCCESS) return Bad(e, "true or false");
-        Put<uint8_t>(b ? 1 : 0);
-        break;
-      }
-      case DataType::kInt8: ORTSERVE_RETURN_IF_ERROR(PutSigned<int8_t>(e)); break;
-      case DataType::kInt16: ORTSERVE_RETURN_IF_ERROR(PutSigned<int16_t>(e)); break;
-      case DataType::kInt32: ORTSERVE_RETURN_IF_ERROR(PutSigned<int32_t>(e)); break;
-      case DataType::kInt64: ORTSERVE_RETURN_IF_ERROR(PutSigned<int64_t>(e)); break;
-      case DataType::kUint8: ORTSERVE_RETURN_IF_ERROR(PutUnsigned<uint8_t>(e)); break;
-      case DataType::kUint16: ORTSERVE_RETURN_IF_ERROR(PutUnsigned<uint16_t>(e)); break;
-      case DataType::kUint32: ORTSERVE_RETURN_IF_ERROR(PutUnsigned<uint32_t>(e)); break;
-      case DataType::kUint64: ORTSERVE_RETURN_IF_ERROR(PutUnsigned<uint64_t>(e)); break;
-      case DataType::kFp32:
-      case DataType::kFp64: {
-        double d;
-        if (!e.is_number() || e.get_double().get(d) != simdjson::SUCCESS) return Bad(e, "a number");
-        if (dtype == DataType::kFp32) Put(static_cast<float>(d));
-        else Put(d);
-        break;
-      }
-      case DataType::kBytes: {
-        std::string_view s;
-        if (e.get_string().get(s) != simdjson::SUCCESS) return Bad(e, "a string");
-        if (s.size() > std::numeric_limits<uint32_t>::max())
-          return InvalidArgument("input " + Quote(input) + ": BYTES element too long");
-        const auto len = static_cast<uint32_t>(s.size());
-        char prefix[4];
-        std::memcpy(prefix, &len, 4);  // little-endian host
-        bytes_out->append(prefix, 4);
-        bytes_out->append(s);
-        break;
-      }
+      case DataType::kBool: return WalkAs<uint8_t>(data, ToBoolByte);
+      case DataType::kInt8: return WalkAs<int8_t>(data, ToSigned<int8_t>);
+      case DataType::kInt16: return WalkAs<int16_t>(data, ToSigned<int16_t>);
+      case DataType::kInt32: return WalkAs<int32_t>(data, ToSigned<int32_t>);
+      case DataType::kInt64: return WalkAs<int64_t>(data, ToSigned<int64_t>);
+      case DataType::kUint8: return WalkAs<uint8_t>(data, ToUnsigned<uint8_t>);
+      case DataType::kUint16: return WalkAs<uint16_t>(data, ToUnsigned<uint16_t>);
+      case DataType::kUint32: return WalkAs<uint32_t>(data, ToUnsigned<uint32_t>);
+      case DataType::kUint64: return WalkAs<uint64_t>(data, ToUnsigned<uint64_t>);
+      case DataType::kFp32: return WalkAs<float>(data, ToFloat<float>);
+      case DataType::kFp64: return WalkAs<double>(data, ToFloat<double>);
+      case DataType::kBytes: return WalkBytes(data);
       default:
         return InvalidArgument("input " + Quote(input) + ": " + std::string(DataTypeName(dtype)) +
                                " data must use the binary data extension");
     }
-    ++index;
-    return Status::Ok();
   }
 
-  // Writes the leaves in order, in one pass: the count is checked as it goes
-  // (too_many) and after (index), not by a counting pass before.
-  Status Walk(element e) {
+ private:
+  template <typename T>
+  using Converter = bool (*)(element, T*);
+
+  template <typename T>
+  Status WalkAs(element data, Converter<T> convert) {
+    element bad;
+    if (WalkFixed<T>(data, convert, &bad)) return Status::Ok();
+    return LeafError(bad);
+  }
+
+  // False at the first leaf that does not convert (*bad, data[index]).
+  template <typename T>
+  bool WalkFixed(element e, Converter<T> convert, element* bad) {
     array arr;
     if (e.get_array().get(arr) != simdjson::SUCCESS) {
       if (index == limit) {
         too_many = true;
-        return Status::Ok();
+        return true;
       }
-      return Leaf(e);
+      T v;
+      if (!convert(e, &v)) {
+        *bad = e;
+        return false;
+      }
+      std::memcpy(out + index * sizeof(T), &v, sizeof(T));
+      ++index;
+      return true;
     }
     for (element child : arr) {
-      ORTSERVE_RETURN_IF_ERROR(Walk(child));
+      if (!WalkFixed<T>(child, convert, bad)) return false;
       if (too_many) break;
     }
+    return true;
+  }
+
+  Status WalkBytes(element e) {
+    if (array arr; e.get_array().get(arr) == simdjson::SUCCESS) {
+      for (element child : arr) {
+        ORTSERVE_RETURN_IF_ERROR(WalkBytes(child));
+        if (too_many) break;
+      }
+      return Status::Ok();
+    }
+    if (index == limit) {
+      too_many = true;
+      return Status::Ok();
+    }
+    std::string_view s;
+    if (e.get_string().get(s) != simdjson::SUCCESS) return Bad(e, "a string");
+    if (s.size() > std::numeric_limits<uint32_t>::max())
+      return InvalidArgument("input " + Quote(input) + ": BYTES element too long");
+    const auto len = static_cast<uint32_t>(s.size());
+    char prefix[4];
+    std::memcpy(prefix, &len, 4);  // little-endian host
+    bytes_out->append(prefix, 4);
+    bytes_out->append(s);
+    ++index;
     return Status::Ok();
+  }
+
+  Status Bad(element e, const char* expected) const {
+    return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] is " +
+                           DescribeValue(e.type()) + ", expected " + expected + " for " +
+                           std::string(DataTypeName(dtype)));
+  }
+
+  Status OutOfRange(const std::string& value) const {
+    return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] = " + value +
+                           " is out of range for " + std::string(DataTypeName(dtype)));
+  }
+
+  // Why data[index] = e did not convert to dtype: the wrong kind of value, or
+  // an integer out of the type's range.
+  Status LeafError(element e) const {
+    switch (dtype) {
+      case DataType::kBool: return Bad(e, "true or false");
+      case DataType::kInt8:
+      case DataType::kInt16:
+      case DataType::kInt32:
+      case DataType::kInt64: {
+        int64_t v;
+        if (e.type() == element_type::UINT64 || e.get_int64().get(v) != simdjson::SUCCESS)
+          return Bad(e, "an integer");
+        return OutOfRange(std::to_string(v));
+      }
+      case DataType::kUint8:
+      case DataType::kUint16:
+      case DataType::kUint32:
+      case DataType::kUint64: {
+        uint64_t v;
+        if (e.type() == element_type::DOUBLE || e.get_uint64().get(v) != simdjson::SUCCESS)
+          return Bad(e, "a non-negative integer");
+        return OutOfRange(std::to_string(v));
+      }
+      default: return Bad(e, "a number");
+    }
   }
 };
 
