@@ -238,6 +238,29 @@ struct LeafWriter {
   }
 };
 
+// An input object's fields, found in one pass over its keys (at_key scans
+// the object once per lookup). Of repeated keys the first wins, as with at_key.
+struct InputFields {
+  std::optional<element> name, datatype, shape, parameters, data;
+
+  explicit InputFields(object in) {
+    for (auto field : in) {
+      std::optional<element>* slot = Slot(field.key);
+      if (slot && !*slot) *slot = field.value;
+    }
+  }
+
+ private:
+  std::optional<element>* Slot(std::string_view key) {
+    if (key == "name") return &name;
+    if (key == "datatype") return &datatype;
+    if (key == "shape") return &shape;
+    if (key == "parameters") return &parameters;
+    if (key == "data") return &data;
+    return nullptr;
+  }
+};
+
 Result<Shape> ParseShape(std::string_view input, element e) {
   array arr;
   if (e.get_array().get(arr) != simdjson::SUCCESS)
@@ -357,21 +380,20 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
       return InvalidArgument("inputs[" + std::to_string(input_index) + "] must be an object");
     Tensor t;
     std::string_view name;
-    if (in.at_key("name").get_string().get(name) != simdjson::SUCCESS)
+    const InputFields fields(in);
+    if (!fields.name || fields.name->get_string().get(name) != simdjson::SUCCESS)
       return InvalidArgument("inputs[" + std::to_string(input_index) + "] has no 'name' string");
     t.name = name;
 
     std::string_view dtype_name;
-    if (in.at_key("datatype").get_string().get(dtype_name) != simdjson::SUCCESS)
+    if (!fields.datatype || fields.datatype->get_string().get(dtype_name) != simdjson::SUCCESS)
       return InvalidArgument("input " + Quote(name) + " has no 'datatype' string");
     auto dtype = DataTypeFromName(dtype_name);
     if (!dtype) return InvalidArgument("input " + Quote(name) + " has unknown datatype " + Quote(dtype_name));
     t.dtype = *dtype;
 
-    element shape_el;
-    if (in.at_key("shape").get(shape_el) != simdjson::SUCCESS)
-      return InvalidArgument("input " + Quote(name) + " has no 'shape'");
-    auto shape = ParseShape(name, shape_el);
+    if (!fields.shape) return InvalidArgument("input " + Quote(name) + " has no 'shape'");
+    auto shape = ParseShape(name, *fields.shape);
     if (!shape.ok()) return shape.status();
     t.shape = std::move(*shape);
     auto count = common::LimitedElementCount(name, t.dtype, t.shape, options.max_tensor_elements);
@@ -380,9 +402,9 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
     const std::optional<uint64_t> fixed_bytes = FixedByteSize(t.dtype, t.shape);
 
     std::optional<uint64_t> binary_size;
-    if (element p; in.at_key("parameters").get(p) == simdjson::SUCCESS) {
+    if (fields.parameters) {
       object po;
-      if (p.get_object().get(po) != simdjson::SUCCESS)
+      if (fields.parameters->get_object().get(po) != simdjson::SUCCESS)
         return InvalidArgument("input " + Quote(name) + ": 'parameters' must be an object");
       if (element bs; po.at_key("binary_data_size").get(bs) == simdjson::SUCCESS) {
         uint64_t v;
@@ -391,8 +413,7 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
         binary_size = v;
       }
     }
-    element data;
-    const bool has_data = in.at_key("data").get(data) == simdjson::SUCCESS;
+    const bool has_data = fields.data.has_value();
 
     if (binary_size) {
       if (has_data)
@@ -424,10 +445,10 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
       // Leaves are counted only for an error: a wrong count is reported
       // before a bad element.
       const auto walk = [&](LeafWriter& w) -> Status {
-        Status status = w.Walk(data);
+        Status status = w.Walk(*fields.data);
         if (status.ok() && !w.too_many && w.index == *count) return status;
         uint64_t leaves = 0;
-        CountLeaves(data, &leaves);
+        CountLeaves(*fields.data, &leaves);
         if (leaves == *count) return status;
         return InvalidArgument("input " + Quote(name) + ": data has " + std::to_string(leaves) +
                                " elements, shape " + ShapeToString(t.shape) + " needs " + std::to_string(*count));
