@@ -1,7 +1,7 @@
 #pragma once
-// A small append-only JSON writer over std::string. Numbers go through
-// std::to_chars (shortest round-trip form for floats), so writing a large
-// tensor as JSON costs one pass and no temporary strings. The caller is
+// A small append-only JSON writer over std::string. Integers go through
+// std::to_chars, floats through WriteShortest (shortest round-trip form), so
+// writing a large tensor as JSON costs one pass and no temporary strings. The caller is
 // responsible for structure (commas are tracked per nesting level).
 // Shared by the HTTP front end (responses) and the OTLP trace exporter.
 #include <charconv>
@@ -11,6 +11,8 @@
 #include <string_view>
 #include <type_traits>
 #include <vector>
+
+#include "core/ShortestNumber.h"
 
 namespace ortserve {
 
@@ -53,9 +55,8 @@ class JsonWriter {
     Separator();
     if (std::isnan(v)) { out_->append("NaN"); return; }
     if (std::isinf(v)) { out_->append(v < 0 ? "-Infinity" : "Infinity"); return; }
-    char buf[40];
-    auto r = std::to_chars(buf, buf + sizeof buf, v);
-    out_->append(buf, r.ptr);
+    char buf[kShortestNumberMaxChars];
+    out_->append(buf, WriteShortest(v, buf));
   }
 
   // Already-serialized JSON value.
