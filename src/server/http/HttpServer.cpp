@@ -70,6 +70,8 @@ class SessionBase {
   // The connection's I/O thread: closes the connection if its deadline (idle,
   // read or write timeout) is at or before `now`. False once it is closed.
   virtual bool CheckDeadline(std::chrono::steady_clock::time_point now) = 0;
+  // The connection's I/O thread.
+  virtual bool Closed() const = 0;
 };
 
 // Arms the close monitors of requests still inside a model when the I/O
@@ -201,9 +203,9 @@ class CompletionInbox {
   // Completions never run (the server stopped first) are destroyed unrun.
   ~CompletionInbox() { Free(head_.exchange(nullptr)); }
 
-  // Any thread.
-  void Push(std::function<void()> fn) {
-    auto* node = new Node{std::move(fn), nullptr};
+  // Any thread. `fn` runs on the I/O thread unless `session` is closed by then.
+  void Push(std::shared_ptr<SessionBase> session, std::function<void()> fn) {
+    auto* node = new Node{std::move(session), std::move(fn), nullptr};
     Node* head = head_.load(std::memory_order_relaxed);
     do {
       node->next = head;
@@ -213,6 +215,7 @@ class CompletionInbox {
 
  private:
   struct Node {
+    std::shared_ptr<SessionBase> session;
     std::function<void()> fn;
     Node* next;
   };
@@ -229,7 +232,7 @@ class CompletionInbox {
     while (fifo != nullptr) {
       std::unique_ptr<Node> node(fifo);
       fifo = fifo->next;
-      node->fn();
+      if (!node->session->Closed()) node->fn();
     }
   }
 
@@ -352,6 +355,8 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
     return !closed_;
   }
 
+  bool Closed() const override { return closed_; }
+
  private:
   Socket& Tcp() { return beast::get_lowest_layer(stream_); }
 
@@ -473,9 +478,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       if (!core->gate_open) return;
       if (auto s = weak.lock()) {
         IoThread* io = s->io_thread_;
-        io->completions.Push([s = std::move(s), fn = std::move(fn)] {
-          if (!s->closed_) fn();
-        });
+        io->completions.Push(std::move(s), std::move(fn));
       }
     };
     ctx.reply = [weak](http::HttpResponse r) {
