@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "server/common/TensorLimits.h"
@@ -67,23 +69,25 @@ void CountLeaves(element e, uint64_t* count) {
   for (element child : arr) CountLeaves(child, count);
 }
 
+// A JSON integer read as the 64-bit type of Wide's signedness: false for a
+// non-integer, and for a value only the other type holds (int64: above
+// INT64_MAX; uint64: negative). The one kind check for conversion and message.
+template <typename Wide>
+bool ToWideInteger(element e, Wide* v) {
+  const element_type excluded = std::is_signed_v<Wide> ? element_type::UINT64 : element_type::DOUBLE;
+  return e.type() != excluded && e.get<Wide>().get(*v) == simdjson::SUCCESS;
+}
+
+template <typename T>
+using WideOf = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+
 // Converters from one JSON scalar to a fixed-size element: false when the
 // scalar is not that type's (wrong kind, or out of the type's range).
 // LeafWriter::LeafError says which, for the error message.
 template <typename T>
-bool ToSigned(element e, T* v) {
-  int64_t x;
-  if (e.type() == element_type::UINT64 || e.get_int64().get(x) != simdjson::SUCCESS) return false;
-  if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) return false;
-  *v = static_cast<T>(x);
-  return true;
-}
-
-template <typename T>
-bool ToUnsigned(element e, T* v) {
-  uint64_t x;
-  if (e.type() == element_type::DOUBLE || e.get_uint64().get(x) != simdjson::SUCCESS) return false;
-  if (x > std::numeric_limits<T>::max()) return false;
+bool ToInteger(element e, T* v) {
+  WideOf<T> x;
+  if (!ToWideInteger(e, &x) || !std::in_range<T>(x)) return false;
   *v = static_cast<T>(x);
   return true;
 }
@@ -121,14 +125,14 @@ struct LeafWriter {
   Status Walk(element data) {
     switch (dtype) {
       case DataType::kBool: return WalkAs<uint8_t>(data, ToBoolByte);
-      case DataType::kInt8: return WalkAs<int8_t>(data, ToSigned<int8_t>);
-      case DataType::kInt16: return WalkAs<int16_t>(data, ToSigned<int16_t>);
-      case DataType::kInt32: return WalkAs<int32_t>(data, ToSigned<int32_t>);
-      case DataType::kInt64: return WalkAs<int64_t>(data, ToSigned<int64_t>);
-      case DataType::kUint8: return WalkAs<uint8_t>(data, ToUnsigned<uint8_t>);
-      case DataType::kUint16: return WalkAs<uint16_t>(data, ToUnsigned<uint16_t>);
-      case DataType::kUint32: return WalkAs<uint32_t>(data, ToUnsigned<uint32_t>);
-      case DataType::kUint64: return WalkAs<uint64_t>(data, ToUnsigned<uint64_t>);
+      case DataType::kInt8: return WalkAs<int8_t>(data, ToInteger<int8_t>);
+      case DataType::kInt16: return WalkAs<int16_t>(data, ToInteger<int16_t>);
+      case DataType::kInt32: return WalkAs<int32_t>(data, ToInteger<int32_t>);
+      case DataType::kInt64: return WalkAs<int64_t>(data, ToInteger<int64_t>);
+      case DataType::kUint8: return WalkAs<uint8_t>(data, ToInteger<uint8_t>);
+      case DataType::kUint16: return WalkAs<uint16_t>(data, ToInteger<uint16_t>);
+      case DataType::kUint32: return WalkAs<uint32_t>(data, ToInteger<uint32_t>);
+      case DataType::kUint64: return WalkAs<uint64_t>(data, ToInteger<uint64_t>);
       case DataType::kFp32: return WalkAs<float>(data, ToFloat<float>);
       case DataType::kFp64: return WalkAs<double>(data, ToFloat<double>);
       case DataType::kBytes: return WalkBytes(data);
@@ -210,6 +214,14 @@ struct LeafWriter {
                            " is out of range for " + std::string(DataTypeName(dtype)));
   }
 
+  // Not an integer of Wide's kind, or one out of dtype's range.
+  template <typename Wide>
+  Status IntegerError(element e, const char* expected) const {
+    Wide v;
+    if (!ToWideInteger(e, &v)) return Bad(e, expected);
+    return OutOfRange(std::to_string(v));
+  }
+
   // Why data[index] = e did not convert to dtype: the wrong kind of value, or
   // an integer out of the type's range.
   Status LeafError(element e) const {
@@ -218,21 +230,11 @@ struct LeafWriter {
       case DataType::kInt8:
       case DataType::kInt16:
       case DataType::kInt32:
-      case DataType::kInt64: {
-        int64_t v;
-        if (e.type() == element_type::UINT64 || e.get_int64().get(v) != simdjson::SUCCESS)
-          return Bad(e, "an integer");
-        return OutOfRange(std::to_string(v));
-      }
+      case DataType::kInt64: return IntegerError<int64_t>(e, "an integer");
       case DataType::kUint8:
       case DataType::kUint16:
       case DataType::kUint32:
-      case DataType::kUint64: {
-        uint64_t v;
-        if (e.type() == element_type::DOUBLE || e.get_uint64().get(v) != simdjson::SUCCESS)
-          return Bad(e, "a non-negative integer");
-        return OutOfRange(std::to_string(v));
-      }
+      case DataType::kUint64: return IntegerError<uint64_t>(e, "a non-negative integer");
       default: return Bad(e, "a number");
     }
   }
