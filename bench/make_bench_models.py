@@ -8,6 +8,7 @@ Writes (all under the git-ignored work folder):
   requests/<model>.json        the KServe v2 JSON request body, the exact bytes
                                every contender receives under JSON load (batch 1)
   requests/<model>.pa.json     the same tensor values as perf_analyzer --input-data
+  requests/<model>.bin         the same tensors as a binary-tensor request (the wrk binary load)
   manifest.json                what the load tools need: inputs, outputs, batching
 
 Models:
@@ -151,8 +152,11 @@ def config_pbtxt(name, max_batch, inputs, outputs, queue_delay_us=None, preferre
 
 
 def request_bodies(spec, rng):
-    """Batch-1 KServe v2 JSON body (exact bytes) and perf_analyzer input-data JSON."""
-    kserve_inputs, pa_entry = [], {}
+    """Batch-1 KServe v2 JSON body (exact bytes), perf_analyzer input-data JSON, and the same
+    tensors as a binary-tensor request (Triton's binary data extension, as perf_analyzer sends
+    them: a JSON header, then the raw little-endian inputs; outputs asked for as binary data)
+    with the length of its JSON header (the Inference-Header-Content-Length value)."""
+    kserve_inputs, pa_entry, bin_inputs, raw = [], {}, [], b""
     for t in spec["inputs"]:
         shape = [1] + t["dims"]
         vals = np.round(rng.uniform(-1.0, 1.0, size=int(np.prod(shape))), 4).astype(np.float32)
@@ -160,8 +164,15 @@ def request_bodies(spec, rng):
         kserve_inputs.append({"name": t["name"], "shape": shape, "datatype": t["datatype"],
                               "data": as_list})
         pa_entry[t["name"]] = {"content": as_list, "shape": t["dims"]}
+        data = np.asarray(as_list, dtype="<f4").tobytes()
+        bin_inputs.append({"name": t["name"], "shape": shape, "datatype": t["datatype"],
+                           "parameters": {"binary_data_size": len(data)}})
+        raw += data
     body = json.dumps({"inputs": kserve_inputs}, separators=(",", ":")).encode()
-    return body, json.dumps({"data": [pa_entry]}).encode()
+    header = json.dumps({"inputs": bin_inputs, "outputs": [
+        {"name": o["name"], "parameters": {"binary_data": True}} for o in spec["outputs"]]},
+        separators=(",", ":")).encode()
+    return body, json.dumps({"data": [pa_entry]}).encode(), header + raw, len(header)
 
 
 def main():
@@ -203,9 +214,10 @@ def main():
             config_pbtxt(name, s["max_batch"], s["inputs"], s["outputs"], s["queue_delay_us"]))
         # Same tensor values for mlp and mlp_nobatch: same seed per model file.
         seed = {"tiny": 10, "mlp": 11, "mlp_nobatch": 11, "cnn": 12, "ocr_cls": 13}[name]
-        body, pa = request_bodies(s, np.random.default_rng(seed))
+        body, pa, binary, header_len = request_bodies(s, np.random.default_rng(seed))
         (reqs / f"{name}.json").write_bytes(body)
         (reqs / f"{name}.pa.json").write_bytes(pa)
+        (reqs / f"{name}.bin").write_bytes(binary)
         manifest[name] = {
             "model_path": str((d / "model.onnx").resolve()),
             "max_batch_size": s["max_batch"],
@@ -214,6 +226,8 @@ def main():
             "inputs": s["inputs"], "outputs": s["outputs"],
             "request_json": str((reqs / f"{name}.json").resolve()),
             "request_pa": str((reqs / f"{name}.pa.json").resolve()),
+            "request_bin": str((reqs / f"{name}.bin").resolve()),
+            "request_bin_header_bytes": header_len,
             "request_bytes": len(body),
         }
         print(f"[make_bench_models] {name}: {len(body)} B JSON request, config {repo / name / 'config.pbtxt'}")

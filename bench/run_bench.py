@@ -12,6 +12,8 @@ time-bounded loads, and killed at the end, on error and on Ctrl-C too.
 Contenders, same models, same machine, one run:
   ortserve   (perf_analyzer, binary tensors, -i http)   and JSON via wrk (same bytes)
              gRPC hook: perf_analyzer -i grpc, run only when the gRPC port answers
+             binary tensors via wrk too: the lightest client, so on shared cores
+             the figure is the server's (perf_analyzer's own CPU is recorded)
   fastapi    bench/baseline_fastapi.py, N workers x 1 intra-op thread = thread budget,
              driven by the same two loads
   inprocess  bench/inprocess_ort.py, back-to-back runs at batch 1 and at the batch
@@ -38,6 +40,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shlex
 import signal
 import socket
@@ -127,6 +130,16 @@ class Procs:
     def stop_all(cls):
         for p in list(cls.live.values()):
             cls.stop(p, grace_s=3.0)
+
+
+def run_load(cmd, timeout_s, env_extra=None):
+    """run_bounded for a load generator, plus the CPU it used (% of one core over its whole run,
+    warm-up included): on shared cores that CPU is taken from the server under test."""
+    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    rc, out = run_bounded(cmd, timeout_s, env_extra)
+    r1, t1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return rc, out, round(100.0 * cpu / max(t1 - t0, 1e-6), 1)
 
 
 def run_bounded(cmd, timeout_s, env_extra=None, record=True):
@@ -377,7 +390,7 @@ def run_perf_analyzer(url, model, spec, mode, value, window_ms, protocol="http",
     if json_tensors:
         cmd += ["--input-tensor-format", "json", "--output-tensor-format", "json"]
     timeout = 3 * window_ms / 1000 * 3 + 60
-    rc, out = run_bounded(with_cpus(cmd, cpus), timeout, pa_env())
+    rc, out, client_cpu = run_load(with_cpus(cmd, cpus), timeout, pa_env())
     if rc != 0 or not csv_path.exists():
         tail = " | ".join(out.strip().splitlines()[-3:])
         note(f"perf_analyzer {protocol} {model} {mode}={value} failed (rc {rc}): {tail}")
@@ -390,14 +403,19 @@ def run_perf_analyzer(url, model, spec, mode, value, window_ms, protocol="http",
     return {"throughput": f("Inferences/Second"),
             "p50_us": f("p50 latency"), "p90_us": f("p90 latency"),
             "p95_us": f("p95 latency"), "p99_us": f("p99 latency"),
-            "offered_rate": value if mode == "rate" else None}
+            "offered_rate": value if mode == "rate" else None, "client_cpu_pct": client_cpu}
 
 
-def run_wrk(url, body_file, conns, duration_s, threads, cpus=None):
+def run_wrk(url, body_file, conns, duration_s, threads, cpus=None, header_bytes=None):
+    """One wrk point posting body_file; header_bytes: the body is a binary-tensor request whose JSON
+    header is that long."""
     threads = max(1, min(threads, conns))
     cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{duration_s}s", "--timeout", "10s",
            "-s", BENCH / "wrk_post.lua", url]
-    rc, out = run_bounded(with_cpus(cmd, cpus), duration_s + 40, {"WRK_BODY_FILE": str(body_file)})
+    env = {"WRK_BODY_FILE": str(body_file)}
+    if header_bytes is not None:
+        env["WRK_INFERENCE_HEADER_LENGTH"] = str(header_bytes)
+    rc, out, client_cpu = run_load(with_cpus(cmd, cpus), duration_s + 40, env)
     line = next((l for l in out.splitlines() if l.startswith("WRK_JSON ")), None)
     if rc != 0 or line is None:
         note(f"wrk {url} c={conns} failed (rc {rc}): {' | '.join(out.strip().splitlines()[-3:])}")
@@ -408,7 +426,7 @@ def run_wrk(url, body_file, conns, duration_s, threads, cpus=None):
     lat = w["latency_us"]
     res = {"throughput": ok / (w["duration_us"] / 1e6), "requests": w["requests"], "errors": w["errors"],
            "p50_us": lat["p50"], "p90_us": lat["p90"], "p95_us": lat["p95"], "p99_us": lat["p99"],
-           "p75_us": lat["p75"], "p999_us": lat["p999"], "mean_us": lat["mean"]}
+           "p75_us": lat["p75"], "p999_us": lat["p999"], "mean_us": lat["mean"], "client_cpu_pct": client_cpu}
     if errors:
         note(f"wrk {url} c={conns}: errors {w['errors']} of {w['requests']} requests")
     return res
@@ -569,10 +587,13 @@ def log_point(r):
 
 
 def closed_loop_point(server, model, spec, load, conc, args):
-    """One measured point: `conc` requests in flight from `load` (pa_http, pa_grpc or wrk_json)."""
-    if load == "wrk_json":
-        fn = lambda: run_wrk(f"{server.base}/v2/models/{model}/infer", spec["request_json"], conc,
-                             args.duration, args.client_threads, args.client_cpus)
+    """One measured point: `conc` requests in flight from `load` (pa_http, pa_grpc, wrk_json or
+    wrk_bin)."""
+    if load in ("wrk_json", "wrk_bin"):
+        body, header = ((spec["request_bin"], spec["request_bin_header_bytes"]) if load == "wrk_bin"
+                        else (spec["request_json"], None))
+        fn = lambda: run_wrk(f"{server.base}/v2/models/{model}/infer", body, conc,
+                             args.duration, args.client_threads, args.client_cpus, header)
     else:
         url = f"127.0.0.1:{server.grpc_port if load == 'pa_grpc' else server.port}"
         fn = lambda: run_perf_analyzer(url, model, spec, "concurrency", conc, args.pa_window_ms,
@@ -627,6 +648,8 @@ def bench_server(server, models, manifest, refs, args, out):
             loads.append(("wrk_json", "wrk JSON"))
         grpc = isinstance(server, OrtServe) and args.pa and server.grpc_ready()
         if isinstance(server, OrtServe):
+            if args.wrk:
+                loads.append(("wrk_bin", "wrk HTTP binary"))
             if grpc:
                 loads.append(("pa_grpc", "perf_analyzer gRPC"))
             else:
@@ -642,6 +665,10 @@ def bench_server(server, models, manifest, refs, args, out):
                 continue
             mres = res["models"].setdefault(m, {})
             for key, _label in loads:
+                if key == "wrk_bin" and "request_bin" not in spec:
+                    note(f"{server.name}/{m}: no binary request in the manifest (rerun make_bench_models.py); "
+                         "wrk binary load skipped")
+                    continue
                 points = mres.setdefault(key, {"concurrency": [], "rate": []})
                 concurrency_sweep(server, m, spec, key, points, args)
                 if key == "pa_http" and args.rate_fractions and points["concurrency"]:
@@ -708,8 +735,9 @@ def paired_rounds(args, manifest, refs, out):
     """The target points again, args.target_rounds times, each pair measured back to back in
     alternating order with both servers up (idle when not measured): on two shared cores the
     machine's load drifts between the sweep's phases, and a ratio of two points taken minutes apart
-    carries that drift. Pairs: tiny wrk JSON @32 ortserve/FastAPI; cnn perf_analyzer @4
-    ortserve/in-process at the batch sizes the sweep saw; mlp/mlp_nobatch @32 per load."""
+    carries that drift. Pairs: tiny wrk JSON @32 ortserve/FastAPI; cnn @4 ortserve under each of
+    CNN_LOADS and in-process at the batch sizes the sweep saw (one group: one in-process run serves
+    both clients' ratios); mlp/mlp_nobatch @32 per load."""
     servers = {}
     if "ortserve" in args.contenders and Path(args.ortserve_bin).exists():
         servers["ortserve"] = OrtServe(Path(args.ortserve_bin), manifest_repo(manifest), args.thread_budget,
@@ -730,15 +758,18 @@ def paired_rounds(args, manifest, refs, out):
             bad = [m for m in ready[name] if check_outputs(server.base, m, manifest[m], refs[m])]
             ready[name] = [m for m in ready[name] if m not in bad] if ok else []
         o, f = servers["ortserve"], servers.get("fastapi")
-        loads = [x for x in MLP_LOADS if (x != "wrk_json" or args.wrk) and (x == "wrk_json" or args.pa)
-                 and (x != "pa_grpc" or o.grpc_ready())]
+        grpc = o.grpc_ready()
+
+        def usable(load, m):
+            if load.startswith("wrk"):
+                return args.wrk and (load != "wrk_bin" or "request_bin" in manifest[m])
+            return args.pa and (load != "pa_grpc" or grpc)
+
         cnn_sizes = sorted({1} | set(chosen_batch_sizes(out, "cnn")))
 
-        def pair(rnd, label, first, second):
-            """Runs the two measurements of a pair, the order flipping every round."""
-            a, b = (first, second) if rnd % 2 == 0 else (second, first)
-            got = {a[0]: a[1]()}
-            got[b[0]] = b[1]()
+        def pair(rnd, label, *entries):
+            """Runs a group's measurements (name, fn) back to back, the order reversed every round."""
+            got = {name: fn() for name, fn in (entries if rnd % 2 == 0 else reversed(entries))}
             if None in got.values():
                 note(f"paired round {rnd + 1}: {label} incomplete; round skipped for it")
                 return None
@@ -755,13 +786,15 @@ def paired_rounds(args, manifest, refs, out):
             if f and "tiny" in ready["ortserve"] and "tiny" in ready.get("fastapi", []) and args.wrk:
                 rd["tiny"] = pair(rnd, "tiny wrk_json @32", ("ortserve", pt(o, "tiny", "wrk_json", 32)),
                                   ("fastapi", pt(f, "tiny", "wrk_json", 32)))
-            if "cnn" in ready["ortserve"] and args.pa and "inprocess" in args.contenders:
+            cnn_loads = [x for x in CNN_LOADS if usable(x, "cnn")] if "cnn" in ready["ortserve"] else []
+            if cnn_loads and "inprocess" in args.contenders:
                 path = RESULTS / "inprocess_cnn_rounds.json"
                 dur = min(args.inprocess_duration, args.duration)
-                rd["cnn"] = pair(rnd, "cnn pa_http @4", ("ortserve", pt(o, "cnn", "pa_http", 4)),
+                rd["cnn"] = pair(rnd, f"cnn {'/'.join(cnn_loads)} @4",
+                                 *[(x, pt(o, "cnn", x, 4)) for x in cnn_loads],
                                  ("inprocess", lambda: run_inprocess("cnn", cnn_sizes, dur, path, args)))
             if "mlp" in ready["ortserve"] and "mlp_nobatch" in ready["ortserve"]:
-                for load in loads:
+                for load in [x for x in MLP_LOADS if usable(x, "mlp")]:
                     rd["mlp"][load] = pair(rnd, f"mlp {load} @32", ("on", pt(o, "mlp", load, 32)),
                                            ("off", pt(o, "mlp_nobatch", load, 32)))
             rd["mlp"] = {k: v for k, v in rd["mlp"].items() if v}
@@ -844,7 +877,9 @@ GOALS = {">= 10x": lambda r: r >= 10, "< 1x": lambda r: r < 1, ">= 0.95x": lambd
          ">= 2x": lambda r: r >= 2, "<= 1x": lambda r: r <= 1}
 TINY_TARGET = "tiny JSON @32: ortserve / FastAPI throughput"
 CNN_TARGET = "cnn @4: ortserve / in-process ORT"
-MLP_LOADS = ("pa_http", "pa_grpc", "wrk_json")
+# The lightest client first: on two shared cores a client's own CPU is taken from the server.
+CNN_LOADS = ("wrk_bin", "pa_http")
+MLP_LOADS = ("pa_http", "pa_grpc", "wrk_json", "wrk_bin")
 
 
 def tiny_rows(o, f, floor):
@@ -859,21 +894,30 @@ def tiny_rows(o, f, floor):
              o["p99_us"] / f["p99_us"], "< 1x", "")]
 
 
-def cnn_rows(o, inproc):
-    """ortserve cnn @4 vs back-to-back ORT at the batch sizes the batcher ran (its mix of executions)."""
+def cnn_rows(load, o, inproc):
+    """ortserve cnn @4 under `load` vs back-to-back ORT at the batch sizes the batcher ran (its mix of
+    executions)."""
     mix = {int(k): v["executions"] for k, v in ((o.get("server_stats") or {}).get("batch_sizes") or {}).items()} or {1: 1}
     lim, lim1 = limit_at_mix(inproc, mix), limit_at_mix(inproc, {1: 1})
     if not lim:
         return []
-    return [(CNN_TARGET, f"{o['throughput']:.1f} vs {lim:.1f} inf/s", o["throughput"] / lim, ">= 0.95x",
-             f"batch mix {mix}; in-process batch-1 limit {lim1:.1f} inf/s" if lim1 else "")]
+    return [(f"cnn @4 ({load}): ortserve / in-process ORT", f"{o['throughput']:.1f} vs {lim:.1f} inf/s",
+             o["throughput"] / lim, ">= 0.95x",
+             "; ".join(x for x in (f"batch mix {mix}",
+                                   f"in-process batch-1 limit {lim1:.1f} inf/s" if lim1 else "",
+                                   client_cpu_str(o)) if x))]
+
+
+def client_cpu_str(r):
+    return f"client CPU {r['client_cpu_pct']:.0f}% of one core" if r.get("client_cpu_pct") is not None else ""
 
 
 def mlp_rows(load, on, off, manifest, ceiling):
     """mlp @32, batching on vs off: >= 2x throughput; p99 <= max_queue_delay + 2x the batch compute."""
     rows = [(f"mlp @32 ({load}): batching on / off throughput",
              f"{on['throughput']:.0f} vs {off['throughput']:.0f} inf/s", on["throughput"] / off["throughput"],
-             ">= 2x", f"the same client on tiny @32: {ceiling['throughput']:.0f} inf/s" if ceiling else "")]
+             ">= 2x", "; ".join(x for x in (f"the same client on tiny @32: {ceiling['throughput']:.0f} inf/s"
+                                            if ceiling else "", client_cpu_str(on)) if x))]
     comp = (on.get("server_stats") or {}).get("avg_compute_infer_us_per_execution")
     if comp is not None:
         bound = manifest["mlp"]["max_queue_delay_us"] + 2 * comp
@@ -893,9 +937,10 @@ def sweep_rows(out, manifest):
     o, f = point(out, "ortserve", "tiny", "wrk_json", 32), point(out, "fastapi", "tiny", "wrk_json", 32)
     if o and f:
         rows += tiny_rows(o, f, point(out, "http_floor", "tiny", "wrk_json", 32))
-    o = point(out, "ortserve", "cnn", "pa_http", 4) or point(out, "ortserve", "cnn", "wrk_json", 4)
-    if o:
-        rows += cnn_rows(o, out.get("inprocess", {}).get("models", {}).get("cnn"))
+    for load in CNN_LOADS:
+        o = point(out, "ortserve", "cnn", load, 4)
+        if o:
+            rows += cnn_rows(load, o, out.get("inprocess", {}).get("models", {}).get("cnn"))
     for load in MLP_LOADS:
         on, off = point(out, "ortserve", "mlp", load, 32), point(out, "ortserve", "mlp_nobatch", load, 32)
         if on and off:
@@ -912,8 +957,11 @@ def rounds_rows(out, manifest):
         if rd.get("tiny"):
             rows += tiny_rows(rd["tiny"]["ortserve"], rd["tiny"]["fastapi"],
                               point(out, "http_floor", "tiny", "wrk_json", 32))
-        if rd.get("cnn"):
-            rows += cnn_rows(rd["cnn"]["ortserve"], rd["cnn"]["inprocess"])
+        for load in CNN_LOADS if rd.get("cnn") else ():
+            # Runs before the wrk binary load kept perf_analyzer's point under "ortserve".
+            o = rd["cnn"].get(load) or (rd["cnn"].get("ortserve") if load == "pa_http" else None)
+            if o:
+                rows += cnn_rows(load, o, rd["cnn"]["inprocess"])
         for load, pair in rd.get("mlp", {}).items():
             rows += mlp_rows(load, pair["on"], pair["off"], manifest, point(out, "ortserve", "tiny", load, 32))
         per_round.append(rows)
@@ -973,6 +1021,7 @@ CONTENDER_LINES = [  # (contender, load, label, style, colour)
     ("ortserve", "pa_http", "ortserve HTTP binary (perf_analyzer)", "-o", "tab:blue"),
     ("ortserve", "pa_grpc", "ortserve gRPC (perf_analyzer)", "-v", "tab:purple"),
     ("ortserve", "wrk_json", "ortserve HTTP JSON (wrk)", "-s", "tab:green"),
+    ("ortserve", "wrk_bin", "ortserve HTTP binary (wrk)", "-D", "tab:cyan"),
     ("fastapi", "pa_http", "FastAPI HTTP binary (perf_analyzer)", "--o", "tab:orange"),
     ("fastapi", "wrk_json", "FastAPI HTTP JSON (wrk)", "--s", "tab:red"),
     ("http_floor", "wrk_json", "http_floor HTTP JSON (wrk), a no-op server", ":^", "tab:gray"),
@@ -1114,13 +1163,16 @@ def write_report(out, targets, plots, args, started, finished):
               "the load generators share the cores with the servers.", ""]
     L += ["Load generators run on the same machine as the servers: on few cores they compete for CPU, which "
           "caps every contender alike. Server CPU% is the server's process tree (utime+stime from /proc) over "
-          "the load run, 100% = one core.", ""]
+          "the load run, 100% = one core; client CPU% is the load generator's over its whole run (warm-up "
+          "included). In-process ORT has no client: against it, the lightest client (wrk; perf_analyzer "
+          "uses several times its CPU per request) leaves the server the cores the limit gets, and each "
+          "client has its own row.", ""]
 
     rounds = out.get("rounds") or []
     L += ["## Targets", ""]
     if rounds:
         L += [f"Verdicts rest on {len(rounds)} paired rounds run after the sweep: each pair (ortserve and "
-              "FastAPI on tiny, ortserve and in-process ORT on cnn, batching on and off on mlp) measured back "
+              "FastAPI on tiny, ortserve under each client and in-process ORT on cnn, batching on and off on mlp) measured back "
               "to back with both servers up, the order flipping every round; the row shows the round with the "
               "median ratio and the spread. The sweep's own point for the same pair is in the detail.", ""]
     L += ["| target | measured | ratio | goal | verdict | detail |", "|---|---|---|---|---|---|"]
@@ -1187,18 +1239,20 @@ def write_report(out, targets, plots, args, started, finished):
             L += [f"max_batch_size {spec['max_batch_size']}, dynamic batching "
                   f"{'on, max_queue_delay ' + str(spec['max_queue_delay_us']) + ' us' if spec['dynamic_batching'] else 'off'}, "
                   f"JSON request {spec['request_bytes']} bytes.", ""]
-        L += ["| contender | load | conc | inf/s | p50 | p90 | p95 | p99 | CPU% | batch sizes (share) |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+        L += ["| contender | load | conc | inf/s | p50 | p90 | p95 | p99 | CPU% | client CPU% | batch sizes (share) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
         for cont, load, label, _s, _c in CONTENDER_LINES:
             pts = out.get(cont, {}).get("models", {}).get(m, {}).get(load, {})
             for p in pts.get("concurrency", []):
                 L.append(f"| {cont} | {label.split(' ', 1)[1]} | {p['concurrency']} | {fmt(p['throughput'])} | "
                          f"{fmt(p['p50_us'])} | {fmt(p['p90_us'])} | {fmt(p['p95_us'])} | {fmt(p['p99_us'])} | "
-                         f"{fmt(p['server_cpu_pct'], 1)} | {batches_str(p.get('server_stats'))} |")
+                         f"{fmt(p['server_cpu_pct'], 1)} | {fmt(p.get('client_cpu_pct'), 1)} | "
+                         f"{batches_str(p.get('server_stats'))} |")
             for p in pts.get("rate", []):
                 L.append(f"| {cont} | Poisson {p['offered_rate']:.0f}/s ({p['fraction_of_peak']:.0%} of peak) | – | "
                          f"{fmt(p['throughput'])} | {fmt(p['p50_us'])} | {fmt(p['p90_us'])} | {fmt(p['p95_us'])} | "
-                         f"{fmt(p['p99_us'])} | {fmt(p['server_cpu_pct'], 1)} | {batches_str(p.get('server_stats'))} |")
+                         f"{fmt(p['p99_us'])} | {fmt(p['server_cpu_pct'], 1)} | {fmt(p.get('client_cpu_pct'), 1)} | "
+                         f"{batches_str(p.get('server_stats'))} |")
         L.append("")
         for f in plots:
             if f.name.startswith(m + "_"):

@@ -118,6 +118,62 @@ def test_paired_rounds_verdict_is_the_median_round():
     assert targets[bench.CNN_TARGET]["verdict"] == "N/A"
 
 
+def test_cnn_target_has_a_row_per_client_against_one_in_process_run():
+    """A cnn round measures ortserve under each client and in-process ORT once; each client's ratio
+    is over that same in-process figure, at the batch mix the server ran under that client."""
+    bench = load_run_bench()
+    inproc = {"results": [{"batch_size": 1, "inferences_per_s": 300.0},
+                          {"batch_size": 3, "inferences_per_s": 330.0}]}
+    def cnn_point(throughput, mix, client_cpu):
+        r = dict(closed_loop(throughput, 20000), client_cpu_pct=client_cpu)
+        r["server_stats"] = {"batch_sizes": {str(k): {"executions": v} for k, v in mix.items()}}
+        return r
+    rounds = [{"cnn": {"wrk_bin": cnn_point(297.0, {1: 1}, 1.4), "pa_http": cnn_point(270.0, {1: 1, 3: 1}, 7.8),
+                       "inprocess": inproc}}]
+    rows = {r[0]: r for r in bench.rounds_rows({"rounds": rounds}, {})[0]}
+    assert set(rows) == {"cnn @4 (wrk_bin): ortserve / in-process ORT", "cnn @4 (pa_http): ortserve / in-process ORT"}
+    assert rows["cnn @4 (wrk_bin): ortserve / in-process ORT"][2] == pytest.approx(297.0 / 300.0)
+    # 1 run of 1 and 1 of 3: 4 inferences in 1/300 + 3/330 s.
+    assert rows["cnn @4 (pa_http): ortserve / in-process ORT"][2] == pytest.approx(270.0 / (4 / (1 / 300 + 3 / 330)))
+    assert "client CPU 8% of one core" in rows["cnn @4 (pa_http): ortserve / in-process ORT"][4]
+    # Results from before the wrk binary load kept perf_analyzer's point under "ortserve".
+    old = [{"cnn": {"ortserve": cnn_point(270.0, {1: 1}, None), "inprocess": inproc}}]
+    assert [r[0] for r in bench.rounds_rows({"rounds": old}, {})[0]] == ["cnn @4 (pa_http): ortserve / in-process ORT"]
+
+
+def test_binary_request_of_the_bench_is_served_like_its_json_twin(demo_server):
+    """make_bench_models.py's binary-tensor request (the wrk binary load's body) carries the same
+    tensors as its JSON request: the server answers both with onnxruntime's outputs."""
+    import importlib.util
+    import onnxruntime as ort
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "bench" / "make_bench_models.py"
+    spec = importlib.util.spec_from_file_location("make_bench_models", path)
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    model = {"inputs": [{"name": "features", "datatype": "FP32", "dims": [16]}],
+             "outputs": [{"name": "probabilities", "datatype": "FP32", "dims": [4]}]}
+    body, _pa, binary, header_len = models.request_bodies(model, np.random.default_rng(5))
+    features = np.asarray(json.loads(body)["inputs"][0]["data"], dtype=np.float32).reshape(1, 16)
+    session = ort.InferenceSession(str(DEMO_REPO / "mlp_classifier" / "1" / "model.onnx"))
+    expected = session.run(["probabilities"], {"features": features})[0]
+
+    url = f"{demo_server.base}/v2/models/mlp_classifier/infer"
+    r = requests.post(url, data=binary, timeout=10,
+                      headers={"Inference-Header-Content-Length": str(header_len),
+                               "Content-Type": "application/octet-stream"})
+    assert r.status_code == 200, r.text
+    n = int(r.headers["Inference-Header-Content-Length"])
+    header = json.loads(r.content[:n])
+    (out,) = header["outputs"]
+    assert out["name"] == "probabilities" and out["parameters"]["binary_data_size"] == 16
+    got = np.frombuffer(r.content[n:n + 16], dtype="<f4").reshape(out["shape"])
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    as_json = requests.post(url, data=body, timeout=10, headers={"Content-Type": "application/json"}).json()
+    np.testing.assert_allclose(np.asarray(as_json["outputs"][0]["data"], dtype=np.float32).reshape(1, 4),
+                               expected, rtol=1e-5, atol=1e-6)
+
+
 def test_server_side_quantile_is_interpolated_within_its_bucket():
     bench = load_run_bench()
     m0 = {"h": {"buckets": {"0.001": 0, "0.0025": 0, "0.005": 0, "+Inf": 0}, "sum": 0, "count": 0}}
