@@ -1129,6 +1129,8 @@ class ModelRepositoryImpl final : public ModelRepository {
     scheduler_options.compute_slots = compute_slots_;
     scheduler_options.cancel_poll_interval_us = options_.cancel_poll_interval_us;
     scheduler_options.compute_slots_per_run = plan.total_threads / std::max(1, plan.instances);
+    scheduler_options.balance_across_instances =
+        std::none_of(c.instances.begin(), c.instances.end(), [](const InstanceSpec& i) { return i.gpu; });
     auto scheduler = ModelScheduler::Create(std::move(scheduler_options), std::move(instances), &model->stats());
     if (!scheduler.ok()) return fail("cannot start scheduler: " + scheduler.status().message());
     model->stats().load_duration_ns.store(static_cast<uint64_t>(

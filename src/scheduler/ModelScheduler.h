@@ -54,6 +54,15 @@ struct SchedulerOptions {
   // leases `compute_slots_per_run` slots (the instance's intra-op threads).
   std::shared_ptr<ComputeSlots> compute_slots;
   int compute_slots_per_run = 1;
+  // Instances share the work in hand: a worker takes at most its share of
+  // the rows planned plus those the other instances are running (over the
+  // instances that can compute at once, as the compute slots allow) and
+  // leaves the rest queued for the next free instance, to run without a
+  // window. For instances on their own cores (CPU): a batch's rows cost about
+  // the same split or not, so no core idles while another works through a
+  // queue. Off for instances sharing one device (GPU), where one larger batch
+  // beats concurrent halves; off is Triton's dispatch (each batch whole).
+  bool balance_across_instances = false;
   // The run watchdog (see SchedulerImpl.h) re-reads the cancel flags of a
   // running batch this often, and only while a running batch has a live
   // request that carries a cancel flag: front ends set the flag without

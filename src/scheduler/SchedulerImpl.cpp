@@ -458,6 +458,7 @@ bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
       return true;
     }
     if (queue_.empty()) {
+      run_rest_now_ = false;
       if (stopping_) {
         ResignLeader();
         return false;
@@ -467,14 +468,18 @@ bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
     }
     // Adaptive window: with no arrival expected, waiting cannot grow the batch.
     const bool more_expected = !options_.adaptive_batch_window || forecast_.ExpectsMore(now);
-    BatchPlan plan = assembler_.Plan(queue_, now, /*flush=*/stopping_ || !more_expected);
+    BatchPlan plan = assembler_.Plan(queue_, now, /*flush=*/stopping_ || !more_expected || run_rest_now_);
     if (!plan.members.empty()) {
       if (options_.adaptive_batch_window && more_expected && plan.window_over) {
         forecast_.WindowClosed();
       }
+      run_rest_now_ = options_.balance_across_instances && KeepOwnShare(&plan.members);
+      uint64_t rows = 0;
+      for (const QueuedRequest* m : plan.members) rows += m->batch_size;
       *batch = queue_.Take(plan.members);
       queue_depth_.store(queue_.size(), std::memory_order_relaxed);
       busy_instances_.fetch_add(1, std::memory_order_relaxed);
+      running_rows_.fetch_add(rows, std::memory_order_relaxed);
       ResignLeader();
       return true;
     }
@@ -487,6 +492,35 @@ bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
       clock_->WaitUntil(leader_cv_, lock, wake_at);
     }
   }
+}
+
+bool SchedulerImpl::KeepOwnShare(std::vector<QueuedRequest*>* members) const {
+  // Batches of this model that can compute at once: its instances, as far as
+  // the thread budget's compute slots go.
+  size_t parallel = instances_.size();
+  if (options_.compute_slots) {
+    const int per_run = std::max(1, options_.compute_slots_per_run);
+    parallel = std::min(parallel, static_cast<size_t>(std::max(1, options_.compute_slots->total() / per_run)));
+  }
+  if (members->size() < 2 || parallel < 2) return false;
+  // The work in hand: the rows planned and those the other instances run.
+  uint64_t rows = running_rows_.load(std::memory_order_relaxed);
+  for (const QueuedRequest* m : *members) rows += m->batch_size;
+  const uint64_t share = (rows + parallel - 1) / parallel;
+  // Whole requests, in the plan's order; at least one.
+  size_t keep = 1;
+  uint64_t taken = (*members)[0]->batch_size;
+  while (keep < members->size() && taken + (*members)[keep]->batch_size <= share) {
+    taken += (*members)[keep++]->batch_size;
+  }
+  if (keep == members->size()) return false;  // e.g. requests with 0 rows
+  members->resize(keep);
+  return true;
+}
+
+void SchedulerImpl::EndRun(uint64_t rows) {
+  busy_instances_.fetch_sub(1, std::memory_order_relaxed);
+  running_rows_.fetch_sub(rows, std::memory_order_relaxed);
 }
 
 void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
@@ -552,7 +586,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
     // was stopped, or shutdown's deadline had passed.
     lease.reset();
     stats_->terminated_executions.fetch_add(1, std::memory_order_relaxed);
-    busy_instances_.fetch_sub(1, std::memory_order_relaxed);
+    EndRun(batch_size);
     for (QueuedRequest& entry : batch) {
       const std::string id = entry.request->id;
       if (run_end == RunEnd::kAbandoned) {
@@ -576,7 +610,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
     return;
   }
   if (!status.ok()) {
-    busy_instances_.fetch_sub(1, std::memory_order_relaxed);
+    EndRun(batch_size);
     for (QueuedRequest& entry : batch) Fail(std::move(entry.request), status, RequestOutcome::kInternal);
     return;
   }
@@ -603,7 +637,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   stats_->execution_count.fetch_add(1, std::memory_order_relaxed);
   stats_->last_inference_ms.store(WallClockMs(), std::memory_order_relaxed);
   stats_->batch_size.Observe(batch_size);
-  busy_instances_.fetch_sub(1, std::memory_order_relaxed);
+  EndRun(batch_size);
 
   // Triton counts the batch's compute durations once per successful request;
   // one atomic add per counter for the whole batch says the same. Recorded

@@ -69,6 +69,16 @@
 // The window still bounds every wait, so it only ever closes earlier than the
 // fixed one; a lone request to an idle model runs at once.
 //
+// Balancing instances (options.balance_across_instances): the leader keeps
+// only its share of the batch it planned (KeepOwnShare: the planned rows
+// plus running_rows_, over the instances that can compute at once) and
+// hands the leader role on with run_rest_now_ set: whoever plans next takes
+// the rest with no window, since those requests were ready to run. Without
+// it, 4 closed-loop clients of a compute-bound model with 2 single-thread
+// instances settle into batches of 3 and 1: the instance with the 1 finishes
+// first and idles until its one client is back, while the other works
+// through three.
+//
 // Priorities: with priority_levels 0 the request's priority is ignored (as
 // Triton); otherwise 0 means default_priority_level and a value above
 // priority_levels is rejected with kInvalidArgument.
@@ -127,6 +137,11 @@ class SchedulerImpl final : public ModelScheduler {
   // requests to reject. False when the worker should exit.
   bool NextBatch(std::vector<QueuedRequest>* batch, std::vector<RejectedRequest>* rejected);
   void ResignLeader();  // requires mu_
+  // Balancing instances: trims the planned batch `members` (>= 1) to this
+  // worker's share; true when it left some. Requires mu_.
+  bool KeepOwnShare(std::vector<QueuedRequest*>* members) const;
+  // A batch of `rows` has ended, run or not.
+  void EndRun(uint64_t rows);
   void Execute(size_t index, std::vector<QueuedRequest>& batch);
   // Queues the request; with `keep_when_full` a full queue leaves it with the
   // caller and returns why (see TrySubmit).
@@ -183,12 +198,14 @@ class SchedulerImpl final : public ModelScheduler {
   std::condition_variable drained_cv_;   // Shutdown waits: a stopping worker is back
   RequestQueue queue_;                   // guarded by mu_
   bool has_leader_ = false;              // guarded by mu_
+  bool run_rest_now_ = false;            // guarded by mu_: a leader left part of a ready batch
   bool stopping_ = false;                // guarded by mu_
   ArrivalForecast forecast_;             // guarded by mu_; adaptive window only
 
   // Written under mu_ (queue depth) or by workers, read anywhere lock-free.
   std::atomic<size_t> queue_depth_{0};
   std::atomic<size_t> busy_instances_{0};
+  std::atomic<uint64_t> running_rows_{0};  // rows of the batches taken and not ended
 
   // Moving average (1/8 weight per execution) of a batch's start-to-end
   // time in ns; 0 until the first execution.

@@ -460,6 +460,67 @@ TEST_P(SchedulerTest, FullBatchDoesNotWaitForTheWindow) {
   ExpectAddOne("b", 1, 4, 20);
 }
 
+// Balancing instances: a worker takes its share of the work in hand (the rows
+// planned and those running elsewhere, over the instances), whole requests,
+// and the rest runs at once on the others.
+TEST_P(SchedulerTest, InstancesShareAPlannedBatch) {
+  auto options = BatchingOptions();
+  options.max_queue_delay_us = 10'000'000;
+  options.balance_across_instances = true;
+  Start(options);
+  Submit(Request("a", 1, 4, 10));
+  Submit(Request("b", 2, 4, 20));
+  Submit(Request("c", 1, 4, 40));
+  Submit(Request("d", 1, 4, 50));
+  EXPECT_FALSE(done_.Done("a"));  // the window gathers them first
+  // 5 rows. One instance takes all. Two: a + b (share 3), then c + d (5 in
+  // hand with the 3 running: share 3). Four: a (share 2: b's 2 rows do not
+  // fit after a's 1), b (4 planned + 1 running: share 2), c + d (2 + 3).
+  const std::map<size_t, std::multiset<int64_t>> expected{{1, {5}}, {2, {3, 2}}, {4, {1, 2, 2}}};
+  // Runs held until all have started: a run ended early would change the
+  // rows in hand.
+  model_->Hold();
+  clock_->Advance(10s);
+  ASSERT_TRUE(model_->WaitForRuns(expected.at(instances()).size()));
+  model_->Open();
+  ExpectAddOne("a", 1, 4, 10);
+  ExpectAddOne("b", 2, 4, 20);
+  ExpectAddOne("c", 1, 4, 40);
+  ExpectAddOne("d", 1, 4, 50);
+  std::multiset<int64_t> sizes;
+  for (const auto& run : BatchRuns()) sizes.insert(run.shape[0]);
+  EXPECT_EQ(sizes, expected.at(instances()));
+}
+
+// Instances that cannot compute at once (compute slots) do not split it.
+TEST_P(SchedulerTest, InstancesShareOnlyAsFarAsComputeSlotsGo) {
+  auto options = BatchingOptions();
+  options.max_queue_delay_us = 10'000'000;
+  options.balance_across_instances = true;
+  options.compute_slots = std::make_shared<ComputeSlots>(2);
+  options.compute_slots_per_run = 2;  // one run at a time
+  Start(options);
+  for (int i = 0; i < 4; ++i) Submit(Request("r" + std::to_string(i), 1, 4, 100.f * (i + 1)));
+  clock_->Advance(10s);
+  for (int i = 0; i < 4; ++i) ExpectAddOne("r" + std::to_string(i), 1, 4, 100.f * (i + 1));
+  auto runs = BatchRuns();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].shape, (Shape{4, 4}));
+}
+
+// Without the option (Triton's dispatch) the batch stays whole.
+TEST_P(SchedulerTest, WithoutBalancingTheBatchStaysWhole) {
+  auto options = BatchingOptions();
+  options.max_queue_delay_us = 10'000'000;
+  Start(options);
+  for (int i = 0; i < 4; ++i) Submit(Request("r" + std::to_string(i), 1, 4, 100.f * (i + 1)));
+  clock_->Advance(10s);
+  for (int i = 0; i < 4; ++i) ExpectAddOne("r" + std::to_string(i), 1, 4, 100.f * (i + 1));
+  auto runs = BatchRuns();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].shape, (Shape{4, 4}));
+}
+
 TEST_P(SchedulerTest, AdaptiveWindowRunsALoneRequestAtOnce) {
   auto options = BatchingOptions();
   options.max_queue_delay_us = 10'000'000;
