@@ -767,7 +767,7 @@ def paired_rounds(args, manifest, refs, out):
 
         cnn_sizes = sorted({1} | set(chosen_batch_sizes(out, "cnn")))
 
-        def pair(rnd, label, *entries):
+        def back_to_back(rnd, label, *entries):
             """Runs a group's measurements (name, fn) back to back, the order reversed every round."""
             got = {name: fn() for name, fn in (entries if rnd % 2 == 0 else reversed(entries))}
             if None in got.values():
@@ -784,19 +784,19 @@ def paired_rounds(args, manifest, refs, out):
         for rnd in range(args.target_rounds):
             rd = {"mlp": {}}
             if f and "tiny" in ready["ortserve"] and "tiny" in ready.get("fastapi", []) and args.wrk:
-                rd["tiny"] = pair(rnd, "tiny wrk_json @32", ("ortserve", pt(o, "tiny", "wrk_json", 32)),
-                                  ("fastapi", pt(f, "tiny", "wrk_json", 32)))
+                rd["tiny"] = back_to_back(rnd, "tiny wrk_json @32", ("ortserve", pt(o, "tiny", "wrk_json", 32)),
+                                          ("fastapi", pt(f, "tiny", "wrk_json", 32)))
             cnn_loads = [x for x in CNN_LOADS if usable(x, "cnn")] if "cnn" in ready["ortserve"] else []
             if cnn_loads and "inprocess" in args.contenders:
                 path = RESULTS / "inprocess_cnn_rounds.json"
                 dur = min(args.inprocess_duration, args.duration)
-                rd["cnn"] = pair(rnd, f"cnn {'/'.join(cnn_loads)} @4",
-                                 *[(x, pt(o, "cnn", x, 4)) for x in cnn_loads],
-                                 ("inprocess", lambda: run_inprocess("cnn", cnn_sizes, dur, path, args)))
+                rd["cnn"] = back_to_back(rnd, f"cnn {'/'.join(cnn_loads)} @4",
+                                         *[(x, pt(o, "cnn", x, 4)) for x in cnn_loads],
+                                         ("inprocess", lambda: run_inprocess("cnn", cnn_sizes, dur, path, args)))
             if "mlp" in ready["ortserve"] and "mlp_nobatch" in ready["ortserve"]:
                 for load in [x for x in MLP_LOADS if usable(x, "mlp")]:
-                    rd["mlp"][load] = pair(rnd, f"mlp {load} @32", ("on", pt(o, "mlp", load, 32)),
-                                           ("off", pt(o, "mlp_nobatch", load, 32)))
+                    rd["mlp"][load] = back_to_back(rnd, f"mlp {load} @32", ("on", pt(o, "mlp", load, 32)),
+                                                   ("off", pt(o, "mlp_nobatch", load, 32)))
             rd["mlp"] = {k: v for k, v in rd["mlp"].items() if v}
             out.setdefault("rounds", []).append({k: v for k, v in rd.items() if v})
     finally:
