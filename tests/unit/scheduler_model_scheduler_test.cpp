@@ -290,6 +290,18 @@ class SchedulerTest : public ::testing::TestWithParam<int> {
     ASSERT_EQ(scheduler_->BusyInstances(), instances());
   }
 
+  // Four requests gathered by a fixed window run as one batch of 4 rows.
+  void ExpectWindowedRequestsRunWhole(SchedulerOptions options) {
+    options.max_queue_delay_us = 10'000'000;
+    Start(options);
+    for (int i = 0; i < 4; ++i) Submit(Request("r" + std::to_string(i), 1, 4, 100.f * (i + 1)));
+    clock_->Advance(10s);
+    for (int i = 0; i < 4; ++i) ExpectAddOne("r" + std::to_string(i), 1, 4, 100.f * (i + 1));
+    auto runs = BatchRuns();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].shape, (Shape{4, 4}));
+  }
+
   // The Runs after the blockers.
   std::vector<FakeModel::RunRecord> BatchRuns() {
     auto runs = model_->Runs();
@@ -495,30 +507,15 @@ TEST_P(SchedulerTest, InstancesShareAPlannedBatch) {
 // Instances that cannot compute at once (compute slots) do not split it.
 TEST_P(SchedulerTest, InstancesShareOnlyAsFarAsComputeSlotsGo) {
   auto options = BatchingOptions();
-  options.max_queue_delay_us = 10'000'000;
   options.balance_across_instances = true;
   options.compute_slots = std::make_shared<ComputeSlots>(2);
   options.compute_slots_per_run = 2;  // one run at a time
-  Start(options);
-  for (int i = 0; i < 4; ++i) Submit(Request("r" + std::to_string(i), 1, 4, 100.f * (i + 1)));
-  clock_->Advance(10s);
-  for (int i = 0; i < 4; ++i) ExpectAddOne("r" + std::to_string(i), 1, 4, 100.f * (i + 1));
-  auto runs = BatchRuns();
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].shape, (Shape{4, 4}));
+  ExpectWindowedRequestsRunWhole(options);
 }
 
 // Without the option (Triton's dispatch) the batch stays whole.
 TEST_P(SchedulerTest, WithoutBalancingTheBatchStaysWhole) {
-  auto options = BatchingOptions();
-  options.max_queue_delay_us = 10'000'000;
-  Start(options);
-  for (int i = 0; i < 4; ++i) Submit(Request("r" + std::to_string(i), 1, 4, 100.f * (i + 1)));
-  clock_->Advance(10s);
-  for (int i = 0; i < 4; ++i) ExpectAddOne("r" + std::to_string(i), 1, 4, 100.f * (i + 1));
-  auto runs = BatchRuns();
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].shape, (Shape{4, 4}));
+  ExpectWindowedRequestsRunWhole(BatchingOptions());
 }
 
 TEST_P(SchedulerTest, AdaptiveWindowRunsALoneRequestAtOnce) {
