@@ -758,7 +758,7 @@ def paired_rounds(args, manifest, refs, out):
             bad = [m for m in ready[name] if check_outputs(server.base, m, manifest[m], refs[m])]
             ready[name] = [m for m in ready[name] if m not in bad] if ok else []
         o, f = servers["ortserve"], servers.get("fastapi")
-        grpc = o.grpc_ready()
+        grpc = args.pa and o.grpc_ready()  # the gRPC load is perf_analyzer's
 
         def usable(load, m):
             if load.startswith("wrk"):

@@ -17,6 +17,22 @@ std::string Label(const SchedulerOptions& options) {
   return "model '" + options.model_name + "' version '" + options.model_version + "'";
 }
 
+// Batches of one model that can compute at once when balancing: its
+// instances, as far as the thread budget's compute slots go; 1 (nothing to
+// balance) with the option off.
+size_t BalancedRuns(const SchedulerOptions& options, size_t instances) {
+  if (!options.balance_across_instances) return 1;
+  if (!options.compute_slots) return instances;
+  const int per_run = std::max(1, options.compute_slots_per_run);
+  return std::min(instances, static_cast<size_t>(std::max(1, options.compute_slots->total() / per_run)));
+}
+
+uint64_t Rows(const std::vector<QueuedRequest*>& members) {
+  uint64_t rows = 0;
+  for (const QueuedRequest* m : members) rows += m->batch_size;
+  return rows;
+}
+
 std::vector<QueuePolicy> LevelPolicies(const SchedulerOptions& options) {
   std::vector<QueuePolicy> policies(std::max<uint32_t>(options.priority_levels, 1),
                                     options.default_queue_policy);
@@ -119,6 +135,7 @@ SchedulerImpl::SchedulerImpl(SchedulerOptions options,
       assembler_(options_.max_batch_size, options_.dynamic_batching,
                  options_.preferred_batch_sizes, options_.max_queue_delay_us),
       stackers_(instances_.size()),
+      balanced_runs_(BalancedRuns(options_, instances_.size())),
       queue_(label_, LevelPolicies(options_), options_.default_max_queue_size),
       forecast_(static_cast<uint64_t>(std::max(options_.max_batch_size, 1)) * instances_.size()),
       running_(instances_.size()) {
@@ -473,13 +490,13 @@ bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
       if (options_.adaptive_batch_window && more_expected && plan.window_over) {
         forecast_.WindowClosed();
       }
-      run_rest_now_ = options_.balance_across_instances && KeepOwnShare(&plan.members);
-      uint64_t rows = 0;
-      for (const QueuedRequest* m : plan.members) rows += m->batch_size;
+      if (balanced_runs_ > 1) {
+        run_rest_now_ = KeepOwnShare(&plan.members);
+        running_rows_.fetch_add(Rows(plan.members), std::memory_order_relaxed);
+      }
       *batch = queue_.Take(plan.members);
       queue_depth_.store(queue_.size(), std::memory_order_relaxed);
       busy_instances_.fetch_add(1, std::memory_order_relaxed);
-      running_rows_.fetch_add(rows, std::memory_order_relaxed);
       ResignLeader();
       return true;
     }
@@ -495,18 +512,10 @@ bool SchedulerImpl::NextBatch(std::vector<QueuedRequest>* batch,
 }
 
 bool SchedulerImpl::KeepOwnShare(std::vector<QueuedRequest*>* members) const {
-  // Batches of this model that can compute at once: its instances, as far as
-  // the thread budget's compute slots go.
-  size_t parallel = instances_.size();
-  if (options_.compute_slots) {
-    const int per_run = std::max(1, options_.compute_slots_per_run);
-    parallel = std::min(parallel, static_cast<size_t>(std::max(1, options_.compute_slots->total() / per_run)));
-  }
-  if (members->size() < 2 || parallel < 2) return false;
+  if (members->size() < 2) return false;
   // The work in hand: the rows planned and those the other instances run.
-  uint64_t rows = running_rows_.load(std::memory_order_relaxed);
-  for (const QueuedRequest* m : *members) rows += m->batch_size;
-  const uint64_t share = (rows + parallel - 1) / parallel;
+  const uint64_t rows = running_rows_.load(std::memory_order_relaxed) + Rows(*members);
+  const uint64_t share = (rows + balanced_runs_ - 1) / balanced_runs_;
   // Whole requests, in the plan's order; at least one.
   size_t keep = 1;
   uint64_t taken = (*members)[0]->batch_size;
@@ -520,7 +529,7 @@ bool SchedulerImpl::KeepOwnShare(std::vector<QueuedRequest*>* members) const {
 
 void SchedulerImpl::EndRun(uint64_t rows) {
   busy_instances_.fetch_sub(1, std::memory_order_relaxed);
-  running_rows_.fetch_sub(rows, std::memory_order_relaxed);
+  if (balanced_runs_ > 1) running_rows_.fetch_sub(rows, std::memory_order_relaxed);
 }
 
 void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {

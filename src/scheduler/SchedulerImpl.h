@@ -71,7 +71,8 @@
 //
 // Balancing instances (options.balance_across_instances): the leader keeps
 // only its share of the batch it planned (KeepOwnShare: the planned rows
-// plus running_rows_, over the instances that can compute at once) and
+// plus running_rows_, over balanced_runs_, the batches that can compute at
+// once; with one, nothing is balanced or counted) and
 // hands the leader role on with run_rest_now_ set: whoever plans next takes
 // the rest with no window, since those requests were ready to run. Without
 // it, 4 closed-loop clients of a compute-bound model with 2 single-thread
@@ -137,8 +138,9 @@ class SchedulerImpl final : public ModelScheduler {
   // requests to reject. False when the worker should exit.
   bool NextBatch(std::vector<QueuedRequest>* batch, std::vector<RejectedRequest>* rejected);
   void ResignLeader();  // requires mu_
-  // Balancing instances: trims the planned batch `members` (>= 1) to this
-  // worker's share; true when it left some. Requires mu_.
+  // Balancing instances (balanced_runs_ > 1): trims the planned batch
+  // `members` (>= 1) to this worker's share; true when it left some.
+  // Requires mu_.
   bool KeepOwnShare(std::vector<QueuedRequest*>* members) const;
   // A batch of `rows` has ended, run or not.
   void EndRun(uint64_t rows);
@@ -191,6 +193,7 @@ class SchedulerImpl final : public ModelScheduler {
   const std::shared_ptr<SchedulerClock> clock_;
   const BatchAssembler assembler_;
   std::vector<TensorStacker> stackers_;  // one per worker, touched only by it
+  const size_t balanced_runs_;           // batches that may run at once when balancing; 1: off
 
   mutable std::mutex mu_;
   std::condition_variable leader_cv_;    // the leader waits for requests/time
@@ -205,7 +208,7 @@ class SchedulerImpl final : public ModelScheduler {
   // Written under mu_ (queue depth) or by workers, read anywhere lock-free.
   std::atomic<size_t> queue_depth_{0};
   std::atomic<size_t> busy_instances_{0};
-  std::atomic<uint64_t> running_rows_{0};  // rows of the batches taken and not ended
+  std::atomic<uint64_t> running_rows_{0};  // balancing: rows of the batches taken and not ended
 
   // Moving average (1/8 weight per execution) of a batch's start-to-end
   // time in ns; 0 until the first execution.
