@@ -49,7 +49,6 @@ struct Flags {
   size_t trace_buffer_spans = 8192;
   bool strict_readiness = true;
   int exit_timeout_secs = 30;
-  uint64_t cancel_poll_interval_us = 5000;
   uint64_t http_max_input_size = kHttpDefaults.max_input_size;
   size_t http_max_header_size = kHttpDefaults.max_header_bytes;
   size_t http_max_body_chunks = kHttpDefaults.max_body_chunks;
@@ -191,11 +190,6 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "On SIGTERM/SIGINT, how long queued and running requests may take to finish; "
                  "what is left then is answered 503/UNAVAILABLE and the process exits 0")
       ->capture_default_str();
-  app.add_option("--cancel-poll-interval-us", f.cancel_poll_interval_us,
-                 "While a running batch holds a request whose client can go away, how often its "
-                 "cancel flags are re-read to stop the run once every request is gone (µs)")
-      ->check(CLI::Range(uint64_t{100}, uint64_t{10'000'000}))
-      ->capture_default_str();
   app.add_option("--thread-budget", f.thread_budget,
                  "Cores the model instances may use in total (0: all cores). Each instance's "
                  "intra-op threads are planned so the sum stays within it unless a config "
@@ -306,8 +300,7 @@ int main(int argc, char** argv) {
        .control_mode = control_mode,
        .poll_interval = std::chrono::seconds(flags.repository_poll_secs),
        .startup_models = flags.load_models,
-       .model_cache_dir = flags.model_cache_dir,
-       .cancel_poll_interval_us = flags.cancel_poll_interval_us});
+       .model_cache_dir = flags.model_cache_dir});
   if (!repository.ok()) {
     spdlog::critical("{}", repository.status().message());
     return 1;

@@ -5,7 +5,6 @@
 // calls `on_complete` exactly once — possibly synchronously, for a request
 // rejected at once — from whatever thread finishes it. Front ends therefore
 // hand the result back to their own I/O thread and never block in the callback.
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -14,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/Cancellation.h"
 #include "core/Status.h"
 #include "core/Tensor.h"
 #include "core/Trace.h"
@@ -49,10 +49,6 @@ struct InferenceResponse {
 
 using CompletionCallback = std::function<void(Result<InferenceResponse>)>;
 
-// Set by a front end when its client goes away; checked by the scheduler so a
-// cancelled request is not computed.
-using CancelFlag = std::shared_ptr<std::atomic<bool>>;
-
 struct InferenceRequest {
   std::string model_name;
   std::string model_version;  // empty: chosen by the model's version policy
@@ -63,6 +59,8 @@ struct InferenceRequest {
   uint64_t timeout_us = 0;
   uint32_t priority = 0;
   Clock::time_point arrival_time = Clock::now();
+  // Set by the front end when its client goes away (core/Cancellation.h):
+  // a cancelled request is not computed, and its run is stopped.
   CancelFlag cancelled;  // may be null
   // Null unless the front end traces this request (core/Trace.h says who
   // writes what); shared with the front end, which emits the spans.

@@ -1127,7 +1127,6 @@ class ModelRepositoryImpl final : public ModelRepository {
     auto model = std::make_shared<ModelImpl>(c.config, version, reorder, fallback_lookup_);
     SchedulerOptions scheduler_options = c.scheduler_options;
     scheduler_options.compute_slots = compute_slots_;
-    scheduler_options.cancel_poll_interval_us = options_.cancel_poll_interval_us;
     scheduler_options.compute_slots_per_run = plan.total_threads / std::max(1, plan.instances);
     scheduler_options.balance_across_instances =
         std::none_of(c.instances.begin(), c.instances.end(), [](const InstanceSpec& i) { return i.gpu; });

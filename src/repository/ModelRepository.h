@@ -68,9 +68,6 @@ struct RepositoryOptions {
   // Where TensorRT engine and timing caches live, shared by all instances of
   // a model and kept across restarts. Empty: <temp dir>/ortserve-model-cache.
   std::string model_cache_dir;
-  // How often a running batch's cancel flags are re-read while it holds a
-  // cancellable request (SchedulerOptions::cancel_poll_interval_us). > 0.
-  uint64_t cancel_poll_interval_us = 5000;
 };
 
 class ModelRepository {

@@ -63,11 +63,6 @@ struct SchedulerOptions {
   // queue. Off for instances sharing one device (GPU), where one larger batch
   // beats concurrent halves; off is Triton's dispatch (each batch whole).
   bool balance_across_instances = false;
-  // The run watchdog (see SchedulerImpl.h) re-reads the cancel flags of a
-  // running batch this often, and only while a running batch has a live
-  // request that carries a cancel flag: front ends set the flag without
-  // notifying anyone. Deadlines need no polling. Must be positive.
-  uint64_t cancel_poll_interval_us = 5000;
 };
 
 class ModelScheduler {

@@ -70,7 +70,7 @@ Clock::time_point RequestQueue::ApplyPolicies(Clock::time_point now,
     for (auto* part : {&fifo.ready, &fifo.delayed}) {
       for (QueuedRequest& entry : *part) {
         InferenceRequest& request = *entry.request;
-        if (request.cancelled && request.cancelled->load(std::memory_order_relaxed)) {
+        if (request.cancelled && request.cancelled->IsCancelled()) {
           rejected->push_back({std::move(entry.request),
                                {StatusCode::kCancelled, "request '" + request.id + "' for " +
                                                             label_ + " was cancelled"}});

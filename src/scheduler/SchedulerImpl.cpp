@@ -104,9 +104,6 @@ Status ValidateOptions(const SchedulerOptions& o,
                              " is outside 1..priority_levels " + std::to_string(o.priority_levels));
     }
   }
-  if (o.cancel_poll_interval_us == 0) {
-    return InvalidArgument(label + ": cancel_poll_interval_us must be positive");
-  }
   if (o.default_max_queue_size == 0) {
     return InvalidArgument(label + ": default_max_queue_size must be positive");
   }
@@ -290,7 +287,7 @@ void SchedulerImpl::Shutdown(Clock::time_point abandon_at) {
   if (watchdog_.joinable()) watchdog_.join();
 }
 
-bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch, Clock::time_point now) {
+bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch) {
   {
     std::lock_guard<std::mutex> lock(watch_mu_);
     RunningBatch& running = running_[index];
@@ -299,12 +296,13 @@ bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch,
     if (abandoned_) return false;
     running.watched = true;
     running.requests.clear();  // keeps its capacity: no allocation once warm
-    // The first moment the batch could be found dead: a cancellation is seen
-    // at the next poll, otherwise the latest deadline must pass.
-    bool cancellable = false;
-    Clock::time_point last_deadline = Clock::time_point::min();
+    // The first moment the batch could be found dead without a further
+    // cancellation (which wakes the watchdog itself): the latest deadline of
+    // its requests not cancelled yet -- now, if all were cancelled since the
+    // queue let them go.
+    Clock::time_point last_live_deadline = Clock::time_point::min();
     for (const QueuedRequest& entry : batch) {
-      const std::atomic<bool>* cancelled = entry.request->cancelled.get();
+      const CancelToken* cancelled = entry.request->cancelled.get();
       // A request that can neither expire nor be cancelled keeps the whole
       // batch alive: nothing to watch.
       if (cancelled == nullptr && entry.deadline == Clock::time_point::max()) {
@@ -313,16 +311,11 @@ bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch,
         return true;
       }
       running.requests.push_back({entry.deadline, cancelled});
-      cancellable |= cancelled != nullptr;
-      last_deadline = std::max(last_deadline, entry.deadline);
+      if (cancelled == nullptr || !cancelled->IsCancelled()) {
+        last_live_deadline = std::max(last_live_deadline, entry.deadline);
+      }
     }
-    ++watched_starts_;
-    Clock::time_point look_by = last_deadline;
-    if (cancellable) {
-      look_by = std::min(look_by, now + std::chrono::duration_cast<Clock::duration>(
-                                                      std::chrono::microseconds(options_.cancel_poll_interval_us)));
-    }
-    if (look_by >= watch_wake_at_) return true;  // it will look in time anyway
+    if (last_live_deadline >= watch_wake_at_) return true;  // it will look in time anyway
   }
   watch_cv_.notify_one();
   return true;
@@ -373,16 +366,19 @@ void SchedulerImpl::Abandon() {
   }
 }
 
+void SchedulerImpl::WakeWatchdog() {
+  // Taking the lock orders the wake-up after the watchdog's last look: a
+  // token cancelled while it looks is seen by its next one.
+  { std::lock_guard<std::mutex> lock(watch_mu_); }
+  watch_cv_.notify_one();
+}
+
 void SchedulerImpl::WatchdogLoop() {
   SetCurrentThreadName("watch-" + options_.model_name);
-  const auto poll = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::microseconds(options_.cancel_poll_interval_us));
   std::unique_lock<std::mutex> lock(watch_mu_);
-  uint64_t starts_seen = 0;  // watched_starts_ at the previous look
   while (!watch_stopping_) {
     const Clock::time_point now = clock_->Now();
     Clock::time_point wake = Clock::time_point::max();
-    bool poll_cancellations = false;
     for (size_t i = 0; i < running_.size(); ++i) {
       RunningBatch& running = running_[i];
       if (!running.active || !running.watched || running.terminated) continue;
@@ -390,27 +386,18 @@ void SchedulerImpl::WatchdogLoop() {
       // The batch dies, at the latest, when the last deadline among its
       // requests not cancelled passes.
       Clock::time_point last_deadline = Clock::time_point::min();
-      bool cancellable_live = false;
       for (const WatchedRequest& r : running.requests) {
-        if (r.cancelled && r.cancelled->load(std::memory_order_relaxed)) continue;
+        if (r.cancelled && r.cancelled->IsCancelled()) continue;
         last_deadline = std::max(last_deadline, r.deadline);
-        if (r.deadline > now) {
-          dead = false;
-          cancellable_live |= r.cancelled != nullptr;
-        }
+        if (r.deadline > now) dead = false;
       }
       if (dead) {
         running.terminated = true;
         instances_[i]->Terminate();  // thread-safe, returns at once
         continue;
       }
-      if (last_deadline != Clock::time_point::max()) wake = std::min(wake, last_deadline);
-      poll_cancellations |= cancellable_live;
+      wake = std::min(wake, last_deadline);
     }
-    // Batches started since the last look: keep the beat, so that the next
-    // short batch (likely: traffic goes on) needs no wake-up.
-    if (poll_cancellations || watched_starts_ != starts_seen) wake = std::min(wake, now + poll);
-    starts_seen = watched_starts_;
     watch_wake_at_ = wake;
     if (wake == Clock::time_point::max()) {
       watch_cv_.wait(lock);
@@ -559,7 +546,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
     input_end = clock_->Now();
     if (status.ok()) {
       try {
-        if (Watch(index, batch, input_end)) status = instance.Run(inputs, &outputs);
+        if (Watch(index, batch)) status = instance.Run(inputs, &outputs);
       } catch (...) {
         run_end = Unwatch(index);
         throw;
@@ -603,8 +590,7 @@ void SchedulerImpl::Execute(size_t index, std::vector<QueuedRequest>& batch) {
              Unavailable(label_ + " is shutting down: the run of request '" + id +
                          "' was stopped at the exit timeout"),
              RequestOutcome::kRejected);
-      } else if (entry.request->cancelled &&
-                 entry.request->cancelled->load(std::memory_order_relaxed)) {
+      } else if (entry.request->cancelled && entry.request->cancelled->IsCancelled()) {
         Fail(std::move(entry.request),
              {StatusCode::kCancelled,
               "request '" + id + "' for " + label_ + " was cancelled; its run was terminated"},

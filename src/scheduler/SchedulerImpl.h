@@ -44,14 +44,12 @@
 // next batch. A batch with one live request is never terminated; a batch
 // with a request that has neither a deadline nor a cancel flag is not even
 // watched. The watchdog sleeps on watch_cv_ until the earliest moment a
-// watched batch could die (its latest live deadline); cancel flags are plain
-// atomics nobody notifies, so while a watched batch has a live request with a
-// cancel flag the watchdog also wakes every options.cancel_poll_interval_us.
-// A starting batch wakes it only if it would sleep past the batch's first
-// possible death (watch_wake_at_), and while watched batches keep starting it
-// keeps waking every interval before it sleeps without end: under steady
-// traffic of short batches (their requests carry cancel flags: the HTTP
-// client may leave) it wakes once per interval rather than once per batch.
+// watched batch could die (its latest live deadline), or until a request
+// anywhere is cancelled (cancel_subscription_: core/Cancellation.h), and
+// then looks at every running batch; it never polls. A starting batch wakes
+// it only if it would sleep past the batch's latest deadline
+// (watch_wake_at_): a batch of requests that can only be cancelled (HTTP and
+// gRPC requests without a timeout) costs no wake-up at all.
 // Per scheduler rather than per process because it uses the scheduler's clock
 // (tests drive it with the fake clock) and must stop before the instances it
 // terminates are destroyed; it costs one sleeping thread per model version.
@@ -152,7 +150,7 @@ class SchedulerImpl final : public ModelScheduler {
   // ---- the run watchdog
   struct WatchedRequest {
     Clock::time_point deadline;           // max: none
-    const std::atomic<bool>* cancelled;   // null: cannot be cancelled
+    const CancelToken* cancelled;         // null: cannot be cancelled
   };
   struct RunningBatch {
     bool active = false;      // a batch is (about to be) running
@@ -162,10 +160,11 @@ class SchedulerImpl final : public ModelScheduler {
   };
   enum class RunEnd { kRan, kDead, kAbandoned };
   void WatchdogLoop();
-  // Registers worker `index`'s batch as running (watched if it can ever die),
-  // starting about `now`. False when shutdown has abandoned the work: the
-  // batch must not start.
-  bool Watch(size_t index, const std::vector<QueuedRequest>& batch, Clock::time_point now);
+  void WakeWatchdog();  // a request was cancelled somewhere: look again
+  // Registers worker `index`'s batch as running (watched if it can ever
+  // die). False when shutdown has abandoned the work: the batch must not
+  // start.
+  bool Watch(size_t index, const std::vector<QueuedRequest>& batch);
   // Ends the run's registration and says whether it was stopped, and why.
   RunEnd Unwatch(size_t index);
   // Shutdown past its deadline: empties the queue with kUnavailable answers
@@ -221,8 +220,9 @@ class SchedulerImpl final : public ModelScheduler {
   // When the sleeping watchdog looks next (max: only when woken). Guarded by
   // watch_mu_; meaningful while it sleeps, which is whenever Watch can lock.
   Clock::time_point watch_wake_at_ = Clock::time_point::max();
-  uint64_t watched_starts_ = 0;  // watched batches ever started; guarded by watch_mu_
   bool abandoned_ = false;               // guarded by watch_mu_
+  // After the watchdog's state: gone before it while destroying.
+  CancelSubscription cancel_subscription_{[this] { WakeWatchdog(); }};
 
   std::mutex shutdown_mu_;             // serialises Shutdown(); taken before mu_
   std::vector<std::thread> workers_;   // guarded by shutdown_mu_ after construction

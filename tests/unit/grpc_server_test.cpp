@@ -646,11 +646,11 @@ TEST_F(GrpcServerTest, CancelledStreamMarksItsRequestsCancelled) {
   gated_->WaitForHeld(1);
   CancelFlag flag = gated_->LastCancelFlag();
   ASSERT_TRUE(flag);
-  EXPECT_FALSE(flag->load());
+  EXPECT_FALSE(flag->IsCancelled());
   ctx->TryCancel();
   EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
   // The server learns of the cancel asynchronously; wait for it without a deadline.
-  while (!flag->load()) std::this_thread::yield();
+  while (!flag->IsCancelled()) std::this_thread::yield();
   gated_->Release("held");  // answered after the stream broke: dropped
 }
 
@@ -668,7 +668,7 @@ TEST_F(GrpcServerTest, CancelledUnaryCallMarksItsRequestCancelled) {
   gated_->WaitForHeld(1);
   CancelFlag flag = gated_->LastCancelFlag();
   ctx.TryCancel();
-  while (!flag->load()) std::this_thread::yield();
+  while (!flag->IsCancelled()) std::this_thread::yield();
   gated_->Release("u");
   while (!done) std::this_thread::yield();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);

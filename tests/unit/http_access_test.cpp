@@ -85,7 +85,7 @@ class HttpAccessTest : public ::testing::Test {
     RequestContext ctx;
     ctx.post = [](std::function<void()> fn) { fn(); };
     ctx.reply = [&out](HttpResponse r) { out = std::move(r); };
-    ctx.cancelled = std::make_shared<std::atomic<bool>>(false);
+    ctx.cancelled = std::make_shared<CancelToken>();
     service->Handle(std::move(req), ctx);
     EXPECT_TRUE(out.has_value());
     return out.value_or(HttpResponse{});

@@ -259,8 +259,8 @@ TEST_F(HttpServerTest, ClientLeavingCancelsTheInFlightRequest) {
   auto held = repo.model->WaitHeld();
   ASSERT_TRUE(held->cancelled);
   s.close();
-  for (int i = 0; i < 500 && !held->cancelled->load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_TRUE(held->cancelled->load());
+  for (int i = 0; i < 500 && !held->cancelled->IsCancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(held->cancelled->IsCancelled());
   // The late completion is harmless.
   ThreadedModel::Complete(*held);
   EXPECT_TRUE(server->WaitForInFlight(std::chrono::seconds(30)));  // liveness bound only

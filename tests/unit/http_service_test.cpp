@@ -113,7 +113,7 @@ class HttpServiceTest : public ::testing::Test {
       last = r;
       out = std::move(r);
     };
-    ctx.cancelled = std::make_shared<std::atomic<bool>>(false);
+    ctx.cancelled = std::make_shared<CancelToken>();
     service.Handle(std::move(req), ctx);
     Drain();
     return out ? out : std::nullopt;

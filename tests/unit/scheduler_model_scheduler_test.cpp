@@ -733,11 +733,11 @@ TEST_P(SchedulerTest, CancelledRequestIsDroppedAndNeverComputed) {
   Start(BatchingOptions());
   OccupyAllInstances();
   auto r = Request("gone", 1, 4, 777);
-  r->cancelled = std::make_shared<std::atomic<bool>>(false);
+  r->cancelled = std::make_shared<CancelToken>();
   auto flag = r->cancelled;
   Submit(std::move(r));
   Submit(Request("kept", 1, 4, 10));
-  flag->store(true);
+  flag->Cancel();
   model_->Open();
   EXPECT_EQ(done_.Get("gone").status().code(), StatusCode::kCancelled);
   ExpectAddOne("kept", 1, 4, 10);

@@ -99,7 +99,8 @@ TEST(RequestQueue, DelayActionMovesExpiredBehindItsLevel) {
 TEST(RequestQueue, CancelledRequestsAreTakenOut) {
   RequestQueue q("model 'm' version '1'", {QueuePolicy{}}, 10);
   auto a = Req("a"), b = Req("b");
-  a->cancelled = std::make_shared<std::atomic<bool>>(true);
+  a->cancelled = std::make_shared<CancelToken>();
+  a->cancelled->Cancel();
   ASSERT_TRUE(q.Push(a, 1, 1, kT0).ok());
   ASSERT_TRUE(q.Push(b, 1, 1, kT0).ok());
   std::vector<RejectedRequest> rejected;

@@ -145,7 +145,6 @@ class RunWatchdogTest : public ::testing::Test {
     o.model_version = "1";
     o.max_batch_size = max_batch_size;
     o.dynamic_batching = max_batch_size > 0;
-    o.cancel_poll_interval_us = 5000;
     stats_ = std::make_unique<ModelStatistics>(max_batch_size);
     std::vector<std::unique_ptr<ModelInstance>> list;
     for (int i = 0; i < instances; ++i) list.push_back(std::make_unique<GatedInstance>(gate_, i));
@@ -266,13 +265,12 @@ TEST_F(RunWatchdogTest, LastLiveDeadlinePassingTerminatesTheBatch) {
 
 TEST_F(RunWatchdogTest, CancelledRequestsTerminateTheRun) {
   Start();
-  auto flag = std::make_shared<std::atomic<bool>>(false);
+  auto flag = std::make_shared<CancelToken>();
   scheduler_->Submit(Request("gone", 1, /*timeout_us=*/0, flag));
   ASSERT_TRUE(gate_->WaitForRuns(1));
-  AdvanceAndSettle(5ms);  // a poll with nothing cancelled yet
+  clock_->Advance(1s);  // no deadline: time alone never ends it
   EXPECT_EQ(gate_->terminations(), 0);
-  flag->store(true);
-  clock_->Advance(5ms);  // the next cancellation poll sees it
+  flag->Cancel();  // wakes the watchdog itself, the clock standing still
 
   auto r = done_.Get("gone");
   ASSERT_FALSE(r.ok());
@@ -289,15 +287,16 @@ TEST_F(RunWatchdogTest, MixOfCancelledAndExpiredIsTerminatedEachWithItsReason) {
   Start();
   scheduler_->Submit(Request("blocker", 0));
   ASSERT_TRUE(gate_->WaitForRuns(1));
-  auto flag = std::make_shared<std::atomic<bool>>(false);
+  auto flag = std::make_shared<CancelToken>();
   scheduler_->Submit(Request("cancelled", 1, /*timeout_us=*/0, flag));
   scheduler_->Submit(Request("expired", 2, /*timeout_us=*/1000));
   gate_->Permit(1);
   ASSERT_TRUE(gate_->WaitForRuns(2));
-  AdvanceAndSettle(2ms);  // "expired" is dead, "cancelled" is alive (no deadline)
+  // "expired" is dead, "cancelled" alive (no deadline): nothing to wait for
+  // until a cancellation.
+  clock_->Advance(2ms);
   EXPECT_EQ(gate_->terminations(), 0);
-  flag->store(true);
-  clock_->Advance(5ms);
+  flag->Cancel();
   EXPECT_EQ(done_.Get("cancelled").status().code(), StatusCode::kCancelled);
   EXPECT_EQ(done_.Get("expired").status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(Outcome(RequestOutcome::kCancelled), 1u);

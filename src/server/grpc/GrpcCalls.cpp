@@ -164,7 +164,7 @@ class InferCall final : public CallBase {
         Unref();
         return;
       case kDone:
-        if (ctx_.IsCancelled()) cancelled_->store(true, std::memory_order_relaxed);
+        if (ctx_.IsCancelled()) cancelled_->Cancel();
         Unref();
         return;
     }
@@ -236,7 +236,7 @@ class InferCall final : public CallBase {
   std::shared_ptr<inference::ModelInferRequest> message_ = std::make_shared<inference::ModelInferRequest>();
   inference::ModelInferResponse response_;
   grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder_{&ctx_};
-  CancelFlag cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  CancelFlag cancelled_ = std::make_shared<CancelToken>();
   std::shared_ptr<Model> model_;  // held while the request runs
   std::optional<Result<InferenceResponse>> result_;
   tracing::CompletionReport report_;  // set in Start()
@@ -301,7 +301,7 @@ class StreamCall final : public CallBase {
         return;
       case kDone:
         if (ctx_.IsCancelled()) {
-          cancelled_->store(true, std::memory_order_relaxed);
+          cancelled_->Cancel();
           std::lock_guard lock(mu_);
           broken_ = true;
           pending_.clear();
@@ -472,7 +472,7 @@ class StreamCall final : public CallBase {
   std::optional<std::string> traceparent_;  // the stream's; read when it starts
   std::shared_ptr<inference::ModelInferRequest> reading_;  // polling thread only
   inference::ModelStreamInferResponse out_;                // the write loop only
-  CancelFlag cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  CancelFlag cancelled_ = std::make_shared<CancelToken>();
   grpc::Alarm alarm_;
   std::atomic<int> refs_{1};
 

@@ -466,7 +466,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
       }
     }
 
-    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    cancel_ = std::make_shared<CancelToken>();
     awaiting_reply_ = true;
     ++requests_;
     self_ = this->shared_from_this();
@@ -606,7 +606,7 @@ class Session final : public SessionBase, public std::enable_shared_from_this<Se
   void DoClose() {
     if (closed_) return;
     closed_ = true;
-    if (awaiting_reply_ && cancel_) cancel_->store(true);
+    if (awaiting_reply_ && cancel_) cancel_->Cancel();
     beast::error_code ec;
     Tcp().shutdown(tcp::socket::shutdown_send, ec);
     Tcp().close(ec);
