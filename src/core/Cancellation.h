@@ -8,10 +8,10 @@
 // CancelSubscription for as long as it lives; Cancel() calls every
 // subscriber, which then reads the tokens of what it runs.
 //
-// Why every subscriber rather than the one running the request: cancellations
-// are rare and subscribers few (one per model version), a request's token may
-// be read by several schedulers (a fallback model answers with the request's
-// token), and a request pays nothing on its way. Why not polling the tokens of
+// Why every subscriber rather than the one running the request: subscribers
+// are few (one per model version) and one with nothing running returns at
+// once, a request's token may be read by several schedulers (a fallback model
+// answers with the request's token), and a request pays nothing on its way. Why not polling the tokens of
 // running batches, as before: a poll every 5 ms woke the watchdog ~200 times a
 // second under steady load (now: none), each wake-up taking a core from an
 // inference thread, and a cancelled run went on until the next poll.

@@ -367,9 +367,19 @@ void SchedulerImpl::Abandon() {
 }
 
 void SchedulerImpl::WakeWatchdog() {
-  // Taking the lock orders the wake-up after the watchdog's last look: a
-  // token cancelled while it looks is seen by its next one.
-  { std::lock_guard<std::mutex> lock(watch_mu_); }
+  {
+    // Under the lock, the wake-up comes after the watchdog's last look (a
+    // token cancelled while it looks is seen by its next one), and a batch
+    // that starts after this finds the token cancelled itself (Watch).
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    // Nothing of ours running: no thread to wake (every scheduler hears of
+    // every cancellation, and clients giving up under overload are many).
+    if (std::none_of(running_.begin(), running_.end(), [](const RunningBatch& running) {
+          return running.active && running.watched && !running.terminated;
+        })) {
+      return;
+    }
+  }
   watch_cv_.notify_one();
 }
 
