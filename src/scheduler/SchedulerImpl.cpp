@@ -296,11 +296,6 @@ bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch)
     if (abandoned_) return false;
     running.watched = true;
     running.requests.clear();  // keeps its capacity: no allocation once warm
-    // The first moment the batch could be found dead without a further
-    // cancellation (which wakes the watchdog itself): the latest deadline of
-    // its requests not cancelled yet -- now, if all were cancelled since the
-    // queue let them go.
-    Clock::time_point last_live_deadline = Clock::time_point::min();
     for (const QueuedRequest& entry : batch) {
       const CancelToken* cancelled = entry.request->cancelled.get();
       // A request that can neither expire nor be cancelled keeps the whole
@@ -311,11 +306,11 @@ bool SchedulerImpl::Watch(size_t index, const std::vector<QueuedRequest>& batch)
         return true;
       }
       running.requests.push_back({entry.deadline, cancelled});
-      if (cancelled == nullptr || !cancelled->IsCancelled()) {
-        last_live_deadline = std::max(last_live_deadline, entry.deadline);
-      }
     }
-    if (last_live_deadline >= watch_wake_at_) return true;  // it will look in time anyway
+    // A further cancellation wakes the watchdog itself; otherwise the batch
+    // can first be found dead at its last live deadline (already, if all its
+    // requests were cancelled since the queue let them go).
+    if (running.LastLiveDeadline() >= watch_wake_at_) return true;  // it will look in time anyway
   }
   watch_cv_.notify_one();
   return true;
@@ -366,6 +361,14 @@ void SchedulerImpl::Abandon() {
   }
 }
 
+Clock::time_point SchedulerImpl::RunningBatch::LastLiveDeadline() const {
+  Clock::time_point last = Clock::time_point::min();
+  for (const WatchedRequest& r : requests) {
+    if (r.cancelled == nullptr || !r.cancelled->IsCancelled()) last = std::max(last, r.deadline);
+  }
+  return last;
+}
+
 void SchedulerImpl::WakeWatchdog() {
   {
     // Under the lock, the wake-up comes after the watchdog's last look (a
@@ -374,11 +377,7 @@ void SchedulerImpl::WakeWatchdog() {
     std::lock_guard<std::mutex> lock(watch_mu_);
     // Nothing of ours running: no thread to wake (every scheduler hears of
     // every cancellation, and clients giving up under overload are many).
-    if (std::none_of(running_.begin(), running_.end(), [](const RunningBatch& running) {
-          return running.active && running.watched && !running.terminated;
-        })) {
-      return;
-    }
+    if (std::none_of(running_.begin(), running_.end(), [](const RunningBatch& r) { return r.Watchable(); })) return;
   }
   watch_cv_.notify_one();
 }
@@ -391,22 +390,14 @@ void SchedulerImpl::WatchdogLoop() {
     Clock::time_point wake = Clock::time_point::max();
     for (size_t i = 0; i < running_.size(); ++i) {
       RunningBatch& running = running_[i];
-      if (!running.active || !running.watched || running.terminated) continue;
-      bool dead = true;
-      // The batch dies, at the latest, when the last deadline among its
-      // requests not cancelled passes.
-      Clock::time_point last_deadline = Clock::time_point::min();
-      for (const WatchedRequest& r : running.requests) {
-        if (r.cancelled && r.cancelled->IsCancelled()) continue;
-        last_deadline = std::max(last_deadline, r.deadline);
-        if (r.deadline > now) dead = false;
-      }
-      if (dead) {
+      if (!running.Watchable()) continue;
+      const Clock::time_point dies_at = running.LastLiveDeadline();
+      if (dies_at <= now) {
         running.terminated = true;
         instances_[i]->Terminate();  // thread-safe, returns at once
         continue;
       }
-      wake = std::min(wake, last_deadline);
+      wake = std::min(wake, dies_at);
     }
     watch_wake_at_ = wake;
     if (wake == Clock::time_point::max()) {

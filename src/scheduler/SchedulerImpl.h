@@ -157,6 +157,11 @@ class SchedulerImpl final : public ModelScheduler {
     bool watched = false;     // every request can die: the watchdog looks at it
     bool terminated = false;  // found dead (or abandoned at shutdown) and terminated
     std::vector<WatchedRequest> requests;
+    // What the watchdog looks at: running, able to die, not stopped yet.
+    bool Watchable() const { return active && watched && !terminated; }
+    // The batch dies when this passes: the latest deadline among its requests
+    // not cancelled (min, i.e. already, when every one was cancelled).
+    Clock::time_point LastLiveDeadline() const;
   };
   enum class RunEnd { kRan, kDead, kAbandoned };
   void WatchdogLoop();
