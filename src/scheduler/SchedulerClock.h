@@ -1,7 +1,7 @@
 #pragma once
 // The scheduler's time source, injected so that batching windows and queue
-// deadlines can be driven by hand in tests (FakeSchedulerClock) instead of by
-// sleeping. Production code uses SteadySchedulerClock.
+// deadlines can be driven by hand in tests (tests/fakes/FakeSchedulerClock)
+// instead of by sleeping. Production code uses SteadySchedulerClock.
 #include <condition_variable>
 #include <mutex>
 

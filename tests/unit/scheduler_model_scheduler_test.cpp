@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "scheduler/FakeSchedulerClock.h"
+#include "fakes/FakeSchedulerClock.h"
 #include "scheduler/ModelScheduler.h"
 #include "scheduler/SchedulerImpl.h"
 

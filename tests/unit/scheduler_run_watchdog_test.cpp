@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/FakeSchedulerClock.h"
+#include "fakes/FakeSchedulerClock.h"
 #include "scheduler/SchedulerImpl.h"
 
 #include "TestTensors.h"

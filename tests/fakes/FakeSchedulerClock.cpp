@@ -1,4 +1,4 @@
-#include "scheduler/FakeSchedulerClock.h"
+#include "fakes/FakeSchedulerClock.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 #pragma once
 // A manual clock for scheduler tests: time stands still until Advance(), which
 // wakes every thread blocked in WaitUntil() so it re-checks its deadline.
-// Thread-safe. Test support, kept beside the interface it fakes.
+// Thread-safe.
 #include <vector>
 
 #include "scheduler/SchedulerClock.h"
