@@ -9,7 +9,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HTTP_PORT ?= 8000
 
-.PHONY: all deps build run test unit-test integration-test tsan clean demo-models
+.PHONY: all deps build run test unit-test integration-test tsan thread-safety clean demo-models
 
 all: build
 
@@ -43,6 +43,12 @@ tsan: deps
 	cmake --build build-tsan -j $(JOBS) --target $(SCHED_TESTS)
 	set -e; for t in $(SCHED_TESTS); do TSAN_OPTIONS=halt_on_error=1 build-tsan/$$t --gtest_brief=1; done
 
+# clang's thread-safety analysis over the annotated locks of the scheduler
+# and repository (core/Mutex.h), as errors, in build-tsa/. CI runs it.
+thread-safety: deps
+	scripts/setup.sh fuzz
+	JOBS=$(JOBS) scripts/check_thread_safety.sh
+
 # Unit + integration tests under ASan+UBSan (build-asan/, leaks included),
 # then the fuzz smoke (run_fuzz.sh) for FUZZ_SECONDS (default 10) per target;
 # prints the wall time of each stage. Not part of `make test`; CI (.ci/run)
@@ -63,7 +69,7 @@ demo-models: deps
 	$(PY) scripts/make_demo_models.py models
 
 clean:
-	rm -rf $(BUILD_DIR) build-tsan build-asan
+	rm -rf $(BUILD_DIR) build-tsan build-asan build-tsa
 
 # Benchmark: ortserve vs FastAPI+onnxruntime vs in-process ORT on the bench
 # models; writes bench/RESULTS.md and bench/results/. Not a test: nothing is

@@ -42,7 +42,7 @@ struct GpuSettings {
 Result<GpuSettings> ReadGpuSettings(const inference::ModelConfig& config);
 
 // Whether `key` is a model `parameters` key ReadGpuSettings understands (for
-// the "unknown parameter" log of ModelConfigUtil's IsKnownParameter).
+// the "unknown parameter" log of ConfigParse's IsKnownParameter).
 bool IsGpuParameter(const std::string& key);
 
 // Directory for the engine/timing caches of one model version, shared by all

@@ -1,43 +1,20 @@
 #pragma once
-// The model repository: discovers models in a Triton-layout folder
-// (<repo>/<model>/<version>/model.onnx, optional <repo>/<model>/config.pbtxt),
-// parses or auto-completes their configs, loads and warms them, and hands out
-// refcounted handles so an unload never frees a model under a running request.
+// The model repository: lookup and model states over a Triton-layout folder
+// (<repo>/<model>/<version>/model.onnx, optional <repo>/<model>/config.pbtxt).
+// It hands out refcounted handles (repository/Model.h), so an unload never
+// frees a model under a running request; its loader (repository/ModelLoader.h)
+// scans, prepares, loads, warms and publishes models on a thread of its own.
+// The front ends see this header and Model.h only.
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/InferenceRequest.h"
-#include "core/ModelStatistics.h"
 #include "core/Status.h"
-#include "model_config.pb.h"  // generated from proto/model_config.proto (Triton's ModelConfig)
+#include "repository/Model.h"
 
 namespace ortserve {
-
-enum class ModelState { kLoading, kReady, kUnavailable, kUnloading };
-const char* ModelStateName(ModelState state);  // "LOADING", "READY", "UNAVAILABLE", "UNLOADING"
-
-// One loaded model version. Thread-safe.
-class Model {
- public:
-  virtual ~Model() = default;
-  virtual const std::string& name() const = 0;
-  virtual const std::string& version() const = 0;
-  // The complete config (auto-completed where config.pbtxt was silent).
-  virtual const inference::ModelConfig& config() const = 0;
-  virtual ModelStatistics& stats() = 0;
-  virtual bool ready() const = 0;
-  // Validates the request against the config (names, datatypes, shapes, batch
-  // size, byte sizes, requested outputs) and schedules it. on_complete is
-  // called exactly once; a validation failure answers synchronously with
-  // kInvalidArgument naming the problem.
-  virtual void Infer(std::unique_ptr<InferenceRequest> request) = 0;
-  virtual size_t QueueDepth() const = 0;
-  // Instances running a batch right now.
-  virtual size_t BusyInstances() const { return 0; }
-};
 
 struct ModelIndexEntry {
   std::string name;
@@ -95,7 +72,7 @@ class ModelRepository {
   // Stops the loader thread (queued loads/unloads answer kUnavailable), then
   // every scheduler after its in-flight requests finish -- or, at
   // `abandon_at`, answers what is still queued or running with kUnavailable
-  // (ModelScheduler::Shutdown). Every accepted request is answered on return.
+  // (Scheduler::Shutdown). Every accepted request is answered on return.
   virtual void Shutdown(Clock::time_point abandon_at) = 0;
   void Shutdown() { Shutdown(Clock::time_point::max()); }
 

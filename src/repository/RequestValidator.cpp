@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "repository/ModelConfigUtil.h"
+#include "repository/ConfigTypes.h"
 
 namespace ortserve {
 namespace {
@@ -65,20 +65,96 @@ bool NamedAmong(const Items& items, size_t count, const std::string& name) {
 
 }  // namespace
 
-Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequest& request) {
-  // Runs for every request, so nothing is allocated unless it fails: the
-  // label and the expected shape are built for the error message only, and
-  // repeats are found by scanning what came before (NamedAmong).
+namespace {
+
+// The checks of one input `t` against its config entry `in`. `batch` carries
+// the batch size (and the input that set it) from one input to the next.
+struct BatchSeen {
+  int64_t size = -1;
+  const Tensor* input = nullptr;
+};
+
+Status ValidateInputShape(const inference::ModelConfig& config, const inference::ModelInput& in, const Tensor& t,
+                          BatchSeen* batch) {
   const auto model = [&config] { return ModelLabel(config); };
   const int max_batch = config.max_batch_size();
-  int64_t batch_size = -1;
-  const Tensor* batch_input = nullptr;
+  // The config's dims, after a batch dimension of any size when batching.
+  const size_t lead = max_batch > 0 ? 1 : 0;
+  const auto expected = [&] {
+    Shape shape = ConfigDims(in.dims());
+    if (lead) shape.insert(shape.begin(), -1);
+    return shape;
+  };
+  if (t.shape.size() != lead + static_cast<size_t>(in.dims_size())) {
+    return InvalidArgument("input '" + t.name + "' for " + model() + ": expected rank " +
+                           std::to_string(lead + in.dims_size()) + " (shape " + ShapeToString(expected()) +
+                           "), got shape " + ShapeToString(t.shape));
+  }
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    const int64_t want = d < lead ? -1 : in.dims(static_cast<int>(d - lead));
+    if (t.shape[d] < 0 || (want >= 0 && t.shape[d] != want)) {
+      return InvalidArgument("input '" + t.name + "' for " + model() + ": expected shape " +
+                             ShapeToString(expected()) + ", got " + ShapeToString(t.shape));
+    }
+  }
+  if (max_batch == 0) return Status::Ok();
+  const int64_t b = t.shape[0];
+  if (b < 1 || b > max_batch) {
+    return InvalidArgument("input '" + t.name + "' for " + model() + ": batch size " + std::to_string(b) +
+                           " is outside [1, " + std::to_string(max_batch) + "] (max_batch_size " +
+                           std::to_string(max_batch) + ")");
+  }
+  if (batch->size < 0) {
+    batch->size = b;
+    batch->input = &t;
+  } else if (b != batch->size) {
+    return InvalidArgument("inputs of " + model() + " disagree on batch size: '" + batch->input->name +
+                           "' has " + std::to_string(batch->size) + ", '" + t.name + "' has " +
+                           std::to_string(b));
+  }
+  return Status::Ok();
+}
+
+// The data must be exactly what the shape says: the one check of it for
+// both front ends, whose decoders frame tensors without walking them.
+Status ValidateInputData(const inference::ModelConfig& config, const Tensor& t) {
+  const auto model = [&config] { return ModelLabel(config); };
+  const auto count = ElementCount(t.shape);
+  if (!count) {
+    return InvalidArgument("input '" + t.name + "' for " + model() + ": invalid shape " + ShapeToString(t.shape));
+  }
+  if (t.dtype == DataType::kBytes) {
+    const auto elements = CountBytesElements(t.data.data(), t.data.size());
+    if (!elements) {
+      return InvalidArgument("input '" + t.name + "' for " + model() +
+                             ": malformed BYTES data (a length prefix runs past the end or bytes are left over)");
+    }
+    if (*elements != *count) {
+      return InvalidArgument("input '" + t.name + "' for " + model() + ": shape " + ShapeToString(t.shape) +
+                             " needs " + std::to_string(*count) + " BYTES elements, got " +
+                             std::to_string(*elements));
+    }
+    return Status::Ok();
+  }
+  const auto bytes = FixedByteSize(t.dtype, t.shape);
+  if (!bytes || *bytes != t.data.size()) {
+    return InvalidArgument("input '" + t.name + "' for " + model() + ": shape " + ShapeToString(t.shape) +
+                           " of " + std::string(DataTypeName(t.dtype)) + " needs " +
+                           (bytes ? std::to_string(*bytes) : std::string("?")) + " bytes, got " +
+                           std::to_string(t.data.size()));
+  }
+  return Status::Ok();
+}
+
+Status ValidateInputs(const inference::ModelConfig& config, const InferenceRequest& request) {
+  const auto model = [&config] { return ModelLabel(config); };
+  BatchSeen batch;
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     const Tensor& t = request.inputs[i];
     const inference::ModelInput* in = FindInput(config, t.name);
     if (in == nullptr) {
-      return InvalidArgument("unexpected input '" + t.name + "' for " + model() +
-                             " (inputs: " + InputNames(config) + ")");
+      return InvalidArgument("unexpected input '" + t.name + "' for " + model() + " (inputs: " +
+                             InputNames(config) + ")");
     }
     if (NamedAmong(request.inputs, i, t.name)) {
       return InvalidArgument("input '" + t.name + "' given more than once for " + model());
@@ -86,72 +162,10 @@ Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequ
     const DataType expected_type = FromConfigDataType(in->data_type());
     if (t.dtype != expected_type) {
       return InvalidArgument("input '" + t.name + "' for " + model() + ": expected datatype " +
-                             std::string(DataTypeName(expected_type)) + ", got " +
-                             std::string(DataTypeName(t.dtype)));
+                             std::string(DataTypeName(expected_type)) + ", got " + std::string(DataTypeName(t.dtype)));
     }
-    // The config's dims, after a batch dimension of any size when batching.
-    const size_t lead = max_batch > 0 ? 1 : 0;
-    const auto expected = [&] {
-      Shape shape = ConfigDims(in->dims());
-      if (lead) shape.insert(shape.begin(), -1);
-      return shape;
-    };
-    if (t.shape.size() != lead + static_cast<size_t>(in->dims_size())) {
-      return InvalidArgument("input '" + t.name + "' for " + model() + ": expected rank " +
-                             std::to_string(lead + in->dims_size()) + " (shape " +
-                             ShapeToString(expected()) + "), got shape " + ShapeToString(t.shape));
-    }
-    for (size_t d = 0; d < t.shape.size(); ++d) {
-      const int64_t want = d < lead ? -1 : in->dims(static_cast<int>(d - lead));
-      if (t.shape[d] < 0 || (want >= 0 && t.shape[d] != want)) {
-        return InvalidArgument("input '" + t.name + "' for " + model() + ": expected shape " +
-                               ShapeToString(expected()) + ", got " + ShapeToString(t.shape));
-      }
-    }
-    if (max_batch > 0) {
-      const int64_t b = t.shape[0];
-      if (b < 1 || b > max_batch) {
-        return InvalidArgument("input '" + t.name + "' for " + model() + ": batch size " +
-                               std::to_string(b) + " is outside [1, " +
-                               std::to_string(max_batch) + "] (max_batch_size " +
-                               std::to_string(max_batch) + ")");
-      }
-      if (batch_size < 0) {
-        batch_size = b;
-        batch_input = &t;
-      } else if (b != batch_size) {
-        return InvalidArgument("inputs of " + model() + " disagree on batch size: '" +
-                               batch_input->name + "' has " + std::to_string(batch_size) + ", '" +
-                               t.name + "' has " + std::to_string(b));
-      }
-    }
-    const auto count = ElementCount(t.shape);
-    if (!count) {
-      return InvalidArgument("input '" + t.name + "' for " + model() + ": invalid shape " +
-                             ShapeToString(t.shape));
-    }
-    if (t.dtype == DataType::kBytes) {
-      const auto elements = CountBytesElements(t.data.data(), t.data.size());
-      if (!elements) {
-        return InvalidArgument("input '" + t.name + "' for " + model() +
-                               ": malformed BYTES data (a length prefix runs past the end or "
-                               "bytes are left over)");
-      }
-      if (*elements != *count) {
-        return InvalidArgument("input '" + t.name + "' for " + model() + ": shape " +
-                               ShapeToString(t.shape) + " needs " + std::to_string(*count) +
-                               " BYTES elements, got " + std::to_string(*elements));
-      }
-    } else {
-      const auto bytes = FixedByteSize(t.dtype, t.shape);
-      if (!bytes || *bytes != t.data.size()) {
-        return InvalidArgument("input '" + t.name + "' for " + model() + ": shape " +
-                               ShapeToString(t.shape) + " of " +
-                               std::string(DataTypeName(t.dtype)) + " needs " +
-                               (bytes ? std::to_string(*bytes) : std::string("?")) +
-                               " bytes, got " + std::to_string(t.data.size()));
-      }
-    }
+    ORTSERVE_RETURN_IF_ERROR(ValidateInputShape(config, *in, t, &batch));
+    ORTSERVE_RETURN_IF_ERROR(ValidateInputData(config, t));
   }
   for (const auto& in : config.input()) {
     if (!in.optional() && !NamedAmong(request.inputs, request.inputs.size(), in.name())) {
@@ -159,18 +173,41 @@ Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequ
                              InputNames(config) + ")");
     }
   }
+  return Status::Ok();
+}
+
+Status ValidateRequestedOutputs(const inference::ModelConfig& config, const InferenceRequest& request) {
   const auto& outputs = request.requested_outputs;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const RequestedOutput& out = outputs[i];
     if (FindOutput(config, out.name) == nullptr) {
-      return InvalidArgument("unexpected requested output '" + out.name + "' for " + model() +
+      return InvalidArgument("unexpected requested output '" + out.name + "' for " + ModelLabel(config) +
                              " (outputs: " + OutputNames(config) + ")");
     }
     if (NamedAmong(outputs, i, out.name)) {
-      return InvalidArgument("output '" + out.name + "' requested more than once for " + model());
+      return InvalidArgument("output '" + out.name + "' requested more than once for " + ModelLabel(config));
     }
   }
   return Status::Ok();
+}
+
+// Triton ignores the priority of a model without priority levels.
+Status ValidatePriority(const inference::ModelConfig& config, const InferenceRequest& request) {
+  const uint64_t levels = config.dynamic_batching().priority_levels();
+  if (levels == 0 || request.priority <= levels) return Status::Ok();
+  return InvalidArgument("request '" + request.id + "' priority " + std::to_string(request.priority) +
+                         " exceeds " + ModelLabel(config) + " priority_levels " + std::to_string(levels));
+}
+
+}  // namespace
+
+Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequest& request) {
+  // Runs for every request, so nothing is allocated unless it fails: the
+  // label and the expected shape are built for the error message only, and
+  // repeats are found by scanning what came before (NamedAmong).
+  ORTSERVE_RETURN_IF_ERROR(ValidateInputs(config, request));
+  ORTSERVE_RETURN_IF_ERROR(ValidateRequestedOutputs(config, request));
+  return ValidatePriority(config, request);
 }
 
 Status ApplyInputReshape(const inference::ModelConfig& config, InferenceRequest* request) {
@@ -181,32 +218,6 @@ Status ApplyInputReshape(const inference::ModelConfig& config, InferenceRequest*
     }
   }
   return Status::Ok();
-}
-
-Status ApplyOutputReshape(const inference::ModelConfig& config, InferenceResponse* response) {
-  for (Tensor& t : response->outputs) {
-    const inference::ModelOutput* out = FindOutput(config, t.name);
-    if (out == nullptr || !out->has_reshape()) continue;
-    Shape target = ConfigDims(out->dims());
-    if (config.max_batch_size() > 0) {
-      if (t.shape.empty()) return Internal("output '" + t.name + "' has no batch dim");
-      target.insert(target.begin(), t.shape[0]);
-    }
-    auto reshaped = ReshapeDims(t.shape, target);
-    if (!reshaped.ok()) {
-      return Internal("output '" + t.name + "' of " + ModelLabel(config) + ": " +
-                      reshaped.status().message());
-    }
-    t.shape = std::move(reshaped).value();
-  }
-  return Status::Ok();
-}
-
-bool HasOutputReshape(const inference::ModelConfig& config) {
-  for (const auto& out : config.output()) {
-    if (out.has_reshape()) return true;
-  }
-  return false;
 }
 
 }  // namespace ortserve

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <filesystem>
 
-#include "repository/ModelConfigUtil.h"
+#include "repository/ConfigParse.h"
 
 namespace ortserve {
 namespace {
@@ -155,57 +155,66 @@ RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_
   return o;
 }
 
-Result<SchedulerOptions> MakeSchedulerOptions(const inference::ModelConfig& config,
-                                              const std::string& version) {
-  SchedulerOptions s;
+namespace {
+
+// dynamic_batching.priority_levels and its per-level queue policies.
+Status ReadPriorities(const inference::ModelDynamicBatching& db, QueueingPolicy* q) {
+  if (db.priority_levels() > 1000) {
+    return Unavailable("dynamic_batching.priority_levels " + std::to_string(db.priority_levels()) +
+                       " is too large");
+  }
+  q->priority_levels = static_cast<uint32_t>(db.priority_levels());
+  if (q->priority_levels > 0) {
+    q->default_priority_level = static_cast<uint32_t>(db.default_priority_level());
+    if (q->default_priority_level < 1 || q->default_priority_level > q->priority_levels) {
+      return Unavailable("dynamic_batching.default_priority_level " + std::to_string(db.default_priority_level()) +
+                         " is outside [1, " + std::to_string(q->priority_levels) + "]");
+    }
+  }
+  for (const auto& [level, policy] : db.priority_queue_policy()) {
+    if (level < 1 || level > q->priority_levels) {
+      return Unavailable("dynamic_batching.priority_queue_policy level " + std::to_string(level) +
+                         " is outside [1, priority_levels " + std::to_string(q->priority_levels) + "]");
+    }
+    q->level_policies.emplace_back(static_cast<uint32_t>(level), MakeQueuePolicy(policy));
+  }
+  std::sort(q->level_policies.begin(), q->level_policies.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelConfig& config,
+                                                        const std::string& version) {
+  DynamicBatcherOptions s;
   s.model_name = config.name();
   s.model_version = version;
-  s.max_batch_size = config.max_batch_size();
+  BatchingPolicy& b = s.batching;
+  b.max_batch_size = config.max_batch_size();
   if (!config.has_dynamic_batching()) return s;
   const auto& db = config.dynamic_batching();
-  s.dynamic_batching = true;
+  b.dynamic_batching = true;
   for (int p : db.preferred_batch_size()) {
     if (p < 1 || (config.max_batch_size() > 0 && p > config.max_batch_size())) {
       return Unavailable("dynamic_batching.preferred_batch_size " + std::to_string(p) +
-                         " is outside [1, max_batch_size " + std::to_string(config.max_batch_size()) +
-                         "]");
+                         " is outside [1, max_batch_size " + std::to_string(config.max_batch_size()) + "]");
     }
-    s.preferred_batch_sizes.push_back(p);
+    b.preferred_batch_sizes.push_back(p);
   }
-  s.max_queue_delay_us = db.max_queue_delay_microseconds();
+  b.max_queue_delay_us = db.max_queue_delay_microseconds();
   if (auto it = config.parameters().find(kBatchWindowParameter); it != config.parameters().end()) {
     const std::string& mode = it->second.string_value();
     if (mode != "adaptive" && mode != "fixed") {
       return Unavailable(std::string("parameter '") + kBatchWindowParameter +
                          "' must be 'adaptive' or 'fixed', got '" + mode + "'");
     }
-    s.adaptive_batch_window = mode == "adaptive";
+    b.adaptive_window = mode == "adaptive";
   }
-  // Without default_queue_policy the scheduler's defaults stand (request
+  // Without default_queue_policy the batcher's defaults stand (request
   // timeouts honoured, global queue bound).
-  if (db.has_default_queue_policy()) s.default_queue_policy = MakeQueuePolicy(db.default_queue_policy());
-  if (db.priority_levels() > 1000) {
-    return Unavailable("dynamic_batching.priority_levels " + std::to_string(db.priority_levels()) +
-                       " is too large");
-  }
-  s.priority_levels = static_cast<uint32_t>(db.priority_levels());
-  if (s.priority_levels > 0) {
-    s.default_priority_level = static_cast<uint32_t>(db.default_priority_level());
-    if (s.default_priority_level < 1 || s.default_priority_level > s.priority_levels) {
-      return Unavailable("dynamic_batching.default_priority_level " +
-                         std::to_string(db.default_priority_level()) + " is outside [1, " +
-                         std::to_string(s.priority_levels) + "]");
-    }
-  }
-  for (const auto& [level, policy] : db.priority_queue_policy()) {
-    if (level < 1 || level > s.priority_levels) {
-      return Unavailable("dynamic_batching.priority_queue_policy level " + std::to_string(level) +
-                         " is outside [1, priority_levels " + std::to_string(s.priority_levels) + "]");
-    }
-    s.priority_queue_policies.emplace_back(static_cast<uint32_t>(level), MakeQueuePolicy(policy));
-  }
-  std::sort(s.priority_queue_policies.begin(), s.priority_queue_policies.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (db.has_default_queue_policy()) s.queueing.default_policy = MakeQueuePolicy(db.default_queue_policy());
+  ORTSERVE_RETURN_IF_ERROR(ReadPriorities(db, &s.queueing));
   return s;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Translates a completed model config into what the lower layers take:
-// RuntimeOptions per instance and SchedulerOptions per model version.
+// RuntimeOptions per instance and DynamicBatcherOptions per model version.
 #include <string>
 #include <vector>
 
@@ -8,7 +8,7 @@
 #include "model_config.pb.h"
 #include "repository/GpuConfig.h"
 #include "runtime/RuntimeOptions.h"
-#include "scheduler/ModelScheduler.h"
+#include "scheduler/DynamicBatcherOptions.h"
 
 namespace ortserve {
 
@@ -54,9 +54,10 @@ RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_
                                   const InstanceSpec& instance, const std::string& model_path,
                                   const std::string& label, const std::string& model_cache_root = "");
 
-// dynamic_batching -> SchedulerOptions. Priority levels and queue policies are
-// checked (default_priority_level within 1..priority_levels, policy keys too).
-Result<SchedulerOptions> MakeSchedulerOptions(const inference::ModelConfig& config,
-                                              const std::string& version);
+// dynamic_batching -> DynamicBatcherOptions. Priority levels and queue
+// policies are checked (default_priority_level within 1..priority_levels,
+// policy keys too). The compute policy is the loader's to fill.
+Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelConfig& config,
+                                                        const std::string& version);
 
 }  // namespace ortserve

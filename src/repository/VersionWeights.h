@@ -4,11 +4,11 @@
 // spreads requests that name no version over the listed versions in
 // proportion to their weights (docs/model-config.md).
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/Mutex.h"
 #include "core/Status.h"
 
 namespace ortserve {
@@ -35,7 +35,7 @@ class WeightedVersionPicker {
   // (e.g. READY); nullopt when none is.
   template <typename Eligible>
   std::optional<int64_t> Pick(Eligible&& eligible) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     int64_t total = 0;
     int best = -1;
     for (size_t i = 0; i < weights_.size(); ++i) {
@@ -52,9 +52,9 @@ class WeightedVersionPicker {
   const std::vector<VersionWeight>& weights() const { return weights_; }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   const std::vector<VersionWeight> weights_;
-  std::vector<int64_t> current_;  // guarded by mu_
+  std::vector<int64_t> current_ ORTSERVE_GUARDED_BY(mu_);
 };
 
 }  // namespace ortserve

@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "repository/ModelConfigUtil.h"
+#include "repository/ConfigTypes.h"
 
 namespace ortserve {
 namespace {

@@ -5,24 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "core/DataType.h"
 #include "core/Status.h"
-#include "core/Tensor.h"
 #include "runtime/ModelInstance.h"
+#include "runtime/ModelSignature.h"
 #include "runtime/RuntimeOptions.h"
 
 namespace ortserve {
-
-struct TensorSignature {
-  std::string name;
-  DataType dtype = DataType::kInvalid;
-  Shape shape;  // -1 for a dynamic (symbolic or unknown) dimension
-};
-
-struct ModelSignature {
-  std::vector<TensorSignature> inputs;
-  std::vector<TensorSignature> outputs;
-};
 
 // Reads names, element types and shapes of a model's inputs and outputs (for
 // config auto-complete and validation). Fails with the ORT message for a

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "core/Status.h"
-#include "runtime/OrtModelInstance.h"
+#include "runtime/ModelSignature.h"
 
 namespace ortserve {
 

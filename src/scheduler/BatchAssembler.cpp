@@ -7,15 +7,13 @@
 
 namespace ortserve {
 
-BatchAssembler::BatchAssembler(int max_batch_size, bool dynamic_batching,
-                               std::vector<int> preferred_batch_sizes,
-                               uint64_t max_queue_delay_us)
-    : batching_(max_batch_size > 0 && dynamic_batching),
-      max_batch_size_(max_batch_size > 0 ? static_cast<uint64_t>(max_batch_size) : 1),
+BatchAssembler::BatchAssembler(const BatchingPolicy& policy)
+    : batching_(policy.max_batch_size > 0 && policy.dynamic_batching),
+      max_batch_size_(policy.max_batch_size > 0 ? static_cast<uint64_t>(policy.max_batch_size) : 1),
       // Capped at an hour so that enqueue_time + delay cannot overflow.
       max_queue_delay_(std::chrono::duration_cast<Clock::duration>(
-          std::chrono::microseconds(std::min<uint64_t>(max_queue_delay_us, 3600'000'000ULL)))) {
-  for (int size : preferred_batch_sizes) preferred_.push_back(static_cast<uint64_t>(size));
+          std::chrono::microseconds(std::min<uint64_t>(policy.max_queue_delay_us, 3600'000'000ULL)))) {
+  for (int size : policy.preferred_batch_sizes) preferred_.push_back(static_cast<uint64_t>(size));
   std::sort(preferred_.begin(), preferred_.end());
   preferred_.erase(std::unique(preferred_.begin(), preferred_.end()), preferred_.end());
   target_size_ = preferred_.empty() ? max_batch_size_ : preferred_.back();

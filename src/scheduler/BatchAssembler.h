@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "scheduler/DynamicBatcherOptions.h"
 #include "scheduler/RequestQueue.h"
 
 namespace ortserve {
@@ -30,13 +31,11 @@ struct BatchPlan {
 
 class BatchAssembler {
  public:
-  // `preferred_batch_sizes` must lie in 1..max_batch_size (validated by the
-  // scheduler's Create()).
-  BatchAssembler(int max_batch_size, bool dynamic_batching, std::vector<int> preferred_batch_sizes,
-                 uint64_t max_queue_delay_us);
+  // The policy must be valid (DynamicBatcherOptions::Validate).
+  explicit BatchAssembler(const BatchingPolicy& policy);
 
   // `flush`: do not wait for a better batch (shutting down, or no further
-  // request is expected: the scheduler's adaptive window).
+  // request is expected: the adaptive window, BatchPlanner).
   BatchPlan Plan(RequestQueue& queue, Clock::time_point now, bool flush) const;
 
  private:

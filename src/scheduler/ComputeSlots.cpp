@@ -12,12 +12,12 @@ ComputeSlots::Lease::~Lease() {
 
 ComputeSlots::Lease ComputeSlots::Acquire(int count) {
   count = std::clamp(count, 1, total_);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t ticket = next_ticket_++;
-  cv_.wait(lock, [&] { return ticket == serving_ticket_ && available_ >= count; });
+  while (ticket != serving_ticket_ || available_ < count) lock.Wait(cv_);
   available_ -= count;
   ++serving_ticket_;
-  lock.unlock();
+  lock.Unlock();
   // The next ticket may fit in what is left.
   cv_.notify_all();
   return Lease(this, count);
@@ -25,14 +25,14 @@ ComputeSlots::Lease ComputeSlots::Acquire(int count) {
 
 void ComputeSlots::Release(int count) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     available_ += count;
   }
   cv_.notify_all();
 }
 
 int ComputeSlots::available() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return available_;
 }
 

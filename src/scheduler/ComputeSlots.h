@@ -14,8 +14,8 @@
 // starved by a stream of workers wanting 1). Thread-safe.
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <mutex>
+
+#include "core/Mutex.h"
 
 namespace ortserve {
 
@@ -51,11 +51,11 @@ class ComputeSlots {
   void Release(int count);
 
   const int total_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  int available_;                 // guarded by mu_
-  uint64_t next_ticket_ = 0;      // guarded by mu_: handed to each Acquire
-  uint64_t serving_ticket_ = 0;   // guarded by mu_: the only ticket allowed to take slots
+  int available_ ORTSERVE_GUARDED_BY(mu_);
+  uint64_t next_ticket_ ORTSERVE_GUARDED_BY(mu_) = 0;     // handed to each Acquire
+  uint64_t serving_ticket_ ORTSERVE_GUARDED_BY(mu_) = 0;  // the only ticket allowed to take slots
 };
 
 }  // namespace ortserve

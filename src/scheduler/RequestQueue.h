@@ -1,6 +1,6 @@
 #pragma once
 // The waiting room of one model version: one FIFO per priority level, each
-// bounded and timed by its QueuePolicy. Not thread-safe; SchedulerImpl guards
+// bounded and timed by its QueuePolicy. Not thread-safe; DynamicBatcher guards
 // it with its mutex.
 //
 // Scheduling order: level 1 before level 2 ...; within a level, arrival order,
@@ -16,7 +16,7 @@
 
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
-#include "scheduler/ModelScheduler.h"
+#include "scheduler/DynamicBatcherOptions.h"
 
 namespace ortserve {
 

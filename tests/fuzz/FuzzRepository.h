@@ -7,8 +7,12 @@
 
 #include "FuzzCommon.h"
 #include "model_config.pb.h"
-#include "repository/ModelConfigUtil.h"
+#include "repository/ConfigAutoComplete.h"
+#include "repository/ConfigChecks.h"
+#include "repository/ConfigParse.h"
+#include "repository/ConfigTypes.h"
 #include "repository/RequestValidator.h"
+#include "repository/ResponseShaper.h"
 
 namespace ortserve::fuzz {
 

@@ -60,7 +60,7 @@ void CheckAgainst(const inference::ModelConfig& parsed, const ModelSignature& si
   inference::ModelConfig config = parsed;
   AutoCompleteConfig(signature, &config);
   if (!ValidateConfigAgainstSignature(config, signature).ok()) return;
-  (void)MakeSchedulerOptions(config, "1");
+  (void)MakeDynamicBatcherOptions(config, "1");
 
   const bool batching = config.max_batch_size() > 0;
   InferenceRequest request;

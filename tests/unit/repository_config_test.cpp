@@ -7,7 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "repository/ModelConfigUtil.h"
+#include "repository/ConfigAutoComplete.h"
+#include "repository/ConfigChecks.h"
+#include "repository/ConfigParse.h"
+#include "repository/ConfigTypes.h"
 #include "repository/RuntimeConfig.h"
 #include "repository/ThreadPlan.h"
 #include "repository/VersionPolicy.h"
@@ -442,7 +445,7 @@ TEST(InstanceGroups, CountsKindsAndGpus) {
   EXPECT_TRUE(MakeRuntimeOptions(settings, 1, {false, 0}, "/m.onnx", "m").execution_providers.empty());
 }
 
-TEST(SchedulerOptionsFromConfig, DynamicBatchingAndPriorities) {
+TEST(DynamicBatcherOptionsFromConfig, DynamicBatchingAndPriorities) {
   auto config = Parse(R"(
     name: "m" max_batch_size: 8
     dynamic_batching {
@@ -451,29 +454,29 @@ TEST(SchedulerOptionsFromConfig, DynamicBatchingAndPriorities) {
       default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 5 max_queue_size: 7 }
       priority_queue_policy { key: 1 value { max_queue_size: 3 allow_timeout_override: true } }
     })");
-  auto s = MakeSchedulerOptions(config, "3");
+  auto s = MakeDynamicBatcherOptions(config, "3");
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->model_name, "m");
   EXPECT_EQ(s->model_version, "3");
-  EXPECT_TRUE(s->dynamic_batching);
-  EXPECT_EQ(s->preferred_batch_sizes, (std::vector<int>{4, 8}));
-  EXPECT_EQ(s->max_queue_delay_us, 100u);
-  EXPECT_EQ(s->priority_levels, 2u);
-  EXPECT_EQ(s->default_priority_level, 2u);
-  EXPECT_EQ(s->default_queue_policy.max_queue_size, 7u);
-  EXPECT_EQ(s->default_queue_policy.timeout_action, QueuePolicy::TimeoutAction::kDelay);
-  ASSERT_EQ(s->priority_queue_policies.size(), 1u);
-  EXPECT_EQ(s->priority_queue_policies[0].second.max_queue_size, 3u);
+  EXPECT_TRUE(s->batching.dynamic_batching);
+  EXPECT_EQ(s->batching.preferred_batch_sizes, (std::vector<int>{4, 8}));
+  EXPECT_EQ(s->batching.max_queue_delay_us, 100u);
+  EXPECT_EQ(s->queueing.priority_levels, 2u);
+  EXPECT_EQ(s->queueing.default_priority_level, 2u);
+  EXPECT_EQ(s->queueing.default_policy.max_queue_size, 7u);
+  EXPECT_EQ(s->queueing.default_policy.timeout_action, QueuePolicy::TimeoutAction::kDelay);
+  ASSERT_EQ(s->queueing.level_policies.size(), 1u);
+  EXPECT_EQ(s->queueing.level_policies[0].second.max_queue_size, 3u);
 
-  EXPECT_FALSE(MakeSchedulerOptions(
+  EXPECT_FALSE(MakeDynamicBatcherOptions(
                    Parse("max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 8 ] }"), "1")
                    .ok());
-  EXPECT_FALSE(MakeSchedulerOptions(
+  EXPECT_FALSE(MakeDynamicBatcherOptions(
                    Parse("max_batch_size: 4 dynamic_batching { priority_levels: 2 default_priority_level: 3 }"),
                    "1")
                    .ok());
-  auto plain = MakeSchedulerOptions(Parse("max_batch_size: 4"), "1");
-  EXPECT_FALSE(plain->dynamic_batching);
+  auto plain = MakeDynamicBatcherOptions(Parse("max_batch_size: 4"), "1");
+  EXPECT_FALSE(plain->batching.dynamic_batching);
 }
 
 }  // namespace

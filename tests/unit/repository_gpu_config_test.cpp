@@ -8,7 +8,10 @@
 #include <filesystem>
 
 #include "repository/GpuConfig.h"
-#include "repository/ModelConfigUtil.h"
+#include "repository/ConfigAutoComplete.h"
+#include "repository/ConfigChecks.h"
+#include "repository/ConfigParse.h"
+#include "repository/ConfigTypes.h"
 #include "repository/RuntimeConfig.h"
 
 namespace ortserve {

@@ -5,8 +5,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "repository/ModelConfigUtil.h"
+#include "repository/ConfigAutoComplete.h"
+#include "repository/ConfigChecks.h"
+#include "repository/ConfigParse.h"
+#include "repository/ConfigTypes.h"
 #include "repository/RequestValidator.h"
+#include "repository/ResponseShaper.h"
 #include "repository/Warmup.h"
 
 #include "RepositoryFixtures.h"

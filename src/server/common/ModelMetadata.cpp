@@ -1,6 +1,6 @@
 #include "server/common/ModelMetadata.h"
 
-#include "repository/ModelConfigUtil.h"
+#include "repository/ConfigTypes.h"
 
 namespace ortserve::common {
 namespace {

@@ -1,0 +1,202 @@
+#include "repository/ConfigChecks.h"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "repository/ConfigTypes.h"
+
+namespace ortserve {
+namespace {
+
+std::string JoinNames(const std::vector<TensorSignature>& tensors) {
+  std::string s;
+  for (const auto& t : tensors) {
+    if (!s.empty()) s += ", ";
+    s += t.name;
+  }
+  return s;
+}
+
+template <typename ConfigTensor>
+Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSignature* sig,
+                   const std::vector<TensorSignature>& all, int max_batch_size) {
+  if (sig == nullptr) {
+    return Unavailable(std::string(kind) + " '" + tensor.name() +
+                       "' in the config is not an " + kind + " of the model (model " + kind +
+                       "s: " + JoinNames(all) + ")");
+  }
+  const DataType config_type = FromConfigDataType(tensor.data_type());
+  if (config_type != sig->dtype) {
+    return Unavailable(std::string(kind) + " '" + tensor.name() + "': config data_type " +
+                       inference::DataType_Name(tensor.data_type()) + " but the model has " +
+                       std::string(DataTypeConfigName(sig->dtype)));
+  }
+  const Shape dims = ConfigDims(tensor.dims());
+  for (int64_t d : dims) {
+    if (d < -1 || d == 0) {
+      return Unavailable(std::string(kind) + " '" + tensor.name() + "': invalid dims " +
+                         ShapeToString(dims) + " (each dim must be positive or -1)");
+    }
+  }
+  Shape expected = tensor.has_reshape() ? ConfigDims(tensor.reshape().shape()) : dims;
+  if (tensor.has_reshape()) {
+    // Reshape dims: positive, or one -1, with a product that fits 64 bits
+    // (a wrapped product would let a nonsensical reshape pass the count check).
+    int wildcards = 0;
+    uint64_t product = 1;
+    for (int64_t d : expected) {
+      if (d == -1) {
+        ++wildcards;
+        continue;
+      }
+      const std::optional<uint64_t> next =
+          d > 0 ? CheckedMultiply(product, static_cast<uint64_t>(d)) : std::nullopt;
+      if (!next) {
+        return Unavailable(std::string(kind) + " '" + tensor.name() + "': invalid reshape " +
+                           ShapeToString(expected) +
+                           " (each dim must be positive or -1, with a product that fits 64 bits)");
+      }
+      product = *next;
+    }
+    if (wildcards > 1) {
+      return Unavailable(std::string(kind) + " '" + tensor.name() + "': reshape " +
+                         ShapeToString(expected) + " has more than one -1");
+    }
+    auto dims_count = ElementCount(dims);
+    auto reshape_count = ElementCount(expected);
+    if (dims_count && reshape_count && *dims_count != *reshape_count) {
+      return Unavailable(std::string(kind) + " '" + tensor.name() + "': reshape " +
+                         ShapeToString(expected) + " has a different element count than dims " +
+                         ShapeToString(dims));
+    }
+  }
+  const bool unknown_output_rank = std::string(kind) == "output" && sig->shape.empty();
+  if (max_batch_size > 0) {
+    if (!HasDynamicFirstDim(*sig) && !unknown_output_rank) {
+      return Unavailable(std::string(kind) + " '" + tensor.name() + "': max_batch_size is " +
+                         std::to_string(max_batch_size) +
+                         " but the model's first dim is not dynamic (model shape " +
+                         ShapeToString(sig->shape) + "); set max_batch_size: 0");
+    }
+    expected.insert(expected.begin(), -1);
+  }
+  // ORT reports rank 0 for an output whose shape it cannot infer; trust the
+  // config's dims then (a real scalar output under a config with dims would
+  // fail at run time when the scheduler slices it).
+  if (unknown_output_rank && !dims.empty()) {
+    return Status::Ok();
+  }
+  bool match = expected.size() == sig->shape.size();
+  for (size_t i = 0; match && i < expected.size(); ++i) {
+    match = expected[i] == -1 || sig->shape[i] < 0 || expected[i] == sig->shape[i];
+  }
+  if (!match) {
+    return Unavailable(std::string(kind) + " '" + tensor.name() + "': config shape " +
+                       ShapeToString(expected) + (max_batch_size > 0 ? " (with batch dim)" : "") +
+                       " does not match the model shape " + ShapeToString(sig->shape));
+  }
+  return Status::Ok();
+}
+
+template <typename Io>
+Status CompareIo(const char* kind, const google::protobuf::RepeatedPtrField<Io>& primary,
+                 const google::protobuf::RepeatedPtrField<Io>& fallback) {
+  auto dims_text = [](const Io& io) {
+    std::string s = "[";
+    for (int i = 0; i < io.dims_size(); ++i) s += (i ? ", " : "") + std::to_string(io.dims(i));
+    return s + "]";
+  };
+  if (primary.size() != fallback.size()) {
+    return InvalidArgument(std::string("it has ") + std::to_string(fallback.size()) + " " + kind +
+                           "s, the primary " + std::to_string(primary.size()));
+  }
+  for (const Io& p : primary) {
+    const Io* match = nullptr;
+    for (const Io& f : fallback)
+      if (f.name() == p.name()) match = &f;
+    if (!match) return InvalidArgument(std::string("it has no ") + kind + " '" + p.name() + "'");
+    if (match->data_type() != p.data_type()) {
+      return InvalidArgument(std::string(kind) + " '" + p.name() + "' is " +
+                             inference::DataType_Name(match->data_type()) + ", the primary's " +
+                             inference::DataType_Name(p.data_type()));
+    }
+    if (dims_text(*match) != dims_text(p)) {
+      return InvalidArgument(std::string(kind) + " '" + p.name() + "' has dims " + dims_text(*match) +
+                             ", the primary's " + dims_text(p));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckPlatform(inference::ModelConfig* config) {
+  const std::string& platform = config->platform();
+  const std::string& backend = config->backend();
+  if (!platform.empty() && platform != kOnnxPlatform) {
+    return Unavailable("platform '" + platform + "' is not supported: ortserve serves only '" +
+                       kOnnxPlatform + "' models");
+  }
+  if (!backend.empty() && backend != kOnnxBackend) {
+    return Unavailable("backend '" + backend + "' is not supported: ortserve serves only the '" +
+                       kOnnxBackend + "' backend");
+  }
+  if (config->has_ensemble_scheduling()) {
+    return Unavailable("ensemble scheduling is not supported");
+  }
+  if (config->has_sequence_batching()) {
+    return Unavailable("sequence batching is not supported yet");
+  }
+  config->set_platform(kOnnxPlatform);
+  config->set_backend(kOnnxBackend);
+  return Status::Ok();
+}
+
+Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
+                                      const ModelSignature& signature) {
+  if (config.max_batch_size() < 0) {
+    return Unavailable("max_batch_size must be >= 0, got " + std::to_string(config.max_batch_size()));
+  }
+  std::set<std::string> seen;
+  for (const auto& input : config.input()) {
+    if (!seen.insert(input.name()).second) {
+      return Unavailable("input '" + input.name() + "' appears twice in the config");
+    }
+    ORTSERVE_RETURN_IF_ERROR(CheckTensor("input", input, FindTensor(signature.inputs, input.name()),
+                                         signature.inputs, config.max_batch_size()));
+  }
+  for (const auto& t : signature.inputs) {
+    if (!seen.count(t.name)) {
+      return Unavailable("model input '" + t.name + "' is missing from the config");
+    }
+  }
+  seen.clear();
+  for (const auto& output : config.output()) {
+    if (!seen.insert(output.name()).second) {
+      return Unavailable("output '" + output.name() + "' appears twice in the config");
+    }
+    ORTSERVE_RETURN_IF_ERROR(CheckTensor("output", output,
+                                         FindTensor(signature.outputs, output.name()),
+                                         signature.outputs, config.max_batch_size()));
+  }
+  if (config.output_size() == 0) return Unavailable("the config lists no outputs");
+  return Status::Ok();
+}
+
+Status CheckFallbackCompatible(const inference::ModelConfig& primary,
+                               const inference::ModelConfig& fallback) {
+  if ((primary.max_batch_size() > 0) != (fallback.max_batch_size() > 0)) {
+    return InvalidArgument(std::string("it ") + (fallback.max_batch_size() > 0 ? "batches" : "does not batch") +
+                           " and the primary " + (primary.max_batch_size() > 0 ? "does" : "does not"));
+  }
+  if (fallback.max_batch_size() < primary.max_batch_size()) {
+    return InvalidArgument("its max_batch_size " + std::to_string(fallback.max_batch_size()) +
+                           " is below the primary's " + std::to_string(primary.max_batch_size()));
+  }
+  ORTSERVE_RETURN_IF_ERROR(CompareIo("input", primary.input(), fallback.input()));
+  return CompareIo("output", primary.output(), fallback.output());
+}
+
+}  // namespace ortserve

@@ -1,0 +1,36 @@
+#pragma once
+// Reading a Triton model config (config.pbtxt) and telling what in it
+// ortserve does not act on. Pure functions over inference::ModelConfig.
+#include <string>
+#include <vector>
+
+#include "core/Status.h"
+#include "model_config.pb.h"
+
+namespace ortserve {
+
+// Parses config.pbtxt text. `label` prefixes error positions; a syntax error
+// fails with kInvalidArgument "config.pbtxt:LINE:COL: message" (1-based).
+Result<inference::ModelConfig> ParseModelConfig(const std::string& text,
+                                                const std::string& label = "config.pbtxt");
+
+// Dotted paths ("optimization.cuda", "input.allow_ragged_batch") of fields set
+// in the config that ortserve parses but does not act on. Each path once, in
+// field order. sequence_batching is not listed: it fails the load instead.
+std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& config);
+
+// Parameter keys that ortserve understands (Triton onnxruntime backend names
+// plus "allow_spinning").
+bool IsKnownParameter(const std::string& key);
+
+// parameters { key: "fallback_model" value { string_value: "<model>" } }: the
+// model that serves this model's requests when it is overloaded or its run
+// fails (see docs/model-config.md).
+inline constexpr const char* kFallbackModelParameter = "fallback_model";
+// "adaptive" (default) or "fixed": how the dynamic batcher's window closes
+// (docs/model-config.md, "Adaptive batching window").
+inline constexpr const char* kBatchWindowParameter = "batch_window";
+// The fallback named by `config`; empty when none.
+std::string FallbackModelName(const inference::ModelConfig& config);
+
+}  // namespace ortserve

@@ -1,0 +1,127 @@
+#include "repository/ModelBuilder.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/ThreadName.h"
+#include "repository/ConfigChecks.h"
+#include "repository/ConfigParse.h"
+#include "repository/Warmup.h"
+#include "runtime/OrtModelInstance.h"
+#include "scheduler/DynamicBatcher.h"
+
+namespace ortserve {
+namespace {
+
+using Instances = std::vector<std::unique_ptr<ModelInstance>>;
+
+std::string Label(const Candidate& c) { return c.name + ":" + std::to_string(c.version); }
+
+// A fallback named by the config must not be the model itself and, when it
+// is loaded, must be able to serve this model's requests; one not loaded
+// yet is checked at every hand-off instead.
+Status CheckFallbackAtLoad(const Candidate& c, const FallbackLookup* fallbacks) {
+  const std::string fallback = FallbackModelName(c.config);
+  if (fallback.empty()) return Status::Ok();
+  if (fallback == c.name) return Unavailable("parameter fallback_model names the model itself");
+  std::shared_ptr<ServedModel> target = fallbacks ? fallbacks->Latest(fallback) : nullptr;
+  if (!target) {
+    spdlog::warn("model '{}': fallback model '{}' is not loaded; requests fall back to it once it "
+                 "is READY (and compatible)",
+                 Label(c), fallback);
+    return Status::Ok();
+  }
+  Status compatible = CheckFallbackCompatible(c.config, target->config());
+  if (!compatible.ok()) {
+    return Unavailable("fallback_model '" + fallback + "' cannot serve this model's requests: " +
+                       compatible.message());
+  }
+  spdlog::info("model '{}': fallback model '{}' (version {} checked compatible)", Label(c), fallback,
+               target->version());
+  return Status::Ok();
+}
+
+Result<Instances> CreateInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir) {
+  Instances instances;
+  for (size_t i = 0; i < c.instances.size(); ++i) {
+    RuntimeOptions options = MakeRuntimeOptions(c.settings, plan.intra, c.instances[i], c.model_path,
+                                                Label(c) + "#" + std::to_string(i), cache_dir);
+    // ORT's intra-op threads are created here and inherit this name.
+    ScopedThreadName ort_threads("ort-" + c.name);
+    auto instance = CreateOrtModelInstance(options);
+    if (!instance.ok()) {
+      return Unavailable("cannot create instance #" + std::to_string(i) + ": " + instance.status().message());
+    }
+    instances.push_back(std::move(instance).value());
+  }
+  return instances;
+}
+
+// Runs every warm-up sample on every instance. A configured model_warmup is
+// strict; the default warm-up's guessed data (dynamic dims -> 1, empty
+// strings) may simply be invalid for the model, so its failure only warns.
+Status WarmUp(const Candidate& c, Instances& instances) {
+  auto samples = BuildWarmupSamples(c.config, c.model_dir);
+  if (!samples.ok()) return Unavailable("warm-up: " + samples.status().message());
+  const bool configured = c.config.model_warmup_size() > 0;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    for (const WarmupSample& sample : samples.value()) {
+      for (int n = 0; n < sample.count; ++n) {
+        std::vector<Tensor> outputs;
+        Status st = instances[i]->Run(sample.inputs, &outputs);
+        if (st.ok()) continue;
+        if (!configured && sample.best_effort) {
+          spdlog::warn("model '{}': default warm-up '{}' with guessed data failed on instance #{} ({}); "
+                       "skipping the default warm-up",
+                       Label(c), sample.name, i, st.message());
+          return Status::Ok();
+        }
+        return Unavailable("warm-up '" + sample.name + "' failed on instance #" + std::to_string(i) + ": " +
+                           st.message());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Scheduler>> MakeScheduler(const Candidate& c, const ThreadPlanEntry& plan,
+                                                 const ModelBuildContext& context, Instances instances,
+                                                 ServedModel* model) {
+  DynamicBatcherOptions options = c.batcher_options;
+  options.compute.slots = context.compute_slots;
+  options.compute.slots_per_run = plan.total_threads / std::max(1, plan.instances);
+  options.compute.balance_across_instances =
+      std::none_of(c.instances.begin(), c.instances.end(), [](const InstanceSpec& i) { return i.gpu; });
+  auto batcher = DynamicBatcher::Create(std::move(options), std::move(instances), &model->stats(), model->completer());
+  if (!batcher.ok()) return Unavailable("cannot start scheduler: " + batcher.status().message());
+  return std::unique_ptr<Scheduler>(std::move(batcher).value());
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const ThreadPlanEntry& plan,
+                                                const ModelBuildContext& context) {
+  const auto start = std::chrono::steady_clock::now();
+  ORTSERVE_RETURN_IF_ERROR(CheckFallbackAtLoad(c, context.fallbacks.get()));
+  auto instances = CreateInstances(c, plan, context.model_cache_dir);
+  if (!instances.ok()) return instances.status();
+  ORTSERVE_RETURN_IF_ERROR(WarmUp(c, instances.value()));
+  for (auto& instance : instances.value()) instance->FinishWarmup();
+
+  const std::vector<std::string> outputs = instances.value().front()->OutputNames();
+  auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks);
+  auto scheduler = MakeScheduler(c, plan, context, std::move(instances).value(), model.get());
+  if (!scheduler.ok()) return scheduler.status();
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  model->stats().load_duration_ns.store(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+  model->Start(std::move(scheduler).value());
+  spdlog::info("model '{}' version {} READY in {} ms ({} instance(s), max_batch_size {}{})", c.name, c.version,
+               std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count(), c.instances.size(),
+               c.config.max_batch_size(), c.config.has_dynamic_batching() ? ", dynamic batching" : "");
+  return model;
+}
+
+}  // namespace ortserve

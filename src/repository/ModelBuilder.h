@@ -1,0 +1,32 @@
+#pragma once
+// The loader's second step for one prepared version: create its instances
+// (one ORT session each, threads as the plan says), warm every instance up,
+// and start its scheduler -- a ServedModel ready to publish, or why not.
+// Nothing is published here; a failure leaves nothing running.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/Status.h"
+#include "repository/FallbackRouter.h"
+#include "repository/ModelPreparation.h"
+#include "repository/ServedModel.h"
+#include "repository/ThreadPlan.h"
+#include "scheduler/ComputeSlots.h"
+
+namespace ortserve {
+
+struct ModelBuildContext {
+  // --model-cache-dir ("" = system temp dir): TensorRT caches.
+  std::string model_cache_dir;
+  // The process's compute-thread budget, leased by every scheduler per run.
+  std::shared_ptr<ComputeSlots> compute_slots;
+  // How the built model finds its fallback at request time.
+  std::shared_ptr<const FallbackLookup> fallbacks;
+};
+
+// Builds `candidate` with `plan`'s threads.
+Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& candidate, const ThreadPlanEntry& plan,
+                                                const ModelBuildContext& context);
+
+}  // namespace ortserve

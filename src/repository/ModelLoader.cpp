@@ -1,0 +1,271 @@
+#include "repository/ModelLoader.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <future>
+#include <set>
+
+#include "core/ThreadName.h"
+#include "repository/ConfigParse.h"
+#include "repository/ModelDirectory.h"
+
+namespace ortserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+ThreadPlanRequest PlanRequest(const Candidate& c) {
+  ThreadPlanRequest r;
+  r.label = c.name + ":" + std::to_string(c.version);
+  r.instances = static_cast<int>(c.instances.size());
+  r.explicit_intra = c.settings.intra_op_threads;
+  r.inter = c.settings.inter_op_threads;
+  r.parallel_execution = c.settings.execution_mode == ExecutionMode::kParallel;
+  r.allow_spinning = c.settings.allow_spinning;
+  return r;
+}
+
+// Plans the threads of every candidate at once and logs the plan.
+void PlanThreads(int budget, std::vector<PreparedModel>& prepared) {
+  std::vector<ThreadPlanRequest> requests;
+  for (const auto& p : prepared) {
+    for (const auto& c : p.candidates) requests.push_back(PlanRequest(c));
+  }
+  const ThreadPlan plan = ThreadPlan::Compute(budget, requests);
+  for (const auto& line : plan.Describe()) spdlog::info("thread plan: {}", line);
+  if (plan.oversubscribed) {
+    const bool any_explicit = std::any_of(plan.entries.begin(), plan.entries.end(),
+                                          [](const ThreadPlanEntry& e) { return e.explicit_intra; });
+    spdlog::info("thread plan: {} threads exist for {} cores{}; executions wait for free compute "
+                 "slots rather than contend",
+                 plan.total_threads, plan.budget,
+                 any_explicit ? " because of configured intra_op_thread_count" : " (more instances than cores)");
+  }
+  size_t i = 0;
+  for (auto& p : prepared) {
+    for (auto& c : p.candidates) c.plan = plan.entries[i++];
+  }
+}
+
+// Fallback models load before the models that name them, so that a
+// primary's load can check its fallback's inputs and outputs.
+void FallbacksFirst(std::vector<PreparedModel>& prepared) {
+  std::set<std::string> fallbacks;
+  for (const auto& p : prepared)
+    for (const auto& c : p.candidates)
+      if (auto f = FallbackModelName(c.config); !f.empty()) fallbacks.insert(f);
+  std::stable_partition(prepared.begin(), prepared.end(),
+                        [&](const PreparedModel& p) { return fallbacks.count(p.name) > 0; });
+}
+
+void ShutDown(const ModelTable::Retired& models) {
+  for (const auto& m : models) m->Shutdown();  // waits for their in-flight requests
+}
+
+}  // namespace
+
+ModelLoader::ModelLoader(const RepositoryOptions* options, ModelTable* table, ModelBuildContext context)
+    : options_(options), table_(table), context_(std::move(context)), thread_([this] { Loop(); }) {}
+
+ModelLoader::~ModelLoader() { Stop(); }
+
+void ModelLoader::Enqueue(Task task) {
+  {
+    MutexLock lock(mu_);
+    if (!stopping_) {
+      tasks_.push_back(std::move(task));
+      cv_.notify_all();
+      return;
+    }
+  }
+  task(true);
+}
+
+void ModelLoader::Run(std::function<void()> fn) {
+  if (std::this_thread::get_id() == thread_.get_id()) return fn();
+  std::promise<void> finished;
+  auto future = finished.get_future();
+  Enqueue([&](bool cancelled) {
+    if (!cancelled) fn();
+    finished.set_value();
+  });
+  future.wait();
+}
+
+void ModelLoader::Loop() {
+  SetCurrentThreadName("model-loader");
+  const bool poll = options_->control_mode == ModelControlMode::kPoll;
+  const auto interval = std::max(options_->poll_interval, std::chrono::milliseconds(1));
+  auto next_poll = std::chrono::steady_clock::now() + interval;
+  MutexLock lock(mu_);
+  while (!stopping_) {
+    if (!tasks_.empty()) {
+      Task task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.Unlock();
+      task(false);
+      lock.Lock();
+      continue;
+    }
+    if (!poll || !initial_load_done_) {
+      lock.Wait(cv_);
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= next_poll) {
+      lock.Unlock();
+      PollNow();
+      lock.Lock();
+      next_poll = std::chrono::steady_clock::now() + interval;
+      continue;
+    }
+    cv_.wait_until(lock.native(), next_poll);
+  }
+  std::deque<Task> left = std::move(tasks_);
+  lock.Unlock();
+  for (Task& task : left) task(true);
+}
+
+void ModelLoader::Stop() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable() && std::this_thread::get_id() != thread_.get_id()) thread_.join();
+}
+
+void ModelLoader::Control(const std::string& name, bool load, std::function<void(Status)> done) {
+  if (options_->control_mode != ModelControlMode::kExplicit) {
+    return done(Unavailable(ModelControlDisabledMessage(options_->control_mode)));
+  }
+  if (!IsModelName(name)) {
+    return done(InvalidArgument("'" + name + "' is not a model name (a directory of the model repository)"));
+  }
+  Enqueue([this, name, load, done = std::move(done)](bool cancelled) {
+    if (cancelled) {
+      return done(Unavailable("server is shutting down; model '" + name + "' was not " +
+                              (load ? "loaded" : "unloaded")));
+    }
+    done(load ? LoadNow(name) : UnloadNow(name, /*forget=*/false));
+  });
+}
+
+std::vector<std::string> ModelLoader::StartupModels() {
+  std::vector<std::string> names = ListModelDirs(options_->repository_path);
+  const auto& wanted = options_->startup_models;
+  if (options_->control_mode != ModelControlMode::kExplicit ||
+      std::find(wanted.begin(), wanted.end(), "*") != wanted.end()) {
+    return names;
+  }
+  std::vector<std::string> chosen;
+  for (const auto& w : wanted) {
+    if (std::find(names.begin(), names.end(), w) != names.end()) {
+      chosen.push_back(w);
+      continue;
+    }
+    spdlog::error("--load-model '{}': no such model directory in {}", w, options_->repository_path);
+    table_->MarkMissing(w, "--load-model names it but the model repository has no directory '" + w + "'");
+  }
+  spdlog::info("model control mode explicit: loading {} model(s) at startup", chosen.size());
+  return chosen;
+}
+
+void ModelLoader::LoadAll() {
+  spdlog::info("model control mode {}{}", ModelControlModeName(options_->control_mode),
+               options_->control_mode == ModelControlMode::kPoll
+                   ? " (repository polled every " + std::to_string(options_->poll_interval.count()) + " ms)"
+                   : "");
+  // Every config is prepared first: the thread plan needs the total
+  // instance count before any session is created.
+  std::vector<PreparedModel> prepared;
+  for (const auto& name : StartupModels()) prepared.push_back(PrepareModel(options_->repository_path, name));
+  PlanThreads(options_->thread_budget, prepared);
+  FallbacksFirst(prepared);
+  // Every model's LOADING/UNAVAILABLE state is published before the first load.
+  for (auto& p : prepared) ShutDown(table_->Publish(p));
+  for (auto& p : prepared) (void)LoadCandidates(p);
+  MutexLock lock(mu_);
+  initial_load_done_ = true;
+}
+
+Status ModelLoader::LoadNow(const std::string& name) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::path(options_->repository_path) / name, ec)) {
+    return NotFound("failed to load '" + name + "': no model directory '" + name + "' in the model repository " +
+                    options_->repository_path);
+  }
+  PreparedModel p = PrepareModel(options_->repository_path, name);
+  ShutDown(table_->Publish(p));
+  return LoadCandidates(p);
+}
+
+Status ModelLoader::UnloadNow(const std::string& name, bool forget) {
+  std::optional<ModelTable::Retired> retired = table_->BeginUnload(name);
+  if (!retired) {
+    std::error_code ec;
+    if (fs::is_directory(fs::path(options_->repository_path) / name, ec)) return Status::Ok();
+    return NotFound("failed to unload '" + name + "': unknown model");
+  }
+  spdlog::info("model '{}': unloading {} version(s){}", name, retired->size(),
+               forget ? " (removed from the model repository)" : "");
+  ShutDown(*retired);
+  table_->FinishUnload(name, forget);
+  spdlog::info("model '{}' unloaded", name);
+  return Status::Ok();
+}
+
+void ModelLoader::PollNow() {
+  const std::vector<std::string> names = ListModelDirs(options_->repository_path);
+  const std::map<std::string, std::string> stamps = table_->DirStamps();
+  for (const auto& [name, stamp] : stamps) {
+    if (!std::binary_search(names.begin(), names.end(), name)) (void)UnloadNow(name, /*forget=*/true);
+  }
+  for (const auto& name : names) {
+    const fs::path dir = fs::path(options_->repository_path) / name;
+    auto known = stamps.find(name);
+    if (known != stamps.end() && known->second == DirectoryStamp(dir)) continue;
+    spdlog::info("poll: model '{}' {}", name, known == stamps.end() ? "added" : "changed");
+    PreparedModel p = PrepareModel(options_->repository_path, name);
+    ShutDown(table_->Publish(p));
+    (void)LoadCandidates(p);
+  }
+}
+
+ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {
+  ThreadPlan plan = ThreadPlan::Compute(options_->thread_budget, {PlanRequest(c)});
+  spdlog::info("thread plan: {} (loaded at run time)", plan.Describe().front());
+  return plan.entries.front();
+}
+
+Status ModelLoader::LoadCandidates(const PreparedModel& p) {
+  std::vector<std::string> failures;
+  if (!p.failure.empty()) failures.push_back(p.failure);
+  for (const auto& [v, why] : p.version_failures) failures.push_back("version " + std::to_string(v) + ": " + why);
+  for (const Candidate& c : p.candidates) {
+    const ThreadPlanEntry plan = c.plan ? *c.plan : RuntimePlan(c);
+    auto loaded = BuildModel(c, plan, context_);
+    const Status status = loaded.status();
+    bool kept = false;
+    std::shared_ptr<ServedModel> old = table_->Install(c, std::move(loaded), &kept);
+    if (!status.ok()) {
+      spdlog::error("model '{}' version {} {}: {}", c.name, c.version,
+                    kept ? "failed to reload; the previous load keeps serving" : "is UNAVAILABLE", status.message());
+      failures.push_back("version " + std::to_string(c.version) + ": " + status.message());
+    } else if (old) {
+      spdlog::info("model '{}' version {} reloaded; the previous load drains and unloads", c.name, c.version);
+      old->Shutdown();  // waits for its in-flight requests
+    }
+  }
+  if (failures.empty()) return Status::Ok();
+  return InvalidArgument("failed to load '" + p.name + "': " + Join(failures));
+}
+
+}  // namespace ortserve

@@ -1,0 +1,81 @@
+#pragma once
+// The repository's loader: scanning the repository folder, preparing each
+// model (ModelPreparation), loading and warming its versions (ModelBuilder)
+// and publishing the outcome (ModelTable) -- on one thread of its own
+// ("model-loader"), one job at a time, so that loads, unloads and polls
+// never race each other.
+//
+// The thread plan: the startup load prepares every model first, so that the
+// plan (ThreadPlan) knows the total instance count before any session is
+// created; a model loaded later gets the plan it would have had at startup
+// (the compute slots arbitrate between models).
+//
+// Thread safety: Run/Enqueue/Control from any thread; the jobs themselves
+// run on the loader thread only.
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "core/Mutex.h"
+#include "repository/ModelBuilder.h"
+#include "repository/ModelRepository.h"
+#include "repository/ModelTable.h"
+
+namespace ortserve {
+
+class ModelLoader {
+ public:
+  // `table` must outlive the loader. Starts the thread.
+  ModelLoader(const RepositoryOptions* options, ModelTable* table, ModelBuildContext context);
+  ~ModelLoader();  // Stop()
+
+  // Runs `fn` on the loader thread and waits for it (inline when already
+  // there). Not from a thread that must not block.
+  void Run(std::function<void()> fn) ORTSERVE_EXCLUDES(mu_);
+  // Queues an explicit load (`load`) or unload of `name`; `done` is called
+  // exactly once, on the loader thread (on the caller's when refused at
+  // once or when the loader has stopped).
+  void Control(const std::string& name, bool load, std::function<void(Status)> done) ORTSERVE_EXCLUDES(mu_);
+  // Stops the thread; queued jobs are cancelled (their `done` answers
+  // kUnavailable). Idempotent.
+  void Stop() ORTSERVE_EXCLUDES(mu_);
+
+  // ---- jobs (loader thread only)
+  // The startup load: the whole repository, or --load-model's list.
+  void LoadAll();
+  // Rescans the repository and syncs every model with it.
+  void PollNow();
+
+ private:
+  // A queued job; `cancelled` when the loader stops first.
+  using Task = std::function<void(bool cancelled)>;
+  void Enqueue(Task task) ORTSERVE_EXCLUDES(mu_);
+  void Loop() ORTSERVE_EXCLUDES(mu_);
+
+  std::vector<std::string> StartupModels();
+  Status LoadNow(const std::string& name);
+  // Stops new requests to every version of `name`, waits for the running
+  // ones, then drops the model (`forget`: its directory is gone) or marks
+  // it unloaded.
+  Status UnloadNow(const std::string& name, bool forget);
+  // Loads and warms each candidate of the published `p` beside whatever
+  // serves now, then swaps it in. OK when every candidate and version of
+  // `p` is READY; otherwise the failures, named by version.
+  Status LoadCandidates(const PreparedModel& p);
+  ThreadPlanEntry RuntimePlan(const Candidate& c) const;
+
+  const RepositoryOptions* const options_;
+  ModelTable* const table_;
+  const ModelBuildContext context_;
+
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> tasks_ ORTSERVE_GUARDED_BY(mu_);
+  bool stopping_ ORTSERVE_GUARDED_BY(mu_) = false;
+  bool initial_load_done_ ORTSERVE_GUARDED_BY(mu_) = false;  // polling starts after LoadAll
+  std::thread thread_;  // last: starts once everything above exists
+};
+
+}  // namespace ortserve

@@ -1,0 +1,167 @@
+#include "repository/ModelPreparation.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "repository/ConfigAutoComplete.h"
+#include "repository/ConfigChecks.h"
+#include "repository/ConfigParse.h"
+#include "repository/ConfigTypes.h"
+#include "repository/ModelDirectory.h"
+#include "repository/VersionPolicy.h"
+#include "runtime/OrtModelInstance.h"
+
+namespace ortserve {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+// What is logged about a config, not failed: fields and parameters ortserve
+// does not act on.
+void WarnAboutIgnored(const std::string& name, const inference::ModelConfig& config) {
+  const auto ignored = IgnoredConfigFields(config);
+  if (!ignored.empty()) {
+    spdlog::warn("model '{}': ignoring config fields not used for ONNX serving: {}", name, Join(ignored));
+  }
+  std::vector<std::string> unknown;
+  for (const auto& [key, value] : config.parameters()) {
+    if (!IsKnownParameter(key) && key != kVersionWeightsParameter) unknown.push_back(key);
+  }
+  std::sort(unknown.begin(), unknown.end());
+  if (!unknown.empty()) spdlog::warn("model '{}': ignoring unknown parameters: {}", name, Join(unknown));
+}
+
+// config.pbtxt (when there is one), named after its directory; the canary
+// weights it sets go into `p`.
+Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string& name, PreparedModel* p) {
+  inference::ModelConfig config;
+  const fs::path config_path = dir / "config.pbtxt";
+  std::error_code ec;
+  if (fs::exists(config_path, ec)) {
+    auto text = ReadFile(config_path);
+    if (!text.ok()) return text.status();
+    auto parsed = ParseModelConfig(text.value(), "config.pbtxt");
+    if (!parsed.ok()) return parsed.status();
+    config = std::move(parsed).value();
+  }
+  if (config.name().empty()) {
+    config.set_name(name);
+  } else if (config.name() != name) {
+    return Unavailable("config.pbtxt names the model '" + config.name() + "' but its directory is '" + name +
+                       "'; they must be equal");
+  }
+  WarnAboutIgnored(name, config);
+  if (auto w = config.parameters().find(kVersionWeightsParameter); w != config.parameters().end()) {
+    auto weights = ParseVersionWeights(w->second.string_value());
+    if (!weights.ok()) return weights.status();
+    p->canary = std::make_shared<WeightedVersionPicker>(std::move(weights).value());
+  }
+  const std::string& filename = config.default_model_filename();
+  if (filename.find('/') != std::string::npos || filename == "." || filename == "..") {
+    return Unavailable("default_model_filename '" + filename + "' must be a file name inside the version directory");
+  }
+  return config;
+}
+
+// The version directories of `dir`, each number once.
+std::vector<int64_t> FindVersions(const fs::path& dir, const std::string& name) {
+  std::vector<int64_t> available;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::error_code dir_ec;
+    if (!entry.is_directory(dir_ec)) continue;
+    const std::string vname = entry.path().filename().string();
+    if (auto v = ParseVersionDir(vname)) {
+      if (std::find(available.begin(), available.end(), *v) != available.end()) {
+        spdlog::warn("model '{}': version directory '{}' duplicates version {}; skipped", name, vname, *v);
+        continue;
+      }
+      available.push_back(*v);
+    } else if (!vname.empty() && vname[0] != '.' && vname != "warmup") {
+      spdlog::debug("model '{}': '{}' is not a version directory; skipped", name, vname);
+    }
+  }
+  return available;
+}
+
+// Version `v` checked against its model file; its failure otherwise.
+Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::string& filename) {
+  Candidate c = common;
+  c.version = v;
+  const fs::path model_path = c.model_dir / std::to_string(v) / filename;
+  std::error_code ec;
+  if (!fs::is_regular_file(model_path, ec)) return Unavailable("model file not found: " + model_path.string());
+  c.model_path = model_path.string();
+  c.stamp += "|" + FileStamp(model_path);
+  auto signature = InspectModel(c.model_path);
+  if (!signature.ok()) return Unavailable("cannot inspect " + filename + ": " + signature.status().message());
+  AutoCompleteConfig(signature.value(), &c.config);
+  ORTSERVE_RETURN_IF_ERROR(ValidateConfigAgainstSignature(c.config, signature.value()));
+  auto batcher_options = MakeDynamicBatcherOptions(c.config, std::to_string(v));
+  if (!batcher_options.ok()) return batcher_options.status();
+  c.batcher_options = std::move(batcher_options).value();
+  return c;
+}
+
+}  // namespace
+
+PreparedModel PrepareModel(const fs::path& repository, const std::string& name) {
+  PreparedModel p;
+  p.name = name;
+  const fs::path dir = repository / name;
+  p.dir_stamp = DirectoryStamp(dir);
+  auto config = ReadConfig(dir, name, &p);
+  if (!config.ok()) {
+    p.failure = config.status().message();
+    return p;
+  }
+  const std::vector<int64_t> available = FindVersions(dir, name);
+  if (available.empty()) {
+    p.failure = "no version directories (positive integers) in " + dir.string();
+    return p;
+  }
+  const VersionSelection selection = SelectVersions(config->version_policy(), available);
+  for (int64_t v : selection.missing) {
+    p.version_failures[v] = "version " + std::to_string(v) + " is required by version_policy but has no directory";
+  }
+  if (selection.load.empty()) {
+    p.failure = "version_policy selects no version";
+    return p;
+  }
+  // What every version shares; a failure here fails them all.
+  Candidate common;
+  common.name = name;
+  common.model_dir = dir;
+  common.stamp = FileStamp(dir / "config.pbtxt");
+  common.config = std::move(config).value();
+  Status status = CheckPlatform(&common.config);
+  auto settings = status.ok() ? ReadSessionSettings(common.config) : Result<OrtSessionSettings>(status);
+  auto instances = settings.ok() ? ExpandInstanceGroups(common.config) : Result<std::vector<InstanceSpec>>(settings.status());
+  if (!instances.ok()) {
+    for (int64_t v : selection.load) p.version_failures[v] = instances.status().message();
+    return p;
+  }
+  common.settings = settings.value();
+  common.instances = instances.value();
+  const std::string filename = common.config.default_model_filename().empty()
+                                   ? std::string(kDefaultModelFilename)
+                                   : common.config.default_model_filename();
+  for (int64_t v : selection.load) {
+    auto candidate = PrepareVersion(common, v, filename);
+    if (!candidate.ok()) {
+      p.version_failures[v] = candidate.status().message();
+      continue;
+    }
+    p.candidates.push_back(std::move(candidate).value());
+  }
+  return p;
+}
+
+}  // namespace ortserve

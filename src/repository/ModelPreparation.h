@@ -1,0 +1,50 @@
+#pragma once
+// The loader's first step for one model directory: read and complete its
+// config, choose its versions, and check each against its model file --
+// everything that can fail before a session is created. Nothing is
+// published and nothing is loaded here.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model_config.pb.h"
+#include "repository/RuntimeConfig.h"
+#include "repository/ThreadPlan.h"
+#include "repository/VersionWeights.h"
+#include "scheduler/DynamicBatcherOptions.h"
+
+namespace ortserve {
+
+// A model version whose config is complete and checked, waiting to be loaded.
+struct Candidate {
+  std::string name;
+  int64_t version = 0;
+  std::filesystem::path model_dir;
+  std::string model_path;
+  std::string stamp;  // config + model file: what a reload compares
+  inference::ModelConfig config;
+  OrtSessionSettings settings;
+  std::vector<InstanceSpec> instances;
+  DynamicBatcherOptions batcher_options;
+  std::optional<ThreadPlanEntry> plan;  // set by the startup plan
+};
+
+// What preparing one model directory found.
+struct PreparedModel {
+  std::string name;
+  std::string dir_stamp;
+  std::string failure;  // the whole model failed
+  std::map<int64_t, std::string> version_failures;
+  std::vector<Candidate> candidates;
+  std::shared_ptr<WeightedVersionPicker> canary;
+};
+
+// Prepares <repository>/<name>. Config problems and missing files are
+// recorded in the result (failure, version_failures), never thrown.
+PreparedModel PrepareModel(const std::filesystem::path& repository, const std::string& name);
+
+}  // namespace ortserve

@@ -1,0 +1,235 @@
+#include "repository/ModelTable.h"
+
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+namespace ortserve {
+
+std::string KeptReason(const std::string& why) {
+  return "reload failed, the previous load keeps serving: " + why;
+}
+
+Result<std::shared_ptr<Model>> ModelTable::Find(const std::string& name, const std::string& version) const {
+  ReaderLock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return NotFound("unknown model '" + name + "'");
+  const ModelRecord& record = it->second;
+  if (version.empty()) return FindUnversioned(name, record);
+  for (const auto& [number, v] : record.versions) {
+    if (std::to_string(number) != version) continue;
+    if (v.state == ModelState::kReady) return std::shared_ptr<Model>(v.model);
+    return Unavailable("model '" + name + "' version '" + version + "' is not ready" +
+                       (v.reason.empty() ? "" : ": " + v.reason));
+  }
+  return NotFound("unknown version '" + version + "' of model '" + name + "'");
+}
+
+Result<std::shared_ptr<Model>> ModelTable::FindUnversioned(const std::string& name, const ModelRecord& record) const {
+  if (record.canary) {
+    auto picked = record.canary->Pick([&](int64_t v) {
+      auto found = record.versions.find(v);
+      return found != record.versions.end() && found->second.state == ModelState::kReady;
+    });
+    if (picked) return std::shared_ptr<Model>(record.versions.at(*picked).model);
+  }
+  for (auto v = record.versions.rbegin(); v != record.versions.rend(); ++v) {
+    if (v->second.state == ModelState::kReady) return std::shared_ptr<Model>(v->second.model);
+  }
+  std::string reason = record.reason;
+  for (auto v = record.versions.rbegin(); reason.empty() && v != record.versions.rend(); ++v) {
+    reason = v->second.reason;
+  }
+  return Unavailable("model '" + name + "' is not ready" + (reason.empty() ? "" : ": " + reason));
+}
+
+std::shared_ptr<ServedModel> ModelTable::LatestReady(const std::string& name) const {
+  ReaderLock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return nullptr;
+  for (auto v = it->second.versions.rbegin(); v != it->second.versions.rend(); ++v) {
+    if (v->second.state == ModelState::kReady && v->second.model) return v->second.model;
+  }
+  return nullptr;
+}
+
+std::vector<ModelIndexEntry> ModelTable::Index() const {
+  ReaderLock lock(mu_);
+  std::vector<ModelIndexEntry> out;
+  for (const auto& [name, record] : models_) {
+    if (record.versions.empty()) out.push_back({name, "", ModelState::kUnavailable, record.reason});
+    for (const auto& [number, v] : record.versions) out.push_back({name, std::to_string(number), v.state, v.reason});
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<Model>> ModelTable::ReadyModels() const {
+  ReaderLock lock(mu_);
+  std::vector<std::shared_ptr<Model>> out;
+  for (const auto& [name, record] : models_) {
+    for (const auto& [number, v] : record.versions) {
+      if (v.state == ModelState::kReady) out.push_back(v.model);
+    }
+  }
+  return out;
+}
+
+bool ModelTable::AllReady() const {
+  ReaderLock lock(mu_);
+  for (const auto& [name, record] : models_) {
+    if (record.unloaded) continue;
+    if (record.versions.empty()) return false;
+    for (const auto& [number, v] : record.versions) {
+      if (v.state != ModelState::kReady) return false;
+    }
+  }
+  return true;
+}
+
+std::map<std::string, std::string> ModelTable::DirStamps() const {
+  ReaderLock lock(mu_);
+  std::map<std::string, std::string> stamps;
+  for (const auto& [name, record] : models_) stamps[name] = record.dir_stamp;
+  return stamps;
+}
+
+ModelTable::Retired ModelTable::Publish(PreparedModel& p) {
+  Retired retired;
+  WriterLock lock(mu_);
+  ModelRecord& record = models_[p.name];
+  record.unloaded = false;
+  record.dir_stamp = p.dir_stamp;
+  if (record.reason == "unloaded") record.reason.clear();
+  if (!p.failure.empty()) {
+    PublishFailure(p, record, &retired);
+  } else {
+    PublishVersions(p, record, &retired);
+  }
+  return retired;
+}
+
+void ModelTable::PublishFailure(PreparedModel& p, ModelRecord& record, Retired* retired) {
+  bool serving = false;
+  for (const auto& [number, v] : record.versions) serving |= v.state == ModelState::kReady;
+  spdlog::error("model '{}' {}: {}", p.name,
+                serving ? "failed to reload; its previous load keeps serving" : "is UNAVAILABLE", p.failure);
+  if (serving) {
+    for (auto& [number, v] : record.versions) {
+      if (v.state == ModelState::kReady) v.reason = KeptReason(p.failure);
+    }
+  } else {
+    for (auto& [number, v] : record.versions) {
+      if (v.model) retired->push_back(v.model);
+    }
+    record.versions.clear();
+    record.reason = p.failure;
+    record.canary.reset();
+  }
+  p.candidates.clear();
+}
+
+void ModelTable::PublishVersions(PreparedModel& p, ModelRecord& record, Retired* retired) {
+  record.reason.clear();
+  record.canary = p.canary;
+  std::set<int64_t> wanted;
+  for (const auto& c : p.candidates) wanted.insert(c.version);
+  for (const auto& [v, why] : p.version_failures) wanted.insert(v);
+  for (auto it = record.versions.begin(); it != record.versions.end();) {
+    if (wanted.count(it->first)) {
+      ++it;
+      continue;
+    }
+    spdlog::info("model '{}' version {} is no longer selected; unloading it", p.name, it->first);
+    if (it->second.model) retired->push_back(it->second.model);
+    it = record.versions.erase(it);
+  }
+  for (const auto& [version, why] : p.version_failures) {
+    VersionRecord& v = record.versions[version];
+    const bool serving = v.state == ModelState::kReady;
+    spdlog::error("model '{}' version {} {}: {}", p.name, version,
+                  serving ? "failed to reload; the previous load keeps serving" : "is UNAVAILABLE", why);
+    if (serving) {
+      v.reason = KeptReason(why);
+    } else {
+      if (v.model) retired->push_back(v.model);
+      v = VersionRecord{ModelState::kUnavailable, why, nullptr, ""};
+    }
+  }
+  std::vector<Candidate> to_load;
+  for (auto& c : p.candidates) {
+    VersionRecord& v = record.versions[c.version];
+    if (v.state == ModelState::kReady && v.stamp == c.stamp) {
+      v.reason.clear();  // unchanged: keeps serving
+      continue;
+    }
+    if (v.state != ModelState::kReady) v.state = ModelState::kLoading;
+    to_load.push_back(std::move(c));
+  }
+  p.candidates = std::move(to_load);
+}
+
+std::shared_ptr<ServedModel> ModelTable::Install(const Candidate& c, Result<std::shared_ptr<ServedModel>> loaded,
+                                                 bool* kept) {
+  *kept = false;
+  WriterLock lock(mu_);
+  VersionRecord& v = models_[c.name].versions[c.version];
+  if (loaded.ok()) {
+    std::shared_ptr<ServedModel> old = std::move(v.model);
+    v = VersionRecord{ModelState::kReady, "", std::move(loaded).value(), c.stamp};
+    return old;
+  }
+  if (v.state == ModelState::kReady) {
+    *kept = true;
+    v.reason = KeptReason(loaded.status().message());
+  } else {
+    v.state = ModelState::kUnavailable;
+    v.reason = loaded.status().message();
+  }
+  return nullptr;
+}
+
+void ModelTable::MarkMissing(const std::string& name, std::string reason) {
+  WriterLock lock(mu_);
+  models_[name].reason = std::move(reason);
+}
+
+std::optional<ModelTable::Retired> ModelTable::BeginUnload(const std::string& name) {
+  WriterLock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return std::nullopt;
+  Retired retired;
+  for (auto& [number, v] : it->second.versions) {
+    if (v.model) retired.push_back(v.model);
+    v.state = ModelState::kUnloading;
+    v.reason.clear();
+  }
+  it->second.canary.reset();
+  return retired;
+}
+
+void ModelTable::FinishUnload(const std::string& name, bool forget) {
+  WriterLock lock(mu_);
+  if (forget) {
+    models_.erase(name);
+    return;
+  }
+  ModelRecord& record = models_[name];
+  record = ModelRecord{};
+  record.reason = "unloaded";
+  record.unloaded = true;
+}
+
+ModelTable::Retired ModelTable::TakeAllForShutdown() {
+  Retired models;
+  WriterLock lock(mu_);
+  for (auto& [name, record] : models_) {
+    for (auto& [number, v] : record.versions) {
+      if (!v.model) continue;
+      models.push_back(v.model);
+      if (v.state == ModelState::kReady) v.state = ModelState::kUnloading;
+    }
+  }
+  return models;
+}
+
+}  // namespace ortserve

@@ -1,0 +1,107 @@
+#include "repository/ServedModel.h"
+
+#include <algorithm>
+
+#include "repository/ConfigParse.h"
+#include "repository/RequestValidator.h"
+
+namespace ortserve {
+namespace {
+
+std::unique_ptr<const FallbackRouter> MakeRouter(const inference::ModelConfig* config, ModelStatistics* stats,
+                                                 std::shared_ptr<const FallbackLookup> fallbacks) {
+  std::string name = FallbackModelName(*config);
+  if (name.empty() || !fallbacks) return nullptr;
+  return std::make_unique<const FallbackRouter>(config, stats, std::move(name), std::move(fallbacks));
+}
+
+}  // namespace
+
+ServedModel::ServedModel(inference::ModelConfig config, std::string version,
+                         std::vector<std::string> instance_outputs, std::shared_ptr<const FallbackLookup> fallbacks)
+    : config_(std::make_shared<const inference::ModelConfig>(std::move(config))),
+      version_(std::move(version)),
+      stats_(config_->max_batch_size()),
+      shaper_(config_, std::move(instance_outputs)),
+      fallback_(MakeRouter(config_.get(), &stats_, std::move(fallbacks))) {}
+
+ServedModel::~ServedModel() { Shutdown(); }
+
+void ServedModel::Start(std::unique_ptr<Scheduler> scheduler) {
+  scheduler_ = std::move(scheduler);
+  state_.store(ModelState::kReady, std::memory_order_release);
+}
+
+void ServedModel::Shutdown(Clock::time_point abandon_at) {
+  state_.store(ModelState::kUnloading, std::memory_order_release);
+  if (scheduler_) scheduler_->Shutdown(abandon_at);
+}
+
+void ServedModel::Infer(std::unique_ptr<InferenceRequest> request) {
+  Serve(std::move(request), /*may_fall_back=*/fallback_ != nullptr);
+}
+
+void ServedModel::InferHandedOn(std::unique_ptr<InferenceRequest> request) {
+  Serve(std::move(request), /*may_fall_back=*/false);
+}
+
+Status ServedModel::Admit(InferenceRequest& request) const {
+  if (!ready()) return Unavailable("model '" + name() + "' version '" + version_ + "' is not ready");
+  ORTSERVE_RETURN_IF_ERROR(ValidateRequest(*config_, request));
+  return ApplyInputReshape(*config_, &request);
+}
+
+void ServedModel::Serve(std::unique_ptr<InferenceRequest> request, bool may_fall_back) {
+  if (!request) return;
+  // The request as the client sent it, for the fallback: kept before the
+  // reshape, and only by a model that has one.
+  std::shared_ptr<InferenceRequest> kept = may_fall_back ? FallbackRouter::Keep(*request) : nullptr;
+  if (Status admitted = Admit(*request); !admitted.ok()) {
+    const RequestOutcome outcome = OutcomeOfFailure(admitted);  // invalid_input, or rejected when not ready
+    return Refuse(std::move(request->on_complete), request->arrival_time, std::move(admitted), outcome);
+  }
+  if (!kept) return scheduler_->Submit(std::move(request));
+  ScheduleWithFallback(std::move(request), std::move(kept));
+}
+
+void ServedModel::ScheduleWithFallback(std::unique_ptr<InferenceRequest> request,
+                                       std::shared_ptr<InferenceRequest> kept) {
+  kept->on_complete = std::move(request->on_complete);
+  if (scheduler_->ExpectedToMissDeadline(*request) && fallback_->HandOn(kept, FallbackReason::kExpectedWait)) {
+    return;
+  }
+  // A failed run is retried once on the fallback. The callback runs on a
+  // worker of this model's scheduler, which this model outlives.
+  request->on_complete = [this, kept](Result<InferenceResponse> result) {
+    if (!result.ok() && result.status().code() == StatusCode::kInternal &&
+        fallback_->HandOn(kept, FallbackReason::kRunFailed)) {
+      return;
+    }
+    if (kept->on_complete) kept->on_complete(std::move(result));
+  };
+  const Clock::time_point arrival = request->arrival_time;
+  Status full = scheduler_->TrySubmit(request);
+  if (full.ok()) return;
+  if (fallback_->HandOn(kept, FallbackReason::kQueueFull)) return;
+  // No fallback to take it: answered as the scheduler answers a full queue.
+  Refuse(std::move(kept->on_complete), arrival, std::move(full), RequestOutcome::kRejected);
+}
+
+void ServedModel::Refuse(CompletionCallback done, Clock::time_point arrival, Status status,
+                         RequestOutcome outcome) {
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - arrival);
+  stats_.fail.Add(static_cast<uint64_t>(std::max<int64_t>(0, elapsed.count())));
+  stats_.CountOutcome(outcome);
+  if (done) done(std::move(status));
+}
+
+void ServedModel::Complete(std::unique_ptr<InferenceRequest> request, Result<InferenceResponse> result) {
+  if (result.ok()) {
+    if (Status shaped = shaper_.Shape(*request, &result.value()); !shaped.ok()) result = std::move(shaped);
+  }
+  CompletionCallback done = std::move(request->on_complete);
+  request.reset();  // the inputs are no longer needed: release them before answering
+  if (done) done(std::move(result));
+}
+
+}  // namespace ortserve

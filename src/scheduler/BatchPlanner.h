@@ -1,0 +1,52 @@
+#pragma once
+// The batcher leader's decision: which queued requests run next, or until
+// when to wait. BatchAssembler says which requests batch together (Triton's
+// rules); this adds the adaptive window and the instances' shares.
+//
+// Adaptive window (BatchingPolicy::adaptive_window, the default): a fixed
+// window (Triton's) makes every batch that is not full wait the whole
+// max_queue_delay, even when no further request can come -- 32 closed-loop
+// clients and max_batch_size 64 pay the whole window per batch for nothing.
+// The planner asks its ArrivalForecast instead and runs what is queued at
+// once when no arrival is expected. The window still bounds every wait, so
+// it only ever closes earlier than the fixed one; a lone request to an idle
+// model runs at once (docs/decisions.md, "Adaptive batching window").
+//
+// Shares (InstanceBalancer): when the leader keeps only part of a planned
+// batch, whoever plans next takes the rest without a window, since those
+// requests were ready to run.
+//
+// Not thread-safe: the batcher calls it under its lock.
+#include <cstdint>
+
+#include "scheduler/ArrivalForecast.h"
+#include "scheduler/BatchAssembler.h"
+#include "scheduler/InstanceBalancer.h"
+
+namespace ortserve {
+
+class BatchPlanner {
+ public:
+  // `balancer` must outlive the planner.
+  BatchPlanner(const BatchingPolicy& policy, size_t instances, InstanceBalancer* balancer);
+
+  // The next batch from `queue` (not empty). `stopping`: run what is queued
+  // without waiting. Empty members: wait until wake_at, or a queue change.
+  BatchPlan Plan(RequestQueue& queue, Clock::time_point now, bool stopping);
+  // The queue ran empty: nothing planned is left over.
+  void QueueEmptied() { run_rest_now_ = false; }
+
+  // A request arrived / `answered` requests are about to be answered (the
+  // adaptive window's forecast; no-ops with a fixed window).
+  void Arrived(Clock::time_point now);
+  void Answered(uint64_t answered, Clock::time_point now);
+
+ private:
+  const BatchAssembler assembler_;
+  const bool adaptive_window_;
+  ArrivalForecast forecast_;
+  InstanceBalancer* const balancer_;
+  bool run_rest_now_ = false;  // a leader left part of a ready batch
+};
+
+}  // namespace ortserve

@@ -1,0 +1,74 @@
+#pragma once
+// What a dynamic batcher is told, grouped by the policy each part follows:
+// how batches form (BatchingPolicy), how requests wait (QueueingPolicy) and
+// how runs share the machine (ComputePolicy). Units are in the names.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/Status.h"
+#include "scheduler/ComputeSlots.h"
+
+namespace ortserve {
+
+// Triton's ModelQueuePolicy for one priority level.
+struct QueuePolicy {
+  enum class TimeoutAction { kReject, kDelay };
+  uint64_t max_queue_size = 0;         // 0: QueueingPolicy::default_max_queue_size
+  uint64_t default_timeout_us = 0;     // 0: none
+  bool allow_timeout_override = true;  // honour the request's `timeout` parameter
+  TimeoutAction timeout_action = TimeoutAction::kReject;
+};
+
+struct BatchingPolicy {
+  // 0: the model has no batch dimension; requests run one at a time.
+  int max_batch_size = 0;
+  // Off: every request runs alone, even when the model batches.
+  bool dynamic_batching = false;
+  std::vector<int> preferred_batch_sizes;  // each in 1..max_batch_size
+  uint64_t max_queue_delay_us = 0;
+  // The window closes early once the requests the batcher expects have
+  // arrived (scheduler/ArrivalForecast.h); false: Triton's fixed window,
+  // always waiting max_queue_delay for a fuller batch.
+  bool adaptive_window = true;
+};
+
+struct QueueingPolicy {
+  // The bound used where a policy says 0 (Triton's "unbounded"): a request
+  // is never queued without bound.
+  uint64_t default_max_queue_size = 1024;
+  QueuePolicy default_policy;
+  // Priority levels 1..priority_levels (1 = highest); 0: no priorities.
+  uint32_t priority_levels = 0;
+  uint32_t default_priority_level = 0;
+  std::vector<std::pair<uint32_t, QueuePolicy>> level_policies;  // level -> its policy
+};
+
+struct ComputePolicy {
+  // The process's compute-thread budget, shared by all schedulers; null: no
+  // limit. Each run leases `slots_per_run` slots (the instance's threads).
+  std::shared_ptr<ComputeSlots> slots;
+  int slots_per_run = 1;
+  // Instances share the work in hand (scheduler/InstanceBalancer.h): for
+  // instances on cores of their own (CPU). Off is Triton's dispatch, each
+  // batch whole: for instances sharing one device (GPU), where one larger
+  // batch beats concurrent halves.
+  bool balance_across_instances = false;
+};
+
+struct DynamicBatcherOptions {
+  std::string model_name;
+  std::string model_version;
+  BatchingPolicy batching;
+  QueueingPolicy queueing;
+  ComputePolicy compute;
+
+  // kInvalidArgument naming the field and the limit it breaks.
+  Status Validate() const;
+  // "model 'x' version '1'": how messages name the model.
+  std::string Label() const { return "model '" + model_name + "' version '" + model_version + "'"; }
+};
+
+}  // namespace ortserve
