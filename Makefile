@@ -35,9 +35,10 @@ integration-test: build
 test: build
 	@scripts/run_tests.sh $(BUILD_DIR)
 
-# The scheduler's tests under ThreadSanitizer (its worker/leader hand-offs are
-# where races would hide).
-SCHED_TESTS = $(basename $(notdir $(wildcard tests/unit/scheduler_*_test.cpp)))
+# The scheduler's tests, and the served model's over it, under
+# ThreadSanitizer (the batcher's worker/leader hand-offs are where races
+# would hide).
+SCHED_TESTS = $(basename $(notdir $(wildcard tests/unit/scheduler_*_test.cpp))) repository_served_model_test
 tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTSERVE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS) --target $(SCHED_TESTS)

@@ -107,6 +107,32 @@ Result<Shape> ModelShape(const inference::ModelInput& in, bool batching, const S
   return ReshapeDims(shape, target);
 }
 
+// The bytes of input_data_file (under <model_dir>/warmup/) for tensor `t`
+// of `size`: exactly its bytes, or its element count of BYTES strings.
+Result<std::vector<std::byte>> ReadInputDataFile(const std::string& sample, const std::filesystem::path& model_dir,
+                                                 const std::string& file_name, const Tensor& t, const SampleSize& size) {
+  auto path = ResolveInside(model_dir / "warmup", file_name);
+  if (!path.ok()) {
+    return InvalidArgument("warm-up '" + sample + "': input '" + t.name + "': " + path.status().message());
+  }
+  std::ifstream file(path.value(), std::ios::binary);
+  if (!file) return InvalidArgument("warm-up '" + sample + "': cannot read " + path.value().string());
+  std::vector<char> raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(raw.size());
+  if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
+  if (t.dtype == DataType::kBytes) {
+    auto elements = CountBytesElements(bytes.data(), bytes.size());
+    if (!elements || *elements != size.elements) {
+      return InvalidArgument("warm-up '" + sample + "': " + file_name + " does not hold " +
+                             std::to_string(size.elements) + " length-prefixed strings");
+    }
+  } else if (bytes.size() != size.bytes) {
+    return InvalidArgument("warm-up '" + sample + "': " + file_name + " has " + std::to_string(bytes.size()) +
+                           " bytes, shape " + ShapeToString(t.shape) + " needs " + std::to_string(size.bytes));
+  }
+  return bytes;
+}
+
 Result<WarmupSample> FromConfig(const inference::ModelConfig& config, const inference::ModelWarmup& w,
                                 const std::filesystem::path& model_dir, std::mt19937* rng) {
   WarmupSample sample;
@@ -150,31 +176,9 @@ Result<WarmupSample> FromConfig(const inference::ModelConfig& config, const infe
         bytes = RandomData(t.dtype, *size, rng);
         break;
       case inference::ModelWarmup::Input::kInputDataFile: {
-        auto path = ResolveInside(model_dir / "warmup", spec.input_data_file());
-        if (!path.ok()) {
-          return InvalidArgument("warm-up '" + sample.name + "': input '" + name + "': " +
-                                 path.status().message());
-        }
-        std::ifstream file(path.value(), std::ios::binary);
-        if (!file) {
-          return InvalidArgument("warm-up '" + sample.name + "': cannot read " +
-                                 path.value().string());
-        }
-        std::vector<char> raw((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-        bytes.resize(raw.size());
-        if (!raw.empty()) std::memcpy(bytes.data(), raw.data(), raw.size());
-        if (t.dtype == DataType::kBytes) {
-          auto elements = CountBytesElements(bytes.data(), bytes.size());
-          if (!elements || *elements != size->elements) {
-            return InvalidArgument("warm-up '" + sample.name + "': " + spec.input_data_file() +
-                                   " does not hold " + std::to_string(size->elements) +
-                                   " length-prefixed strings");
-          }
-        } else if (bytes.size() != size->bytes) {
-          return InvalidArgument("warm-up '" + sample.name + "': " + spec.input_data_file() +
-                                 " has " + std::to_string(bytes.size()) + " bytes, shape " +
-                                 ShapeToString(t.shape) + " needs " + std::to_string(size->bytes));
-        }
+        auto read = ReadInputDataFile(sample.name, model_dir, spec.input_data_file(), t, *size);
+        if (!read.ok()) return read.status();
+        bytes = std::move(read).value();
         break;
       }
       default:

@@ -1,4 +1,4 @@
-// Fuzz target: config.pbtxt parsing (repository/ModelConfigUtil ParseModelConfig)
+// Fuzz target: config.pbtxt parsing (repository/ConfigParse ParseModelConfig)
 // and everything the repository derives from a parsed config before it loads a
 // model, in the order ModelRepository::Prepare runs it: ignored fields,
 // version_weights, version policy, platform, session settings, instance
