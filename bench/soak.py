@@ -56,10 +56,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_bench_models as mbm  # noqa: E402  (bench/ is not a package)
-import run_bench as rb  # noqa: E402
+from bench_common import BENCH, COMMANDS, LOGS, RESULTS, ROOT, WORK, git_head, machine_info  # noqa: E402
+from bench_measure import histogram_delta, scrape_metrics  # noqa: E402
+from bench_procs import Procs, log_tail, tree_cpu_seconds  # noqa: E402
+from bench_servers import OrtServe, http_get, http_post, wait_ready  # noqa: E402
 
-BENCH, ROOT, RESULTS, LOGS = rb.BENCH, rb.ROOT, rb.RESULTS, rb.LOGS
-SOAK_WORK = rb.WORK / "soak"
+SOAK_WORK = WORK / "soak"
 MODEL = "cnn_soak"
 INPUT, OUTPUT = "INPUT0", "OUTPUT0"
 INPUT_DIMS = [3, 64, 64]
@@ -201,7 +203,7 @@ class Sampler(threading.Thread):
         busy, total = _machine_jiffies()
         t = os.times()
         self.samples.append({"t": time.monotonic(), "rss_kb": rss, "threads": threads, "fds": fds,
-                             "server_cpu_s": rb.tree_cpu_seconds(self.pid),
+                             "server_cpu_s": tree_cpu_seconds(self.pid),
                              "gen_cpu_s": t.user + t.system,
                              "machine_busy_j": busy, "machine_total_j": total})
 
@@ -428,7 +430,7 @@ def check_json_inference(base, xs, refs):
     body = json.dumps({"inputs": [{"name": INPUT, "shape": [1] + INPUT_DIMS, "datatype": "FP32",
                                    "data": xs[0].reshape(-1).tolist()}]}).encode()
     try:
-        status, resp = rb.http_post(f"{base}/v2/models/{MODEL}/infer", body, timeout=30.0)
+        status, resp = http_post(f"{base}/v2/models/{MODEL}/infer", body, timeout=30.0)
         o = json.loads(resp)["outputs"][0]
         got = np.asarray(o["data"], np.float32).reshape(-1)
         if status != 200 or not np.allclose(got, refs[0], rtol=1e-3, atol=1e-4):
@@ -440,8 +442,8 @@ def check_json_inference(base, xs, refs):
 
 def is_ready(base):
     try:
-        return (rb.http_get(base + "/v2/health/ready", timeout=5.0)[0] == 200
-                and rb.http_get(f"{base}/v2/models/{MODEL}/ready", timeout=5.0)[0] == 200)
+        return (http_get(base + "/v2/health/ready", timeout=5.0)[0] == 200
+                and http_get(f"{base}/v2/models/{MODEL}/ready", timeout=5.0)[0] == 200)
     except (urllib.error.URLError, OSError):
         return False
 
@@ -881,9 +883,9 @@ async def run_phases(args, server, gen, sampler, rng):
     out = {}
     await gen.fill_pool(min(args.connections, args.capacity_concurrency))
     log(f"capacity: closed loop, {args.capacity_concurrency} clients, {args.capacity_seconds:g} s")
-    c0, t0 = rb.tree_cpu_seconds(server.proc.pid), time.monotonic()
+    c0, t0 = tree_cpu_seconds(server.proc.pid), time.monotonic()
     await gen.closed_loop(args.capacity_concurrency, args.capacity_seconds, args.high_share, rng)
-    c1, t1 = rb.tree_cpu_seconds(server.proc.pid), time.monotonic()
+    c1, t1 = tree_cpu_seconds(server.proc.pid), time.monotonic()
     # Answers completed after the first seconds (connections and caches warm
     # up) and before the clients stopped sending.
     skip = min(2.0, args.capacity_seconds / 4)
@@ -909,19 +911,19 @@ async def run_phases(args, server, gen, sampler, rng):
         [], collections.Counter(), 0, 0, 0
     gen.conn_waits, gen.max_open = 0, gen.open_now
     await gen.fill_pool(args.connections)
-    m0 = rb.scrape_metrics(server.metrics_port, MODEL, HISTOGRAMS)
+    m0 = scrape_metrics(server.metrics_port, MODEL, HISTOGRAMS)
     log(f"overload: open loop, Poisson {rate:.1f} req/s for {args.duration:g} s, "
         f"{args.high_share:.0%} priority 1, {args.connections} pooled connections")
-    c0 = rb.tree_cpu_seconds(server.proc.pid)
+    c0 = tree_cpu_seconds(server.proc.pid)
     th0 = thread_times(server.proc.pid)
     g0 = sum(os.times()[:2])
     t_base, sent, t_last = await gen.open_loop(rate, args.duration, args.high_share, rng)
     t_end = time.monotonic()
-    c1 = rb.tree_cpu_seconds(server.proc.pid)
+    c1 = tree_cpu_seconds(server.proc.pid)
     th1 = thread_times(server.proc.pid)
     g1 = sum(os.times()[:2])
     try:
-        m1 = rb.scrape_metrics(server.metrics_port, MODEL, HISTOGRAMS)
+        m1 = scrape_metrics(server.metrics_port, MODEL, HISTOGRAMS)
     except (urllib.error.URLError, OSError) as e:  # the server is gone: the checks below say so
         log(f"/metrics unreachable after the load: {e}")
         m1 = None
@@ -950,7 +952,7 @@ async def run_phases(args, server, gen, sampler, rng):
     if m1:
         o0, o1 = m0["outcomes"], m1["outcomes"]
         out["metrics_delta"] = {k: o1.get(k, 0) - o0.get(k, 0) for k in sorted(set(o0) | set(o1))}
-        out["server_side"] = {h: rb.histogram_delta(m0, m1, h) for h in HISTOGRAMS}
+        out["server_side"] = {h: histogram_delta(m0, m1, h) for h in HISTOGRAMS}
     out["server_threads"] = thread_delta(th0, th1)
     out["capacity"]["messages"] = cap_messages
     log(f"overload: sent {sent} ({out['overload']['achieved_rate_per_s']} req/s), accepted "
@@ -966,9 +968,9 @@ def main(argv):
         out = json.loads(Path(args.from_json).read_text())
         return render(out, args)
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda s, _f: (rb.Procs.stop_all(), sys.exit(128 + s)))
+        signal.signal(sig, lambda s, _f: (Procs.stop_all(), sys.exit(128 + s)))
     import atexit
-    atexit.register(rb.Procs.stop_all)
+    atexit.register(Procs.stop_all)
     RESULTS.mkdir(parents=True, exist_ok=True)
     LOGS.mkdir(parents=True, exist_ok=True)
     binary = Path(args.ortserve_bin)
@@ -990,8 +992,8 @@ def main(argv):
         loop_name = "asyncio"
 
     command = " ".join(shlex.quote(x) for x in [".venv/bin/python", "bench/soak.py"] + list(argv))
-    meta = {"started": dt.datetime.now().isoformat(timespec="seconds"), "machine": rb.machine_info(),
-            "commit": rb.git_head(), "uptime_before": uptime(), "command": command, "event_loop": loop_name}
+    meta = {"started": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
+            "commit": git_head(), "uptime_before": uptime(), "command": command, "event_loop": loop_name}
     meta["build_type"] = build_type(binary)
     log(f"machine: {meta['uptime_before']}; ortserve build type {meta['build_type'] or 'unknown'}")
     if meta["build_type"] not in (None, "Release", "RelWithDebInfo"):
@@ -999,18 +1001,18 @@ def main(argv):
     repo, cfg, model_path = write_repo(args)
     xs, refs = make_inputs_and_refs(model_path)
 
-    server = rb.OrtServe(binary, repo, args.thread_budget, args.http_thread_count, args.server_cpus,
+    server = OrtServe(binary, repo, args.thread_budget, args.http_thread_count, args.server_cpus,
                          log_name="ortserve-soak.log")
     server.start()
     sampler = None
     failures = []
     out = {"meta": meta, "args": vars(args), "config_pbtxt": cfg}
     try:
-        ok, ready = rb.wait_ready(server.base, server.proc, [MODEL], args.ready_timeout)
+        ok, ready = wait_ready(server.base, server.proc, [MODEL], args.ready_timeout)
         if not ok or MODEL not in ready or not server.metrics_port:
-            log("ortserve did not become ready (or has no metrics port):\n" + rb.log_tail(LOGS / "ortserve-soak.log"))
+            log("ortserve did not become ready (or has no metrics port):\n" + log_tail(LOGS / "ortserve-soak.log"))
             return 1
-        meta["server_command"] = rb.COMMANDS[-1] if rb.COMMANDS else ""
+        meta["server_command"] = COMMANDS[-1] if COMMANDS else ""
         sampler = Sampler(server.proc.pid)
         sampler.start()
         rng = np.random.default_rng(args.seed)
@@ -1019,7 +1021,7 @@ def main(argv):
         try:
             phases, cap_errors = asyncio.run(run_phases(args, server, gen, sampler, rng))
         except Exception as e:  # a load that could not even run: say why, with the server's log
-            log(f"the load failed: {type(e).__name__}: {e}\n" + rb.log_tail(LOGS / "ortserve-soak.log"))
+            log(f"the load failed: {type(e).__name__}: {e}\n" + log_tail(LOGS / "ortserve-soak.log"))
             return 1
         out.update(phases)
         time.sleep(args.idle_seconds)
@@ -1053,7 +1055,7 @@ def main(argv):
         alive_at_stop = proc is not None and proc.poll() is None
         server.stop()
         rc = proc.returncode if proc else None
-        rb.Procs.stop_all()
+        Procs.stop_all()
     out.setdefault("checks", {})["exit_status"] = rc
     if alive_at_stop and rc not in (0, None):
         failures.append(f"ortserve exited with status {rc} on SIGTERM")
