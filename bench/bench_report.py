@@ -1,6 +1,6 @@
 """bench/RESULTS.md from a run's measurements: how it was run, the targets with their verdicts
-(and the ratio of every paired round), the hand-written findings (bench/FINDINGS.md), the
-headline table, the idle cost, per-model details with the plots, what was skipped, and every
+(and the ratio of every paired round), links to the hand-written findings and the decision log,
+the headline table, the idle cost, per-model details with the plots, what was skipped, and every
 command used."""
 from pathlib import Path
 
@@ -74,12 +74,13 @@ def targets_lines(out, targets):
 
 
 def findings_lines():
-    """Hand-written findings (profiles, causes of misses) survive re-runs: they live in
-    bench/FINDINGS.md and are copied in here."""
-    findings = Path(__file__).with_name("FINDINGS.md")
-    if findings.exists():
-        return [findings.read_text().rstrip(), ""]
-    return []
+    """Hand-written findings (profiles, causes of misses) live in bench/FINDINGS.md and the choices
+    made on them in docs/decisions.md; the report links to both and copies neither, so that a re-run
+    never rewrites them and they are read in one place."""
+    return ["## What the misses say", "",
+            "Why a target is missed or only just met, what was profiled and what was tried, stop by stop: "
+            "[FINDINGS.md](FINDINGS.md), written by hand and not rewritten by a run. The decisions taken on "
+            "those findings, and why: the project's decision log, [docs/decisions.md](../docs/decisions.md).", ""]
 
 
 def headline_lines(out, args):

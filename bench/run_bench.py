@@ -88,8 +88,8 @@ def parse_args(argv):
     ap.add_argument("--manifest", default=str(WORK / "manifest.json"))
     ap.add_argument("--results-md", default=str(BENCH / "RESULTS.md"))
     ap.add_argument("--report-only", action="store_true",
-                    help="measure nothing: rewrite RESULTS.md and the plots from bench/results/results.json "
-                    "(after editing FINDINGS.md), with the arguments of the run that made it")
+                    help="measure nothing: rewrite RESULTS.md and the plots from bench/results/results.json, "
+                    "with the arguments of the run that made it")
     args = ap.parse_args(argv)
     args.argv = argv
     args.models = [m for m in args.models.split(",") if m]
