@@ -7,10 +7,13 @@ server-backed tests are skipped; the offline model checks still run.
 """
 from __future__ import annotations
 
+import grpc
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from tritonclient.grpc import service_pb2_grpc as pbg
 
+from grpc_helpers import grpc_check_add_sub_fp32
 from harness import (DEMO_REPO, SMALL_BODY_LIMIT, Reference, check_add_sub_fp32, make_test_models,
                      start_server)
 
@@ -123,3 +126,19 @@ def server_still_serves(server, test_repo, reference):
     assert server.alive(), f"ortserve died; log tail:\n{server.log_tail()}"
     assert server.get("/v2/health/live").status_code == 200
     check_add_sub_fp32(server, test_repo, reference)
+
+
+@pytest.fixture
+def grpc_still_serves(server, test_repo, reference):
+    """After the test: the main server is alive and answers over gRPC and HTTP."""
+    yield server
+    assert server.alive(), f"ortserve died; log tail:\n{server.log_tail()}"
+    grpc_check_add_sub_fp32(server, test_repo, reference)
+    check_add_sub_fp32(server, test_repo, reference)
+
+
+@pytest.fixture
+def stub(server):
+    """A raw GRPCInferenceService stub on the main server (test_grpc_*.py)."""
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        yield pbg.GRPCInferenceServiceStub(channel)

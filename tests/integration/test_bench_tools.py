@@ -3,7 +3,7 @@
 the ONNX Runtime the server reports, and refuses bad arguments with a message
 naming them; the transport floor, ortserve_http_floor (bench/http_floor.cpp),
 answers every framed request with its body; run_bench.py's verdicts and report
-text."""
+text (its modules bench/bench_*.py)."""
 from __future__ import annotations
 
 import json
@@ -80,14 +80,15 @@ def test_bad_model_and_input_file_are_named(limit_binary, tmp_path):
     assert done.returncode == 2 and "cannot read" in done.stderr and "absent.bin" in done.stderr
 
 
-def load_run_bench():
-    import importlib.util
+def load_bench(name):
+    """One of run_bench.py's modules (bench/bench_*.py; bench/ is not a package)."""
+    import importlib
+    import sys
     from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "bench" / "run_bench.py"
-    spec = importlib.util.spec_from_file_location("run_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    bench_dir = str(Path(__file__).resolve().parents[2] / "bench")
+    if bench_dir not in sys.path:
+        sys.path.insert(0, bench_dir)
+    return importlib.import_module(name)
 
 
 def closed_loop(throughput, p99_us):
@@ -97,7 +98,7 @@ def closed_loop(throughput, p99_us):
 def test_paired_rounds_verdict_is_the_median_round():
     """The bench's verdict over paired rounds: the round with the median ratio, its spread named,
     and the sweep's own point kept in the detail."""
-    bench = load_run_bench()
+    bench = load_bench("bench_targets")
     rounds = [{"tiny": {"ortserve": closed_loop(o, 1000), "fastapi": closed_loop(1000, 9000)}}
               for o in (9000, 12000, 10500)]
     out = {"rounds": rounds,
@@ -121,7 +122,7 @@ def test_paired_rounds_verdict_is_the_median_round():
 def test_cnn_target_has_a_row_per_client_against_one_in_process_run():
     """A cnn round measures ortserve under each client and in-process ORT once; each client's ratio
     is over that same in-process figure, at the batch mix the server ran under that client."""
-    bench = load_run_bench()
+    bench = load_bench("bench_targets")
     inproc = {"results": [{"batch_size": 1, "inferences_per_s": 300.0},
                           {"batch_size": 3, "inferences_per_s": 330.0}]}
     def cnn_point(throughput, mix, client_cpu):
@@ -175,7 +176,7 @@ def test_binary_request_of_the_bench_is_served_like_its_json_twin(demo_server):
 
 
 def test_server_side_quantile_is_interpolated_within_its_bucket():
-    bench = load_run_bench()
+    bench = load_bench("bench_measure")
     m0 = {"h": {"buckets": {"0.001": 0, "0.0025": 0, "0.005": 0, "+Inf": 0}, "sum": 0, "count": 0}}
     m1 = {"h": {"buckets": {"0.001": 50, "0.0025": 90, "0.005": 100, "+Inf": 100}, "sum": 0.15, "count": 100}}
     d = bench.histogram_delta(m0, m1, "h")
@@ -189,7 +190,7 @@ def test_server_side_quantile_is_interpolated_within_its_bucket():
 
 
 def test_a_ratio_just_under_its_goal_does_not_print_as_the_goal():
-    bench = load_run_bench()
+    bench = load_bench("bench_targets")
     assert bench.fmt_ratio(0.94955, ">= 0.95x") == "0.9496"  # a MISS must not read "0.95"
     assert bench.fmt_ratio(0.9512, ">= 0.95x") == "0.951"
     assert bench.fmt_ratio(0.95, ">= 0.95x") == "0.95"
@@ -261,7 +262,7 @@ def test_http_floor_refuses_bad_arguments(floor_binary, tmp_path):
 
 def test_floor_response_carries_the_reference_outputs():
     """The no-op server answers with the reference outputs written as ortserve writes floats."""
-    bench = load_run_bench()
+    bench = load_bench("bench_servers")
     ref = {"OUTPUT0": np.array([[0.1, -2.5e-7, 1.6231999]], dtype=np.float32)}
     spec = {"outputs": [{"name": "OUTPUT0", "datatype": "FP32", "dims": [3]}]}
     text = bench.floor_response("tiny", spec, ref)
@@ -274,7 +275,7 @@ def test_floor_response_carries_the_reference_outputs():
 
 
 def test_tiny_target_names_the_transport_floor():
-    bench = load_run_bench()
+    bench = load_bench("bench_targets")
     out = {"ortserve": {"models": {"tiny": {"wrk_json": {"concurrency": [dict(closed_loop(9500, 900), concurrency=32)]}}}},
            "fastapi": {"models": {"tiny": {"wrk_json": {"concurrency": [dict(closed_loop(1000, 8000), concurrency=32)]}}}}}
     assert "no-op" not in bench.compute_targets(out, {})[0]["detail"]  # not measured: not named

@@ -1,0 +1,79 @@
+"""What every part of the benchmark shares: paths, the run's log, its notes (skips and errors) and
+the command lines it ran (both for RESULTS.md), the machine and the commit measured, and where
+the tools and the model repository are."""
+import os
+import platform
+import shlex
+import time
+from pathlib import Path
+
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+WORK = BENCH / "work"
+RESULTS = BENCH / "results"
+LOGS = WORK / "logs"
+VENV_PY = ROOT / ".venv" / "bin" / "python"
+PERF_ANALYZER = ROOT / ".venv" / "bin" / "perf_analyzer"
+CUDART_LIB = ROOT / ".venv" / "lib" / "python3.11" / "site-packages" / "nvidia" / "cuda_runtime" / "lib"
+
+
+COMMANDS: list = []   # every load/server/tool command line, for RESULTS.md
+NOTES: list = []      # skips and errors, for RESULTS.md
+
+
+def log(msg):
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def note(msg):
+    log(msg)
+    if msg not in NOTES:  # said once in the report however often it happens
+        NOTES.append(msg)
+
+
+def record_cmd(cmd, env_extra=None):
+    prefix = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in (env_extra or {}).items())
+    line = (prefix + " " if prefix else "") + " ".join(shlex.quote(str(c)) for c in cmd)
+    line = line.replace(str(ROOT) + "/", "")
+    if line not in COMMANDS:
+        COMMANDS.append(line)
+
+
+def machine_info():
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(),
+            "loadavg_at_start": os.getloadavg()}
+
+
+def git_head():
+    """The commit measured, read from .git without running git."""
+    try:
+        head = (ROOT / ".git" / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            p = ROOT / ".git" / ref
+            if p.exists():
+                return p.read_text().strip()[:12]
+            for line in (ROOT / ".git" / "packed-refs").read_text().splitlines():
+                if line.endswith(" " + ref):
+                    return line.split()[0][:12]
+        return head[:12]
+    except OSError:
+        return "unknown"
+
+
+def bench_tool(args, name):
+    """A benchmark tool `make build` puts next to the server under test."""
+    return Path(args.ortserve_bin).parent / name
+
+
+def manifest_repo(manifest):
+    return Path(next(iter(manifest.values()))["model_path"]).parents[2]

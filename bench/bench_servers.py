@@ -1,0 +1,182 @@
+"""The contenders as servers: ortserve, the FastAPI baseline and the no-op HTTP floor, each started
+on free 127.0.0.1 ports and waited for with bounded waits; loopback HTTP helpers; and the output
+check that keeps a contender answering wrongly from being measured."""
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from bench_common import BENCH, LOGS, VENV_PY
+from bench_procs import Procs, free_port, run_bounded, with_cpus
+
+
+# --------------------------------------------------------------------------
+# HTTP helpers (loopback only)
+
+def http_get(url, timeout=2.0):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read()
+
+
+def http_post(url, body, timeout=30.0):
+    req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.status, r.read()
+
+
+def wait_ready(base, proc, models, timeout_s):
+    """Polls /v2/health/ready, then each model's ready route. Returns (ok, ready_models)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False, []
+        try:
+            if http_get(base + "/v2/health/ready", timeout=1.0)[0] == 200:
+                break
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.25)
+    else:
+        return False, []
+    ready = []
+    for m in models:
+        while time.monotonic() < deadline:
+            try:
+                if http_get(f"{base}/v2/models/{m}/ready", timeout=1.0)[0] == 200:
+                    ready.append(m)
+                    break
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+    return True, ready
+
+
+# --------------------------------------------------------------------------
+# Output checks: a contender that answers wrongly is not measured
+
+def reference_outputs(spec):
+    import numpy as np
+    import onnxruntime as ort
+    body = json.loads(Path(spec["request_json"]).read_text())
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(spec["model_path"], so, providers=["CPUExecutionProvider"])
+    feeds = {t["name"]: np.asarray(t["data"], np.float32).reshape(t["shape"]) for t in body["inputs"]}
+    names = [o.name for o in sess.get_outputs()]
+    return dict(zip(names, sess.run(names, feeds)))
+
+
+def check_outputs(base, model, spec, ref):
+    import numpy as np
+    try:
+        status, body = http_post(f"{base}/v2/models/{model}/infer", Path(spec["request_json"]).read_bytes())
+        resp = json.loads(body)
+        for o in resp["outputs"]:
+            got = np.asarray(o["data"], np.float32).reshape(o["shape"])
+            if not np.allclose(got, ref[o["name"]], rtol=1e-3, atol=1e-4):
+                return f"output {o['name']} differs from onnxruntime (max abs diff {np.abs(got - ref[o['name']]).max():.3g})"
+        return None
+    except Exception as e:
+        return f"infer failed: {e}"
+
+
+def floor_response(model, spec, ref):
+    """The KServe v2 JSON answer to `model`'s request: the reference outputs, each float written as
+    the shortest text of its float32 value (as ortserve writes it), so the floor sends the bytes a
+    server would."""
+    import numpy as np
+    types = {o["name"]: o["datatype"] for o in spec["outputs"]}
+    outs = [f'{{"name":"{name}","datatype":"{types[name]}","shape":{json.dumps(list(v.shape))},'
+            f'"data":[{",".join(str(np.float32(x)) for x in v.ravel())}]}}' for name, v in ref.items()]
+    return f'{{"model_name":"{model}","model_version":"1","outputs":[{",".join(outs)}]}}'
+
+
+# --------------------------------------------------------------------------
+# Servers
+
+class Server:
+    name = ""
+
+    def __init__(self):
+        self.proc = None
+        self.port = None
+        self.grpc_port = None
+
+    @property
+    def base(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        Procs.stop(self.proc)
+        self.proc = None
+
+
+class OrtServe(Server):
+    name = "ortserve"
+
+    def __init__(self, binary, repo, budget, http_threads, cpus, log_name="ortserve.log"):
+        super().__init__()
+        self.binary, self.repo, self.budget, self.http_threads, self.cpus = binary, repo, budget, http_threads, cpus
+        self.log_name = log_name
+        self.metrics_port = None
+
+    def start(self):
+        _rc, help_text = run_bounded([self.binary, "--help"], 20, record=False)
+        self.port = free_port()
+        cmd = [self.binary, "--model-repository", self.repo, "--http-port", str(self.port)]
+        if "--grpc-port" in help_text:
+            self.grpc_port = free_port()
+            cmd += ["--grpc-port", str(self.grpc_port)]
+        if "--metrics-port" in help_text:  # never the default 8002: another server may hold it
+            self.metrics_port = free_port()
+            cmd += ["--metrics-port", str(self.metrics_port)]
+        if "--thread-budget" in help_text:
+            cmd += ["--thread-budget", str(self.budget)]
+        if self.http_threads and "--http-thread-count" in help_text:
+            cmd += ["--http-thread-count", str(self.http_threads)]
+        if "--log-verbose" in help_text:
+            cmd += ["--log-verbose", "0"]
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / self.log_name)
+
+    def grpc_ready(self):
+        """The gRPC hook: True once ortserve's gRPC front end answers ServerReady."""
+        if not self.grpc_port:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", self.grpc_port), timeout=1.0):
+                pass
+            import tritonclient.grpc as grpcclient
+            return bool(grpcclient.InferenceServerClient(f"127.0.0.1:{self.grpc_port}").is_server_ready(
+                client_timeout=3.0))
+        except Exception:
+            return False
+
+
+class FastApiBaseline(Server):
+    name = "fastapi"
+
+    def __init__(self, repo, workers, intra_threads, cpus):
+        super().__init__()
+        self.repo, self.workers, self.intra_threads, self.cpus = repo, workers, intra_threads, cpus
+
+    def start(self):
+        self.port = free_port()
+        cmd = [VENV_PY, BENCH / "baseline_fastapi.py", "--model-repository", self.repo,
+               "--port", str(self.port), "--workers", str(self.workers),
+               "--intra-op-threads", str(self.intra_threads)]
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "fastapi.log")
+
+
+class HttpFloor(Server):
+    name = "http_floor"
+
+    def __init__(self, binary, body_file, cpus):
+        super().__init__()
+        self.binary, self.body_file, self.cpus = binary, body_file, cpus
+
+    def start(self):
+        self.port = free_port()
+        cmd = [self.binary, "--port", str(self.port), "--body", self.body_file]
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "http_floor.log")
