@@ -7,6 +7,7 @@
 #include <future>
 #include <set>
 
+#include "core/Text.h"
 #include "core/ThreadName.h"
 #include "repository/ConfigParse.h"
 #include "repository/ModelDirectory.h"
@@ -15,12 +16,6 @@ namespace ortserve {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string s;
-  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
-  return s;
-}
 
 ThreadPlanRequest PlanRequest(const Candidate& c) {
   ThreadPlanRequest r;

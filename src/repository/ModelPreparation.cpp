@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/Text.h"
 #include "repository/ConfigAutoComplete.h"
 #include "repository/ConfigChecks.h"
 #include "repository/ConfigParse.h"
@@ -16,12 +17,6 @@ namespace ortserve {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string s;
-  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
-  return s;
-}
 
 // What is logged about a config, not failed: fields and parameters ortserve
 // does not act on.

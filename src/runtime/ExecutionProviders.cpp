@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/Text.h"
 #include "runtime/OrtEnvironment.h"
 #include "runtime/OrtModelInstance.h"
 
@@ -23,12 +24,6 @@ constexpr const char* kTensorRt = "TensorrtExecutionProvider";
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
-}
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 std::unordered_map<std::string, std::string> OptionMap(const ExecutionProviderOptions& provider) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/Text.h"
 #include "runtime/ExecutionProviders.h"
 #include "runtime/OrtEnvironment.h"
 #include "runtime/OrtError.h"
@@ -61,12 +62,6 @@ bool IsCpu(const std::string& name) {
   return name.size() == 3 && std::equal(name.begin(), name.end(), "cpu", [](char a, char b) {
            return std::tolower(static_cast<unsigned char>(a)) == b;
          });
-}
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
 }
 
 Result<LoadedSession> CreateWithProviders(const RuntimeOptions& options, bool cpu_only) {

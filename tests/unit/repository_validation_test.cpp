@@ -14,6 +14,7 @@
 #include "repository/Warmup.h"
 
 #include "RepositoryFixtures.h"
+#include "TestTensors.h"
 
 namespace ortserve {
 namespace {
@@ -45,21 +46,7 @@ Tensor Int32(const std::string& name, Shape shape) {
   return t;
 }
 
-Tensor Strings(const std::string& name, Shape shape, const std::vector<std::string>& values) {
-  std::vector<std::byte> bytes;
-  for (const auto& v : values) {
-    uint32_t n = static_cast<uint32_t>(v.size());
-    const auto* p = reinterpret_cast<const std::byte*>(&n);
-    bytes.insert(bytes.end(), p, p + 4);
-    for (char c : v) bytes.push_back(static_cast<std::byte>(c));
-  }
-  Tensor t;
-  t.name = name;
-  t.dtype = DataType::kBytes;
-  t.shape = shape;
-  t.data = TensorData::FromVector(std::move(bytes));
-  return t;
-}
+using testing_util::Strings;
 
 InferenceRequest Good() {
   InferenceRequest r;

@@ -15,6 +15,8 @@
 #include "runtime/ExecutionProviders.h"
 #include "runtime/OrtModelInstance.h"
 
+#include "TestTensors.h"
+
 namespace ortserve {
 namespace {
 
@@ -50,17 +52,7 @@ std::vector<T> Values(const Tensor& tensor) {
   return values;
 }
 
-std::vector<std::byte> EncodeBytes(const std::vector<std::string>& strings) {
-  std::vector<std::byte> out;
-  for (const auto& s : strings) {
-    const auto length = static_cast<uint32_t>(s.size());
-    const auto* prefix = reinterpret_cast<const std::byte*>(&length);
-    out.insert(out.end(), prefix, prefix + 4);
-    const auto* chars = reinterpret_cast<const std::byte*>(s.data());
-    out.insert(out.end(), chars, chars + s.size());
-  }
-  return out;
-}
+using testing_util::EncodeStrings;
 
 std::vector<Tensor> AddInputs(const std::vector<float>& a, const std::vector<float>& b) {
   const int64_t batch = static_cast<int64_t>(a.size() / 4);
@@ -209,7 +201,7 @@ TEST(OrtModelInstanceTest, BytesRoundTrip) {
   auto instance = Create(CpuOptions("identity_string.onnx"));
   ASSERT_NE(instance, nullptr);
   const std::vector<std::string> strings = {"hello", "", std::string("nul\0inside", 10), "\xff\xfe binary"};
-  auto encoded = EncodeBytes(strings);
+  auto encoded = EncodeStrings(strings);
   std::vector<Tensor> inputs = {Tensor{"input", DataType::kBytes, {2, 2}, TensorData::FromVector(encoded)}};
   std::vector<Tensor> outputs;
   Status status = instance->Run(inputs, &outputs);
@@ -308,7 +300,7 @@ TEST(OrtModelInstanceTest, RejectsBadInputsWithNames) {
 TEST(OrtModelInstanceTest, RejectsMalformedBytes) {
   auto instance = Create(CpuOptions("identity_string.onnx"));
   ASSERT_NE(instance, nullptr);
-  auto encoded = EncodeBytes({"abc", "de"});
+  auto encoded = EncodeStrings({"abc", "de"});
   encoded.pop_back();  // last element's prefix now runs past the end
   std::vector<Tensor> inputs = {Tensor{"input", DataType::kBytes, {1, 2}, TensorData::FromVector(encoded)}};
   std::vector<Tensor> outputs;
