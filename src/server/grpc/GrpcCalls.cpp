@@ -179,33 +179,27 @@ class InferCall final : public CallBase {
   }
 
   void Start() {
+    common::InferAdmission& admission = core_->admission();
     std::optional<std::string> traceparent;
-    if (core_->options().tracer) traceparent = TraceparentOf(ctx_);
-    report_ = tracing::CompletionReport::Start(core_->options().access_log, core_->options().tracer, traceparent);
+    if (admission.tracing()) traceparent = TraceparentOf(ctx_);
+    report_ = admission.StartReport(traceparent);
     if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
       return FinishWithError(denied);
     }
-    if (core_->stopping()) return FinishWithError(Unavailable("server is shutting down"));
+    if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return FinishWithError(accepting);
     auto request = std::make_unique<InferenceRequest>();
     Status decoded = DecodeInferRequest(message_, request.get(), core_->options().max_tensor_elements);
     if (!decoded.ok()) return FinishWithError(decoded);
-    Result<std::shared_ptr<Model>> model =
-        core_->repository().GetModel(request->model_name, request->model_version);
-    if (!model.ok()) return FinishWithError(model.status());
-    model_ = std::move(model).value();
-    request->cancelled = cancelled_;
-    request->trace = report_.trace;
-    request->on_complete = [this](Result<InferenceResponse> result) {
-      result_.emplace(std::move(result));
-      core_->InferenceFinished();
-      WakeQueue(&alarm_, cq_, &result_tag_);
-    };
-    core_->InferenceStarted();
-    model_->Infer(std::move(request));
+    Status admitted = admission.Admit(std::move(request), cancelled_, report_.trace, [this] {
+      return [this](Result<InferenceResponse> result) {
+        result_.emplace(std::move(result));
+        WakeQueue(&alarm_, cq_, &result_tag_);
+      };
+    });
+    if (!admitted.ok()) return FinishWithError(admitted);
   }
 
   void Respond() {
-    model_.reset();
     if (!result_->ok()) return FinishWithError(result_->status());
     EncodeInferResponse(result_->value(), message_->id(), &response_);
     if (report_) LogAccess(grpc::StatusCode::OK, &result_->value(), response_.ByteSizeLong());
@@ -237,7 +231,6 @@ class InferCall final : public CallBase {
   inference::ModelInferResponse response_;
   grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder_{&ctx_};
   CancelFlag cancelled_ = std::make_shared<CancelToken>();
-  std::shared_ptr<Model> model_;  // held while the request runs
   std::optional<Result<InferenceResponse>> result_;
   tracing::CompletionReport report_;  // set in Start()
   grpc::Alarm alarm_;
@@ -275,7 +268,7 @@ class StreamCall final : public CallBase {
         Listen(core_, cq_);
         MarkStarted();
         // Every request on the stream continues the stream's trace context.
-        if (core_->options().tracer) traceparent_ = TraceparentOf(ctx_);
+        if (core_->admission().tracing()) traceparent_ = TraceparentOf(ctx_);
         refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
         if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
           // The read loop's reference passes to this Finish.
@@ -354,33 +347,29 @@ class StreamCall final : public CallBase {
   }
 
   void Dispatch(std::shared_ptr<inference::ModelInferRequest> message) {
+    common::InferAdmission& admission = core_->admission();
     Answer answer{message->id(), message->model_name(), message->model_version(),
                   Status(StatusCode::kInternal, "unanswered"), 0, {}};
-    answer.report = tracing::CompletionReport::Start(core_->options().access_log,
-                                                     core_->options().tracer, traceparent_);
+    answer.report = admission.StartReport(traceparent_);
     if (answer.report) answer.bytes_in = message->ByteSizeLong();
     auto fail = [&](Status status) {
       answer.result = std::move(status);
       Complete(std::move(answer));
     };
-    if (core_->stopping()) return fail(Unavailable("server is shutting down"));
+    if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return fail(std::move(accepting));
     auto request = std::make_unique<InferenceRequest>();
     Status decoded = DecodeInferRequest(message, request.get(), core_->options().max_tensor_elements);
     if (!decoded.ok()) return fail(decoded);
-    Result<std::shared_ptr<Model>> model =
-        core_->repository().GetModel(request->model_name, request->model_version);
-    if (!model.ok()) return fail(model.status());
-    request->cancelled = cancelled_;
-    request->trace = answer.report.trace;
-    // `answer` is not used past this point: it moves into the callback.
-    request->on_complete = [this, model = model.value(),
-                            answer = std::move(answer)](Result<InferenceResponse> result) mutable {
-      core_->InferenceFinished();
-      answer.result = std::move(result);
-      Complete(std::move(answer));
-    };
-    core_->InferenceStarted();
-    model.value()->Infer(std::move(request));
+    std::shared_ptr<RequestTrace> trace = answer.report.trace;
+    Status admitted = admission.Admit(std::move(request), cancelled_, std::move(trace), [&] {
+      // `answer` moves into the callback: only a failed lookup, which never
+      // calls this, still needs it.
+      return [this, answer = std::move(answer)](Result<InferenceResponse> result) mutable {
+        answer.result = std::move(result);
+        Complete(std::move(answer));
+      };
+    });
+    if (!admitted.ok()) return fail(admitted);
   }
 
   // Any thread: queue the answer and make sure the write loop runs.
