@@ -202,7 +202,8 @@ Status StartMetrics(const Flags& flags, const std::string& malloc_name, Server* 
       .http_open_connections = [h = s->http.get()] { return h->OpenConnections(); },
       .http_rejected_connections = [h = s->http.get()] { return h->RejectedConnections(); },
       .grpc_active_calls = [g = s->grpc.get()] { return g->ActiveCalls(); },
-      .trace_export = exporter ? std::function<tracing::TraceExportCounters()>([exporter] { return exporter->counters(); })
+      .trace_export = exporter ? std::function<tracing::TraceExportCounters()>(
+                                     [exporter] { return exporter->counters(); })
                                : nullptr});
   auto created = metrics::MetricsServer::Create({.address = flags.metrics_address, .port = flags.metrics_port},
                                                 [collector] { return collector->Render(); });

@@ -6,6 +6,7 @@ namespace ortserve::http {
 
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using boost::system::error_code;
 
 ConnectionRejection::ConnectionRejection(std::shared_ptr<HttpServerCore> core, Socket socket,
                                          std::shared_ptr<const std::string> response)
@@ -19,17 +20,17 @@ ConnectionRejection::~ConnectionRejection() {
 }
 
 void ConnectionRejection::Start() {
-  net::async_write(socket_, net::buffer(*response_), [self = shared_from_this()](boost::system::error_code ec, size_t) {
+  net::async_write(socket_, net::buffer(*response_), [self = shared_from_this()](error_code ec, size_t) {
     if (ec) return self->Close();
     self->socket_.shutdown(tcp::socket::shutdown_send, ec);
     self->timer_.expires_after(kLinger);
-    self->timer_.async_wait([self](boost::system::error_code) { self->Close(); });
+    self->timer_.async_wait([self](error_code) { self->Close(); });
     self->Drain();
   });
 }
 
 void ConnectionRejection::Drain() {
-  socket_.async_read_some(net::buffer(sink_), [self = shared_from_this()](boost::system::error_code ec, size_t n) {
+  socket_.async_read_some(net::buffer(sink_), [self = shared_from_this()](error_code ec, size_t n) {
     self->drained_ += n;
     if (ec || self->drained_ > kMaxDrainBytes) return self->Close();
     self->Drain();
@@ -37,7 +38,7 @@ void ConnectionRejection::Drain() {
 }
 
 void ConnectionRejection::Close() {
-  boost::system::error_code ec;
+  error_code ec;
   timer_.cancel();
   socket_.close(ec);
 }

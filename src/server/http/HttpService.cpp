@@ -365,7 +365,8 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   std::string log_model = report ? model : std::string();
   std::string log_version = report ? version : std::string();
   std::shared_ptr<RequestTrace> trace = report.trace;
-  Status admitted = admission_->Admit(std::move(decoded->request), std::move(context.cancelled), std::move(trace), [&] {
+  CancelFlag cancelled = std::move(context.cancelled);
+  Status admitted = admission_->Admit(std::move(decoded->request), std::move(cancelled), std::move(trace), [&] {
     // Runs exactly once, so it moves its captures on to the connection's I/O
     // thread; `admission` stays, keeping the in-flight counter alive.
     return [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
@@ -380,7 +381,9 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
             bytes_in] {
         HttpResponse r = EncodeInferResult(*shared, listed, binary_default);
         CompressResponse(&r, accept);
-        if (report) ReportInfer(report, id, model, version, r, bytes_in, shared->ok() ? &shared->value() : nullptr);
+        if (report) {
+          ReportInfer(report, id, model, version, r, bytes_in, shared->ok() ? &shared->value() : nullptr);
+        }
         reply(std::move(r));
       });
     };
