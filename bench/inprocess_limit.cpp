@@ -28,7 +28,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/DataType.h"
-#include "core/JsonWriter.h"
+#include "server/json/JsonWriter.h"
 #include "core/Tensor.h"
 #include "runtime/OrtModelInstance.h"
 

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "fakes/FakeRepository.h"
 #include "server/http/HttpService.h"
 
 namespace ortserve::http {
@@ -44,23 +45,9 @@ TEST(HttpApiGroupTest, MapsRoutesAsTriton) {
   EXPECT_EQ(GroupOf("/v2/models/stats/versions/1/infer"), ApiGroup::kInference);
 }
 
-class ExplicitRepository : public ModelRepository {
- public:
-  void LoadAll() override {}
-  Result<std::shared_ptr<Model>> GetModel(const std::string& name, const std::string&) const override {
-    return NotFound("unknown model '" + name + "'");
-  }
-  std::vector<ModelIndexEntry> Index() const override { return {}; }
-  std::vector<std::shared_ptr<Model>> ReadyModels() const override { return {}; }
-  bool AllModelsReady() const override { return true; }
-  void Shutdown(Clock::time_point) override {}
-  ModelControlMode control_mode() const override { return ModelControlMode::kExplicit; }
-  void LoadAsync(const std::string&, std::function<void(Status)> done) override {
-    ++loads;
-    done(Status::Ok());
-  }
-  void UnloadAsync(const std::string&, std::function<void(Status)> done) override { done(Status::Ok()); }
-  int loads = 0;
+// No models; explicit model control, every load and unload succeeding.
+struct ExplicitRepository : FakeRepository {
+  ExplicitRepository() { set_control_mode(ModelControlMode::kExplicit); }
 };
 
 class HttpAccessTest : public ::testing::Test {

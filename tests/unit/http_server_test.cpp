@@ -5,13 +5,12 @@
 
 #include <boost/asio.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "repository/ModelRepository.h"
+#include "fakes/FakeModel.h"
+#include "fakes/FakeRepository.h"
 #include "server/http/HttpServer.h"
 
 namespace ortserve {
@@ -22,67 +21,11 @@ using tcp = net::ip::tcp;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Completes requests on its own thread; holds them while `hold` is set.
-class ThreadedModel : public Model {
- public:
-  ThreadedModel() : stats_(1) { config_.set_name("m"); }
-  ~ThreadedModel() override { Release(); }
-  const std::string& name() const override { return name_; }
-  const std::string& version() const override { return version_; }
-  const inference::ModelConfig& config() const override { return config_; }
-  ModelStatistics& stats() override { return stats_; }
-  bool ready() const override { return true; }
-  size_t QueueDepth() const override { return 0; }
-  void Infer(std::unique_ptr<InferenceRequest> request) override {
-    std::unique_lock l(mu_);
-    if (hold) {
-      held_.push_back(std::move(request));
-      cv_.notify_all();
-      return;
-    }
-    l.unlock();
-    std::thread([r = std::shared_ptr<InferenceRequest>(std::move(request))] { Complete(*r); }).join();
-  }
-  static void Complete(InferenceRequest& r) {
-    InferenceResponse resp;
-    resp.model_name = "m";
-    resp.model_version = "1";
-    resp.outputs = r.inputs;
-    for (auto& t : resp.outputs) resp.requested.push_back({t.name, false});
-    r.on_complete(std::move(resp));
-  }
-  std::shared_ptr<InferenceRequest> WaitHeld() {
-    std::unique_lock l(mu_);
-    cv_.wait(l, [&] { return !held_.empty(); });
-    auto r = std::shared_ptr<InferenceRequest>(std::move(held_.front()));
-    held_.clear();
-    return r;
-  }
-  void Release() {}
-
-  bool hold = false;
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<InferenceRequest>> held_;
-  std::string name_ = "m", version_ = "1";
-  inference::ModelConfig config_;
-  ModelStatistics stats_;
-};
-
-class Repo : public ModelRepository {
- public:
-  void LoadAll() override {}
-  Result<std::shared_ptr<Model>> GetModel(const std::string& name, const std::string&) const override {
-    if (name == "m") return std::shared_ptr<Model>(model);
-    return NotFound("unknown model '" + name + "'");
-  }
-  std::vector<ModelIndexEntry> Index() const override { return {}; }
-  std::vector<std::shared_ptr<Model>> ReadyModels() const override { return {model}; }
-  bool AllModelsReady() const override { return true; }
-  void Shutdown(Clock::time_point) override {}
-  std::shared_ptr<ThreadedModel> model = std::make_shared<ThreadedModel>();
+// "m": echoes its inputs from a thread of its own per request, or holds them.
+struct Repo : FakeRepository {
+  Repo() { Add(model); }
+  std::shared_ptr<FakeModel> model = std::make_shared<FakeModel>(FakeModel::Options{
+      .name = "m", .on = FakeModel::AnswerThread::kOwnThread, .stats_max_batch_size = 1});
 };
 
 constexpr const char* kInfer = R"({"inputs":[{"name":"x","datatype":"INT32","shape":[2],"data":[1,2]}]})";
@@ -253,28 +196,28 @@ TEST_F(HttpServerTest, StalledBodyTimesOutWithoutBlockingOthers) {
 }
 
 TEST_F(HttpServerTest, ClientLeavingCancelsTheInFlightRequest) {
-  repo.model->hold = true;
+  repo.model->set_hold(true);
   auto s = Connect();
   net::write(s, net::buffer(InferRequest()));
-  auto held = repo.model->WaitHeld();
+  auto held = repo.model->TakeHeld();
   ASSERT_TRUE(held->cancelled);
   s.close();
   for (int i = 0; i < 500 && !held->cancelled->IsCancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(held->cancelled->IsCancelled());
   // The late completion is harmless.
-  ThreadedModel::Complete(*held);
+  repo.model->Answer(*held);
   EXPECT_TRUE(server->WaitForInFlight(std::chrono::seconds(30)));  // liveness bound only
 }
 
 TEST_F(HttpServerTest, CompletionAfterStopIsDropped) {
-  repo.model->hold = true;
+  repo.model->set_hold(true);
   auto s = Connect();
   net::write(s, net::buffer(InferRequest()));
-  auto held = repo.model->WaitHeld();
+  auto held = repo.model->TakeHeld();
   server->StopAccepting();
   EXPECT_FALSE(server->WaitForInFlight(std::chrono::milliseconds(10)));
   server->Stop();
-  ThreadedModel::Complete(*held);  // after Stop: must not crash
+  repo.model->Answer(*held);  // after Stop: must not crash
   server.reset();
   held.reset();
 }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <deque>
 
+#include "fakes/FakeModel.h"
+#include "fakes/FakeRepository.h"
 #include "server/http/Compression.h"
 #include "server/http/HttpService.h"
 
@@ -15,82 +17,33 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Echoes every input as an output named OUT_<input>; `deferred` keeps the
-// request to be completed later, as a scheduler thread would.
-class FakeModel : public Model {
- public:
-  FakeModel(std::string name, int max_batch_size) : name_(std::move(name)), stats_(max_batch_size) {
-    config_.set_name(name_);
-    config_.set_platform("onnxruntime_onnx");
-    config_.set_max_batch_size(max_batch_size);
-    auto* in = config_.add_input();
-    in->set_name("INPUT0");
-    in->set_data_type(inference::TYPE_INT32);
-    in->add_dims(16);
-    auto* out = config_.add_output();
-    out->set_name("OUT_INPUT0");
-    out->set_data_type(inference::TYPE_INT32);
-    out->add_dims(16);
-    config_.mutable_dynamic_batching()->set_max_queue_delay_microseconds(100);
-  }
-  const std::string& name() const override { return name_; }
-  const std::string& version() const override { return version_; }
-  const inference::ModelConfig& config() const override { return config_; }
-  ModelStatistics& stats() override { return stats_; }
-  bool ready() const override { return true; }
-  size_t QueueDepth() const override { return 0; }
-  void Infer(std::unique_ptr<InferenceRequest> request) override {
-    if (request->inputs.empty()) return request->on_complete(InvalidArgument("model 'simple' expects 1 input"));
-    if (deferred) {
-      held.push_back(std::move(request));
-      return;
-    }
-    Complete(std::move(request));
-  }
-  static void Complete(std::unique_ptr<InferenceRequest> request) {
-    InferenceResponse r;
-    r.model_name = request->model_name;
-    r.model_version = "1";
-    r.id = request->id;
-    for (auto& t : request->inputs) {
-      Tensor o = t;
-      o.name = "OUT_" + t.name;
-      r.outputs.push_back(o);
-      RequestedOutput ro{o.name, false};
-      for (const auto& req : request->requested_outputs)
-        if (req.name == o.name) ro.binary_data = req.binary_data;
-      r.requested.push_back(ro);
-    }
-    request->on_complete(std::move(r));
-  }
+// "simple": INT32 INPUT0 -> OUT_INPUT0, [-1,16], dynamic batching; every
+// input echoed on the caller's thread unless the test holds requests.
+std::shared_ptr<FakeModel> SimpleModel() {
+  inference::ModelConfig config;
+  config.set_platform("onnxruntime_onnx");
+  config.set_max_batch_size(8);
+  auto* in = config.add_input();
+  in->set_name("INPUT0");
+  in->set_data_type(inference::TYPE_INT32);
+  in->add_dims(16);
+  auto* out = config.add_output();
+  out->set_name("OUT_INPUT0");
+  out->set_data_type(inference::TYPE_INT32);
+  out->add_dims(16);
+  config.mutable_dynamic_batching()->set_max_queue_delay_microseconds(100);
+  return std::make_shared<FakeModel>(FakeModel::Options{
+      .name = "simple", .config = std::move(config), .no_inputs_message = "model 'simple' expects 1 input"});
+}
 
-  bool deferred = false;
-  std::deque<std::unique_ptr<InferenceRequest>> held;
-
- private:
-  std::string name_;
-  std::string version_ = "1";
-  inference::ModelConfig config_;
-  ModelStatistics stats_;
-};
-
-class FakeRepository : public ModelRepository {
- public:
-  FakeRepository() : model(std::make_shared<FakeModel>("simple", 8)) {}
-  void LoadAll() override {}
-  Result<std::shared_ptr<Model>> GetModel(const std::string& name, const std::string& version) const override {
-    if (name == "simple" && (version.empty() || version == "1")) return std::shared_ptr<Model>(model);
-    if (name == "broken") return Unavailable("model 'broken' is not ready: bad config");
-    return NotFound("unknown model '" + name + "'" + (version.empty() ? "" : " version " + version));
+// "simple", and "broken" (unavailable: bad config); not every model ready.
+struct SimpleRepository : FakeRepository {
+  SimpleRepository() {
+    Add(model);
+    AddUnavailable("broken", "", "bad config");
+    all_ready = false;
   }
-  std::vector<ModelIndexEntry> Index() const override {
-    return {{"broken", "", ModelState::kUnavailable, "bad config"}, {"simple", "1", ModelState::kReady, ""}};
-  }
-  std::vector<std::shared_ptr<Model>> ReadyModels() const override { return {model}; }
-  bool AllModelsReady() const override { return false; }
-  void Shutdown(Clock::time_point) override {}
-
-  std::shared_ptr<FakeModel> model;
+  std::shared_ptr<FakeModel> model = SimpleModel();
 };
 
 HttpRequest Req(std::string method, std::string target) {
@@ -142,7 +95,7 @@ class HttpServiceTest : public ::testing::Test {
     return r.value_or(HttpResponse{});
   }
 
-  FakeRepository repo;
+  SimpleRepository repo;
   HttpService service{{.max_input_size = 1 << 20, .strict_readiness = false, .server_version = "1.2.3"}, &repo};
   std::deque<std::function<void()>> queue;
   int replies = 0;
@@ -322,7 +275,7 @@ TEST_F(HttpServiceTest, InferBinaryRoundTripIsZeroCopy) {
 }
 
 TEST_F(HttpServiceTest, InferCompletesLaterOnThePostedQueue) {
-  repo.model->deferred = true;
+  repo.model->set_hold(true);
   HttpRequest req = Req("POST", "/v2/models/simple/infer");
   *req.body = kInferJson;
   std::optional<HttpResponse> out;
@@ -335,7 +288,7 @@ TEST_F(HttpServiceTest, InferCompletesLaterOnThePostedQueue) {
   EXPECT_FALSE(service.in_flight()->WaitForZero(std::chrono::milliseconds(1)));
   // The model completes on "another thread": nothing is encoded until the
   // connection's queue runs.
-  FakeModel::Complete(std::move(repo.model->held.front()));
+  repo.model->Answer(*repo.model->TakeHeld());
   EXPECT_FALSE(out);
   EXPECT_TRUE(service.in_flight()->WaitForZero(std::chrono::milliseconds(1)));
   Drain();

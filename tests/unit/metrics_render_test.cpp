@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "fakes/FakeModel.h"
 #include "server/metrics/MetricsCollector.h"
 #include "server/metrics/MetricsServer.h"
 #include "server/metrics/ProcessStats.h"
@@ -19,26 +20,6 @@ namespace ortserve::metrics {
 namespace {
 
 using ::testing::HasSubstr;
-
-class FakeModel : public Model {
- public:
-  FakeModel(std::string name, std::string version) : name_(std::move(name)), version_(std::move(version)), stats_(8) {
-    config_.set_name(name_);
-  }
-  const std::string& name() const override { return name_; }
-  const std::string& version() const override { return version_; }
-  const inference::ModelConfig& config() const override { return config_; }
-  ModelStatistics& stats() override { return stats_; }
-  bool ready() const override { return true; }
-  void Infer(std::unique_ptr<InferenceRequest> request) override { request->on_complete(Internal("fake")); }
-  size_t QueueDepth() const override { return 3; }
-  size_t BusyInstances() const override { return 1; }
-
- private:
-  std::string name_, version_;
-  inference::ModelConfig config_;
-  ModelStatistics stats_;
-};
 
 struct Family {
   std::string type;
@@ -155,7 +136,12 @@ TEST(ProcessStats, ReadsThisProcess) {
 }
 
 TEST(RenderMetrics, WholeExpositionParsesAndCarriesTheCounters) {
-  auto model = std::make_shared<FakeModel>("dense\"net", "2");
+  auto model = std::make_shared<FakeModel>(FakeModel::Options{.name = "dense\"net",
+                                                              .version = "2",
+                                                              .reply = FakeModel::Reply::kFail,
+                                                              .stats_max_batch_size = 8,
+                                                              .queue_depth = 3,
+                                                              .busy_instances = 1});
   ModelStatistics& st = model->stats();
   for (int i = 0; i < 5; ++i) st.CountOutcome(RequestOutcome::kSuccess);
   st.CountOutcome(RequestOutcome::kInvalidInput);

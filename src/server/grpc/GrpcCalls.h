@@ -1,8 +1,21 @@
 #pragma once
 // The per-call state machines of the gRPC front end. Each call is an object
 // that owns its ServerContext, request and response; completion-queue tags
-// point at a Tag inside it. Internal to src/server/grpc.
+// point at a Tag inside it. The kinds of call live in their own files
+// (UnaryCall.h, InferCall, StreamCall, GenericCall, ModelControlCall.h); this
+// is what they share. Internal to src/server/grpc.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <grpcpp/alarm.h>
 #include <grpcpp/completion_queue.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/status.h>
+
+#include "core/AccessLogRecord.h"
+#include "core/InferenceRequest.h"
 
 namespace ortserve::grpcfe {
 
@@ -40,5 +53,20 @@ void StartListening(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq);
 
 // Runs the completion-queue loop until the queue is shut down and drained.
 void PollQueue(grpc::ServerCompletionQueue* cq);
+
+// Wakes `cq` with `tag` from any thread: an alarm whose deadline has passed.
+void WakeQueue(grpc::Alarm* alarm, grpc::ServerCompletionQueue* cq, Tag* tag);
+
+// The W3C traceparent a call carries (repeated metadata joined with ','), or
+// nullopt.
+std::optional<std::string> TraceparentOf(const grpc::ServerContext& ctx);
+
+// The access-log record of one answered infer request: a ModelInfer call
+// ("grpc") or one ModelStreamInfer response ("grpc-stream"). `response` is
+// null when the request failed.
+AccessLogRecord InferAccessRecord(std::string_view protocol, std::string_view request_id,
+                                  std::string_view model, std::string_view version,
+                                  grpc::StatusCode code, const InferenceResponse* response,
+                                  uint64_t bytes_in, uint64_t bytes_out);
 
 }  // namespace ortserve::grpcfe

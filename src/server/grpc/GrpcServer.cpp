@@ -44,21 +44,6 @@ void GrpcServiceCore::CallDestroyed() {
   if (--live_calls_ == 0) calls_cv_.notify_all();
 }
 
-void GrpcServiceCore::InferenceStarted() {
-  std::lock_guard lock(calls_mu_);
-  ++inferences_in_flight_;
-}
-
-void GrpcServiceCore::InferenceFinished() {
-  std::lock_guard lock(calls_mu_);
-  if (--inferences_in_flight_ == 0) calls_cv_.notify_all();
-}
-
-bool GrpcServiceCore::WaitForNoInferences(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(calls_mu_);
-  return calls_cv_.wait_until(lock, deadline, [this] { return inferences_in_flight_ == 0; });
-}
-
 void GrpcServiceCore::WaitForNoCalls() {
   std::unique_lock lock(calls_mu_);
   while (!calls_cv_.wait_for(lock, std::chrono::seconds(10), [this] { return live_calls_ == 0; })) {
@@ -284,8 +269,10 @@ class GrpcServer::Impl {
     // after that (idle streams, or requests past the deadline) are cancelled,
     // and their requests see the cancel flag. Returns once every call object
     // has let go of its gRPC call.
+    // An idle stream holds no request, so only requests are waited for, not
+    // calls.
     const auto deadline = std::chrono::steady_clock::now() + drain;
-    if (!core_.WaitForNoInferences(deadline))
+    if (!core_.admission().in_flight().WaitForZeroUntil(deadline))
       spdlog::warn("gRPC server stopping: drain time over, cancelling requests still running");
     constexpr auto kWriteGrace = std::chrono::milliseconds(500);
     const auto left = std::max(deadline - std::chrono::steady_clock::now(),
@@ -293,6 +280,9 @@ class GrpcServer::Impl {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::min<std::chrono::steady_clock::duration>(left, kWriteGrace));
     core_.WaitForNoCalls();
+    // Every call waited for its requests' answers, but the last completion
+    // may still be leaving the admission's counter, which dies with core_.
+    core_.admission().in_flight().WaitForZero();
     ShutdownQueues();
     spdlog::info("gRPC server stopped");
   }

@@ -1,7 +1,8 @@
 #pragma once
 // State shared by every call of one GrpcServer: the async services, the
-// repository, the options, the stopping flag, the count of live call objects,
-// and the handlers of the unary methods that never wait (metadata, readiness,
+// repository, the options, the infer admission step (with the stopping flag
+// and the requests in flight), the count of live call objects, and the
+// handlers of the unary methods that never wait (metadata, readiness,
 // config, statistics, index). Internal to src/server/grpc.
 #include <atomic>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <grpcpp/support/status.h>
 
 #include "grpc_service.grpc.pb.h"
+#include "server/common/InferAdmission.h"
 #include "server/grpc/GrpcServer.h"
 
 namespace ortserve {
@@ -21,15 +23,20 @@ namespace grpcfe {
 class GrpcServiceCore {
  public:
   GrpcServiceCore(GrpcServerOptions options, ModelRepository* repository)
-      : options_(std::move(options)), repository_(repository) {}
+      : options_(std::move(options)),
+        repository_(repository),
+        admission_(repository, {.access_log = options_.access_log, .tracer = options_.tracer}) {}
 
   inference::GRPCInferenceService::AsyncService& service() { return service_; }
   grpc::AsyncGenericService& generic_service() { return generic_service_; }
   ModelRepository& repository() { return *repository_; }
   const GrpcServerOptions& options() const { return options_; }
 
-  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-  void SetStopping() { stopping_.store(true, std::memory_order_release); }
+  // ModelInfer and ModelStreamInfer requests go through it; its in-flight
+  // count is what Stop() drains.
+  common::InferAdmission& admission() { return admission_; }
+  bool stopping() const { return !admission_.accepting(); }
+  void SetStopping() { admission_.StopAccepting(); }
   bool ServerReady() const;
 
   // OK when `group` is open or the call carries the restriction's metadata
@@ -45,13 +52,6 @@ class GrpcServiceCore {
   void CallCreated();
   void CallDestroyed();
   void WaitForNoCalls();
-  // Inference requests handed to a model and not yet completed (unary calls
-  // and stream requests). Stop() waits for these, not for calls: an idle
-  // stream holds no work and must not hold up shutdown.
-  void InferenceStarted();
-  void InferenceFinished();
-  // False if `deadline` passed first.
-  bool WaitForNoInferences(std::chrono::steady_clock::time_point deadline);
   // Calls a client has started and the server has not finished with (what
   // the metrics endpoint reports; a stream counts once however many requests
   // it carries).
@@ -77,12 +77,11 @@ class GrpcServiceCore {
   ModelRepository* const repository_;
   inference::GRPCInferenceService::AsyncService service_;
   grpc::AsyncGenericService generic_service_;
-  std::atomic<bool> stopping_{false};
+  common::InferAdmission admission_;
 
   std::mutex calls_mu_;
   std::condition_variable calls_cv_;
   size_t live_calls_ = 0;  // guarded by calls_mu_
-  size_t inferences_in_flight_ = 0;  // guarded by calls_mu_
   std::atomic<size_t> active_calls_{0};
 };
 

@@ -32,6 +32,54 @@ HttpResponse EmptyResponse(unsigned status) {
   return r;
 }
 
+// The infer request in `request`'s body, inflated first when it has a
+// Content-Encoding.
+Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const HttpServiceOptions& options) {
+  auto coding = ParseContentEncoding(request.content_encoding);
+  if (!coding.ok()) return coding.status();
+  std::shared_ptr<const std::string> body = request.body;
+  if (*coding != ContentCoding::kIdentity) {
+    auto inflated = Decompress(*coding, *body, options.max_input_size);
+    if (!inflated.ok()) return inflated.status();
+    body = std::make_shared<const std::string>(std::move(*inflated));
+  }
+  std::optional<std::string_view> header_length;
+  if (request.inference_header_length) header_length = *request.inference_header_length;
+  return DecodeInferRequest(std::move(body), header_length, options.decode);
+}
+
+// The response to an infer request that the model answered with `result`.
+HttpResponse EncodeInferResult(const Result<InferenceResponse>& result, bool listed, bool binary_default) {
+  if (!result.ok()) return HttpService::ErrorResponse(result.status());
+  auto enc = EncodeInferResponse(result.value(), listed, binary_default);
+  if (!enc.ok()) return HttpService::ErrorResponse(enc.status());
+  HttpResponse r;
+  r.body = std::move(enc->json);
+  if (enc->has_binary()) {
+    r.inference_header_length = r.body.size();
+    r.content_type = "application/octet-stream";
+    r.tail = std::move(enc->binary);
+  }
+  return r;
+}
+
+// The access-log line (and a traced request's spans) of an infer request
+// answered with `r`; `response` is null unless the model answered it.
+void ReportInfer(const tracing::CompletionReport& report, std::string_view id, std::string_view model,
+                 std::string_view version, const HttpResponse& r, uint64_t bytes_in,
+                 const InferenceResponse* response) {
+  AccessLogRecord record;
+  record.protocol = "http";
+  record.request_id = id;
+  record.model = model;
+  record.version = version;
+  record.status_code = static_cast<int>(r.status);
+  record.bytes_in = bytes_in;
+  record.bytes_out = r.size();
+  if (response) record.SetResponse(*response);
+  report(record);
+}
+
 HttpResponse MethodNotAllowed(const HttpRequest& req, std::string_view allowed) {
   return HttpService::ErrorResponse(405, "method " + req.method + " is not allowed on " +
                                              std::string(req.target.substr(0, req.target.find('?'))) +
@@ -107,7 +155,12 @@ void CompressResponse(HttpResponse* response, std::string_view accept_encoding) 
 }
 
 HttpService::HttpService(HttpServiceOptions options, ModelRepository* repository)
-    : options_(std::move(options)), repository_(repository) {}
+    : options_(std::move(options)),
+      repository_(repository),
+      admission_(std::make_shared<common::InferAdmission>(
+          repository, common::InferAdmission::Options{
+                          .tracer = options_.tracer,
+                          .stopping_message = "server is shutting down; not accepting inference requests"})) {}
 
 HttpResponse HttpService::ErrorResponse(const Status& status) {
   return ErrorResponse(HttpStatusFor(status.code()), status.message());
@@ -201,7 +254,7 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
 
 HttpResponse HttpService::Ready() {
   // Triton answers a not-ready server with 400; tritonclient checks for 200.
-  if (!accepting_.load()) return ErrorResponse(400, "server is shutting down");
+  if (!admission_->accepting()) return ErrorResponse(400, "server is shutting down");
   if (options_.strict_readiness && !repository_->AllModelsReady())
     return ErrorResponse(400, "not every model in the repository is ready (strict readiness)");
   return EmptyResponse(200);
@@ -268,9 +321,9 @@ void HttpService::HandleModelControl(const HttpRequest& request, const std::stri
   }
   // The load runs on the repository's loader thread; the reply is posted back
   // to this connection's I/O thread when it is done.
-  in_flight_->Add();
+  admission_->in_flight().Add();
   auto done = [post = std::move(context.post), reply = std::move(context.reply),
-               accept = request.accept_encoding, counter = in_flight_](Status status) {
+               accept = request.accept_encoding, admission = admission_](Status status) {
     post([reply, status, accept] {
       // Triton answers a failed load or unload with 400.
       HttpResponse r = status.ok() ? EmptyResponse(200)
@@ -279,7 +332,7 @@ void HttpService::HandleModelControl(const HttpRequest& request, const std::stri
       CompressResponse(&r, accept);
       reply(std::move(r));
     });
-    counter->Done();
+    admission->in_flight().Done();
   };
   if (load) {
     repository_->LoadAsync(model, std::move(done));
@@ -291,98 +344,51 @@ void HttpService::HandleModelControl(const HttpRequest& request, const std::stri
 void HttpService::HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                               RequestContext context) {
   const uint64_t bytes_in = request.body->size();
-  tracing::CompletionReport report =
-      tracing::CompletionReport::Start(access_log_, options_.tracer, request.traceparent);
+  tracing::CompletionReport report = admission_->StartReport(request.traceparent);
   auto fail = [&](const Status& st) {
     HttpResponse r = ErrorResponse(st);
     CompressResponse(&r, request.accept_encoding);
-    if (report) {
-      AccessLogRecord record;
-      record.protocol = "http";
-      record.model = model;
-      record.version = version;
-      record.status_code = static_cast<int>(r.status);
-      record.bytes_in = bytes_in;
-      record.bytes_out = r.size();
-      report(record);
-    }
+    if (report) ReportInfer(report, {}, model, version, r, bytes_in, nullptr);
     context.reply(std::move(r));
   };
-  if (!accepting_.load()) return fail(Unavailable("server is shutting down; not accepting inference requests"));
-
-  auto coding = ParseContentEncoding(request.content_encoding);
-  if (!coding.ok()) return fail(coding.status());
-  std::shared_ptr<const std::string> body = request.body;
-  if (*coding != ContentCoding::kIdentity) {
-    auto inflated = Decompress(*coding, *body, options_.max_input_size);
-    if (!inflated.ok()) return fail(inflated.status());
-    body = std::make_shared<const std::string>(std::move(*inflated));
-  }
-  std::optional<std::string_view> header_length;
-  if (request.inference_header_length) header_length = *request.inference_header_length;
-  auto decoded = DecodeInferRequest(std::move(body), header_length, options_.decode);
+  if (Status accepting = admission_->CheckAccepting(); !accepting.ok()) return fail(accepting);
+  auto decoded = DecodeInferBody(request, options_);
   if (!decoded.ok()) return fail(decoded.status());
-
-  auto m = repository_->GetModel(model, version);
-  if (!m.ok()) return fail(m.status());
 
   InferenceRequest& req = *decoded->request;
   req.model_name = model;
   req.model_version = version;
-  req.cancelled = context.cancelled;
-  req.trace = report.trace;
   const bool listed = decoded->outputs_listed;
   const bool binary_default = decoded->binary_data_output;
-  in_flight_->Add();
   // Only the access log and tracing need the names back; don't copy them otherwise.
   std::string id = report ? req.id : std::string();
   std::string log_model = report ? model : std::string();
   std::string log_version = report ? version : std::string();
-  // on_complete runs exactly once, so it moves its captures on to the connection's I/O thread.
-  req.on_complete = [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
-                     accept = std::move(request.accept_encoding), counter = in_flight_, report = std::move(report),
-                     id = std::move(id), model = std::move(log_model), version = std::move(log_version),
-                     bytes_in](Result<InferenceResponse> result) mutable {
-    auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
-    // Encoding happens on the connection's I/O thread, never on the thread that
-    // finished the inference.
-    post([reply = std::move(reply), shared, listed, binary_default, accept = std::move(accept),
-          report = std::move(report), id = std::move(id), model = std::move(model), version = std::move(version),
-          bytes_in] {
-      HttpResponse r;
-      if (!shared->ok()) {
-        r = ErrorResponse(shared->status());
-      } else {
-        auto enc = EncodeInferResponse(shared->value(), listed, binary_default);
-        if (!enc.ok()) {
-          r = ErrorResponse(enc.status());
-        } else {
-          r.body = std::move(enc->json);
-          if (enc->has_binary()) {
-            r.inference_header_length = r.body.size();
-            r.content_type = "application/octet-stream";
-            r.tail = std::move(enc->binary);
-          }
+  std::shared_ptr<RequestTrace> trace = report.trace;
+  CancelFlag cancelled = std::move(context.cancelled);
+  Status admitted = admission_->Admit(std::move(decoded->request), std::move(cancelled), std::move(trace), [&] {
+    // Runs exactly once, so it moves its captures on to the connection's I/O
+    // thread; `admission` stays, keeping the in-flight counter alive.
+    return [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
+            accept = std::move(request.accept_encoding), admission = admission_, report = std::move(report),
+            id = std::move(id), model = std::move(log_model), version = std::move(log_version),
+            bytes_in](Result<InferenceResponse> result) mutable {
+      auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
+      // Encoding happens on the connection's I/O thread, never on the thread
+      // that finished the inference.
+      post([reply = std::move(reply), shared, listed, binary_default, accept = std::move(accept),
+            report = std::move(report), id = std::move(id), model = std::move(model), version = std::move(version),
+            bytes_in] {
+        HttpResponse r = EncodeInferResult(*shared, listed, binary_default);
+        CompressResponse(&r, accept);
+        if (report) {
+          ReportInfer(report, id, model, version, r, bytes_in, shared->ok() ? &shared->value() : nullptr);
         }
-      }
-      CompressResponse(&r, accept);
-      if (report) {
-        AccessLogRecord record;
-        record.protocol = "http";
-        record.request_id = id;
-        record.model = model;
-        record.version = version;
-        record.status_code = static_cast<int>(r.status);
-        record.bytes_in = bytes_in;
-        record.bytes_out = r.size();
-        if (shared->ok()) record.SetResponse(shared->value());
-        report(record);
-      }
-      reply(std::move(r));
-    });
-    counter->Done();
-  };
-  (*m)->Infer(std::move(decoded->request));
+        reply(std::move(r));
+      });
+    };
+  });
+  if (!admitted.ok()) return fail(admitted);
 }
 
 }  // namespace ortserve::http

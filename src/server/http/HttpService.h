@@ -4,16 +4,13 @@
 // feed it directly.
 //
 // Threads: Handle() runs on the connection's I/O thread and never blocks. Infer
-// requests are handed to Model::Infer; their completion (on any thread) is
+// requests go through the shared admission step (server/common/
+// InferAdmission.h) to Model::Infer; their completion (on any thread) is
 // posted back through RequestContext::post, and the response is encoded and
 // replied there.
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +21,7 @@
 #include "core/Tensor.h"
 #include "repository/ModelRepository.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/common/InferAdmission.h"
 #include "server/http/InferRequestDecoder.h"
 #include "server/tracing/RequestTracer.h"
 
@@ -88,27 +86,6 @@ struct HttpServiceOptions {
   std::shared_ptr<const tracing::RequestTracer> tracer{};
 };
 
-// Counts infer requests between Model::Infer and their completion. Shared
-// with the completion callbacks, so it outlives the service if it must.
-class InFlightCounter {
- public:
-  void Add() { std::lock_guard l(mu_); ++count_; }
-  void Done() {
-    std::lock_guard l(mu_);
-    if (--count_ == 0) cv_.notify_all();
-  }
-  bool WaitForZero(std::chrono::milliseconds timeout) {
-    std::unique_lock l(mu_);
-    return cv_.wait_for(l, timeout, [&] { return count_ == 0; });
-  }
-  int64_t count() const { std::lock_guard l(mu_); return count_; }
-
- private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t count_ = 0;
-};
-
 class HttpService {
  public:
   HttpService(HttpServiceOptions options, ModelRepository* repository);
@@ -116,11 +93,12 @@ class HttpService {
   void Handle(HttpRequest request, RequestContext context);
 
   // After this, health/ready answers not-ready and new infer requests 503.
-  void StopAccepting() { accepting_.store(false); }
-  bool accepting() const { return accepting_.load(); }
-  const std::shared_ptr<InFlightCounter>& in_flight() const { return in_flight_; }
+  void StopAccepting() { admission_->StopAccepting(); }
+  bool accepting() const { return admission_->accepting(); }
+  // Infer requests inside a model and model loads/unloads under way.
+  common::InFlightCounter* in_flight() const { return &admission_->in_flight(); }
   // Called once per completed infer request; set before serving. Empty: none.
-  void set_access_log(AccessLogSink sink) { access_log_ = std::move(sink); }
+  void set_access_log(AccessLogSink sink) { admission_->set_access_log(std::move(sink)); }
 
   // Builds an error response ({"error": message}) with the mapped status.
   static HttpResponse ErrorResponse(const Status& status);
@@ -138,9 +116,9 @@ class HttpService {
 
   HttpServiceOptions options_;
   ModelRepository* repository_;
-  std::atomic<bool> accepting_{true};
-  AccessLogSink access_log_;
-  std::shared_ptr<InFlightCounter> in_flight_ = std::make_shared<InFlightCounter>();
+  // Shared with the completions of the requests it admitted, which may run
+  // after the service is gone (see InferAdmission's lifetime rule).
+  std::shared_ptr<common::InferAdmission> admission_;
 };
 
 // Compresses the response in place when the client accepts gzip/deflate.

@@ -315,6 +315,181 @@ Status JsonError(simdjson::error_code err, size_t max_depth) {
   return InvalidArgument(std::string("malformed request JSON: ") + simdjson::error_message(err));
 }
 
+// The request's 'id' and 'parameters'.
+Status DecodeRequestFields(object top, DecodedInferRequest* out) {
+  InferenceRequest& req = *out->request;
+  if (element id; top.at_key("id").get(id) == simdjson::SUCCESS) {
+    std::string_view s;
+    if (id.get_string().get(s) != simdjson::SUCCESS) return InvalidArgument("'id' must be a string");
+    req.id = s;
+  }
+  if (element params; top.at_key("parameters").get(params) == simdjson::SUCCESS) {
+    object obj;
+    if (params.get_object().get(obj) != simdjson::SUCCESS)
+      return InvalidArgument("'parameters' must be an object");
+    ORTSERVE_RETURN_IF_ERROR(ParseRequestParameters(obj, &req, &out->binary_data_output));
+  }
+  return Status::Ok();
+}
+
+// What decoding one input needs of the whole request.
+struct InputContext {
+  const std::shared_ptr<const std::string>& body;
+  bool has_header_length;  // binary data may follow the JSON
+  const InferDecodeOptions& options;
+};
+
+// The binary_data_size in an input's 'parameters', if it gives one.
+Status ParseBinaryDataSize(const InputFields& fields, std::string_view name, std::optional<uint64_t>* binary_size) {
+  if (!fields.parameters) return Status::Ok();
+  object po;
+  if (fields.parameters->get_object().get(po) != simdjson::SUCCESS)
+    return InvalidArgument("input " + Quote(name) + ": 'parameters' must be an object");
+  if (element bs; po.at_key("binary_data_size").get(bs) == simdjson::SUCCESS) {
+    uint64_t v;
+    if (bs.type() == element_type::DOUBLE || bs.get_uint64().get(v) != simdjson::SUCCESS)
+      return InvalidArgument("input " + Quote(name) + ": binary_data_size must be a non-negative integer");
+    *binary_size = v;
+  }
+  return Status::Ok();
+}
+
+// The input's data as the next `binary_size` bytes of the body after the
+// JSON, viewed in place; *binary_offset moves past them.
+Status ViewBinaryData(std::string_view name, uint64_t binary_size, bool has_data, const InputContext& ctx,
+                      size_t* binary_offset, Tensor* t) {
+  const std::string& b = *ctx.body;
+  if (has_data) return InvalidArgument("input " + Quote(name) + " has both 'data' and binary_data_size");
+  if (!ctx.has_header_length)
+    return InvalidArgument("input " + Quote(name) +
+                           " has binary_data_size but the request has no Inference-Header-Content-Length");
+  if (binary_size > b.size() - *binary_offset)
+    return InvalidArgument("input " + Quote(name) + ": binary_data_size " + std::to_string(binary_size) +
+                           " runs past the end of the body (" + std::to_string(b.size() - *binary_offset) +
+                           " bytes of binary data left)");
+  // Whether the bytes fit the shape (size, BYTES length prefixes) is the
+  // request validator's check, the same for gRPC's raw_input_contents.
+  const auto* p = reinterpret_cast<const std::byte*>(b.data()) + *binary_offset;
+  const size_t n = static_cast<size_t>(binary_size);
+  t->data = TensorData(ctx.body, p, n);
+  *binary_offset += n;
+  return Status::Ok();
+}
+
+// The input's JSON 'data', written into a buffer of its own: `count`
+// elements, `fixed_bytes` bytes unless the type is BYTES.
+Status DecodeJsonData(element data, std::string_view name, std::string_view dtype_name, uint64_t count,
+                      std::optional<uint64_t> fixed_bytes, const InferDecodeOptions& options, Tensor* t) {
+  if (t->dtype == DataType::kFp16 || t->dtype == DataType::kBf16)
+    return InvalidArgument("input " + Quote(name) + ": " + std::string(dtype_name) +
+                           " data must use the binary data extension");
+  if (fixed_bytes && *fixed_bytes > options.max_tensor_bytes)
+    return Status(StatusCode::kPayloadTooLarge,
+                  "input " + Quote(name) + ": " + std::string(dtype_name) + " " + ShapeToString(t->shape) +
+                      " is " + std::to_string(*fixed_bytes) + " bytes, over the limit of " +
+                      std::to_string(options.max_tensor_bytes) + " bytes");
+  // Leaves are counted only for an error: a wrong count is reported before a
+  // bad element.
+  const auto walk = [&](LeafWriter& w) -> Status {
+    Status status = w.Walk(data);
+    if (status.ok() && !w.too_many && w.index == count) return status;
+    uint64_t leaves = 0;
+    CountLeaves(data, &leaves);
+    if (leaves == count) return status;
+    return InvalidArgument("input " + Quote(name) + ": data has " + std::to_string(leaves) + " elements, shape " +
+                           ShapeToString(t->shape) + " needs " + std::to_string(count));
+  };
+  if (fixed_bytes) {
+    auto holder = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(*fixed_bytes));
+    LeafWriter w{name, t->dtype, holder->data(), nullptr, count};
+    ORTSERVE_RETURN_IF_ERROR(walk(w));
+    const std::byte* p = holder->data();
+    t->data = TensorData(std::move(holder), p, static_cast<size_t>(*fixed_bytes));
+    return Status::Ok();
+  }
+  auto holder = std::make_shared<std::string>();
+  LeafWriter w{name, t->dtype, nullptr, holder.get(), count};
+  ORTSERVE_RETURN_IF_ERROR(walk(w));
+  if (holder->size() > options.max_tensor_bytes)
+    return Status(StatusCode::kPayloadTooLarge, "input " + Quote(name) + ": BYTES data is " +
+                                                    std::to_string(holder->size()) + " bytes, over the limit of " +
+                                                    std::to_string(options.max_tensor_bytes) + " bytes");
+  const auto* p = reinterpret_cast<const std::byte*>(holder->data());
+  const size_t n = holder->size();
+  t->data = TensorData(std::move(holder), p, n);
+  return Status::Ok();
+}
+
+// inputs[index] into *t: name, datatype, shape (within the element limit),
+// then its data from the body's binary part or from JSON.
+Status DecodeInput(element in_el, size_t index, const InputContext& ctx, size_t* binary_offset, Tensor* t) {
+  object in;
+  if (in_el.get_object().get(in) != simdjson::SUCCESS)
+    return InvalidArgument("inputs[" + std::to_string(index) + "] must be an object");
+  std::string_view name;
+  const InputFields fields(in);
+  if (!fields.name || fields.name->get_string().get(name) != simdjson::SUCCESS)
+    return InvalidArgument("inputs[" + std::to_string(index) + "] has no 'name' string");
+  t->name = name;
+
+  std::string_view dtype_name;
+  if (!fields.datatype || fields.datatype->get_string().get(dtype_name) != simdjson::SUCCESS)
+    return InvalidArgument("input " + Quote(name) + " has no 'datatype' string");
+  auto dtype = DataTypeFromName(dtype_name);
+  if (!dtype) return InvalidArgument("input " + Quote(name) + " has unknown datatype " + Quote(dtype_name));
+  t->dtype = *dtype;
+
+  if (!fields.shape) return InvalidArgument("input " + Quote(name) + " has no 'shape'");
+  auto shape = ParseShape(name, *fields.shape);
+  if (!shape.ok()) return shape.status();
+  t->shape = std::move(*shape);
+  auto count = common::LimitedElementCount(name, t->dtype, t->shape, ctx.options.max_tensor_elements);
+  if (!count.ok()) return count.status();
+
+  std::optional<uint64_t> binary_size;
+  ORTSERVE_RETURN_IF_ERROR(ParseBinaryDataSize(fields, name, &binary_size));
+  const bool has_data = fields.data.has_value();
+  if (binary_size) return ViewBinaryData(name, *binary_size, has_data, ctx, binary_offset, t);
+  if (!has_data) return InvalidArgument("input " + Quote(name) + " has neither 'data' nor binary_data_size");
+  // Cannot overflow now; unset for BYTES.
+  const std::optional<uint64_t> fixed_bytes = FixedByteSize(t->dtype, t->shape);
+  return DecodeJsonData(*fields.data, name, dtype_name, *count, fixed_bytes, ctx.options, t);
+}
+
+// The request's 'outputs', if it lists them, with each one's binary_data
+// resolved against the request-level default.
+Status DecodeRequestedOutputs(object top, DecodedInferRequest* out) {
+  element outs_el;
+  if (top.at_key("outputs").get(outs_el) != simdjson::SUCCESS) return Status::Ok();
+  InferenceRequest& req = *out->request;
+  array outs;
+  if (outs_el.get_array().get(outs) != simdjson::SUCCESS) return InvalidArgument("'outputs' must be an array");
+  out->outputs_listed = true;
+  req.requested_outputs.reserve(outs.size());
+  size_t i = 0;
+  for (element o_el : outs) {
+    object o;
+    std::string_view name;
+    if (o_el.get_object().get(o) != simdjson::SUCCESS || o.at_key("name").get_string().get(name) != simdjson::SUCCESS)
+      return InvalidArgument("outputs[" + std::to_string(i) + "] must be an object with a 'name' string");
+    RequestedOutput ro{std::string(name), out->binary_data_output};
+    if (element p; o.at_key("parameters").get(p) == simdjson::SUCCESS) {
+      object po;
+      if (p.get_object().get(po) != simdjson::SUCCESS)
+        return InvalidArgument("output " + Quote(name) + ": 'parameters' must be an object");
+      if (element bd; po.at_key("binary_data").get(bd) == simdjson::SUCCESS) {
+        if (bd.get_bool().get(ro.binary_data) != simdjson::SUCCESS)
+          return InvalidArgument("output " + Quote(name) + ": binary_data must be a boolean");
+      }
+      if (element c; po.at_key("classification").get(c) == simdjson::SUCCESS)
+        return Unsupported("output " + Quote(name) + " requests classification, which ortserve does not support");
+    }
+    req.requested_outputs.push_back(std::move(ro));
+    ++i;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<size_t> ParseInferenceHeaderLength(std::string_view value, size_t body_size) {
@@ -356,159 +531,22 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
   DecodedInferRequest out;
   out.request = std::make_unique<InferenceRequest>();
   InferenceRequest& req = *out.request;
-
-  if (element id; top.at_key("id").get(id) == simdjson::SUCCESS) {
-    std::string_view s;
-    if (id.get_string().get(s) != simdjson::SUCCESS) return InvalidArgument("'id' must be a string");
-    req.id = s;
-  }
-  if (element params; top.at_key("parameters").get(params) == simdjson::SUCCESS) {
-    object obj;
-    if (params.get_object().get(obj) != simdjson::SUCCESS)
-      return InvalidArgument("'parameters' must be an object");
-    ORTSERVE_RETURN_IF_ERROR(ParseRequestParameters(obj, &req, &out.binary_data_output));
-  }
+  ORTSERVE_RETURN_IF_ERROR(DecodeRequestFields(top, &out));
 
   array inputs;
   if (element e; top.at_key("inputs").get(e) != simdjson::SUCCESS || e.get_array().get(inputs) != simdjson::SUCCESS)
     return InvalidArgument("request JSON must have an 'inputs' array");
-
+  const InputContext ctx{body, header_length.has_value(), options};
   size_t binary_offset = json_size;  // next unread byte of binary data
   req.inputs.reserve(inputs.size());
   size_t input_index = 0;
   for (element in_el : inputs) {
-    object in;
-    if (in_el.get_object().get(in) != simdjson::SUCCESS)
-      return InvalidArgument("inputs[" + std::to_string(input_index) + "] must be an object");
-    Tensor t;
-    std::string_view name;
-    const InputFields fields(in);
-    if (!fields.name || fields.name->get_string().get(name) != simdjson::SUCCESS)
-      return InvalidArgument("inputs[" + std::to_string(input_index) + "] has no 'name' string");
-    t.name = name;
-
-    std::string_view dtype_name;
-    if (!fields.datatype || fields.datatype->get_string().get(dtype_name) != simdjson::SUCCESS)
-      return InvalidArgument("input " + Quote(name) + " has no 'datatype' string");
-    auto dtype = DataTypeFromName(dtype_name);
-    if (!dtype) return InvalidArgument("input " + Quote(name) + " has unknown datatype " + Quote(dtype_name));
-    t.dtype = *dtype;
-
-    if (!fields.shape) return InvalidArgument("input " + Quote(name) + " has no 'shape'");
-    auto shape = ParseShape(name, *fields.shape);
-    if (!shape.ok()) return shape.status();
-    t.shape = std::move(*shape);
-    auto count = common::LimitedElementCount(name, t.dtype, t.shape, options.max_tensor_elements);
-    if (!count.ok()) return count.status();
-    // Cannot overflow now; unset for BYTES.
-    const std::optional<uint64_t> fixed_bytes = FixedByteSize(t.dtype, t.shape);
-
-    std::optional<uint64_t> binary_size;
-    if (fields.parameters) {
-      object po;
-      if (fields.parameters->get_object().get(po) != simdjson::SUCCESS)
-        return InvalidArgument("input " + Quote(name) + ": 'parameters' must be an object");
-      if (element bs; po.at_key("binary_data_size").get(bs) == simdjson::SUCCESS) {
-        uint64_t v;
-        if (bs.type() == element_type::DOUBLE || bs.get_uint64().get(v) != simdjson::SUCCESS)
-          return InvalidArgument("input " + Quote(name) + ": binary_data_size must be a non-negative integer");
-        binary_size = v;
-      }
-    }
-    const bool has_data = fields.data.has_value();
-
-    if (binary_size) {
-      if (has_data)
-        return InvalidArgument("input " + Quote(name) + " has both 'data' and binary_data_size");
-      if (!header_length)
-        return InvalidArgument("input " + Quote(name) +
-                               " has binary_data_size but the request has no Inference-Header-Content-Length");
-      if (*binary_size > b.size() - binary_offset)
-        return InvalidArgument("input " + Quote(name) + ": binary_data_size " + std::to_string(*binary_size) +
-                               " runs past the end of the body (" + std::to_string(b.size() - binary_offset) +
-                               " bytes of binary data left)");
-      // Whether the bytes fit the shape (size, BYTES length prefixes) is the
-      // request validator's check, the same for gRPC's raw_input_contents.
-      const auto* p = reinterpret_cast<const std::byte*>(b.data()) + binary_offset;
-      const size_t n = static_cast<size_t>(*binary_size);
-      t.data = TensorData(body, p, n);
-      binary_offset += n;
-    } else {
-      if (!has_data)
-        return InvalidArgument("input " + Quote(name) + " has neither 'data' nor binary_data_size");
-      if (t.dtype == DataType::kFp16 || t.dtype == DataType::kBf16)
-        return InvalidArgument("input " + Quote(name) + ": " + std::string(dtype_name) +
-                               " data must use the binary data extension");
-      if (fixed_bytes && *fixed_bytes > options.max_tensor_bytes)
-        return Status(StatusCode::kPayloadTooLarge,
-                      "input " + Quote(name) + ": " + std::string(dtype_name) + " " + ShapeToString(t.shape) +
-                          " is " + std::to_string(*fixed_bytes) + " bytes, over the limit of " +
-                          std::to_string(options.max_tensor_bytes) + " bytes");
-      // Leaves are counted only for an error: a wrong count is reported
-      // before a bad element.
-      const auto walk = [&](LeafWriter& w) -> Status {
-        Status status = w.Walk(*fields.data);
-        if (status.ok() && !w.too_many && w.index == *count) return status;
-        uint64_t leaves = 0;
-        CountLeaves(*fields.data, &leaves);
-        if (leaves == *count) return status;
-        return InvalidArgument("input " + Quote(name) + ": data has " + std::to_string(leaves) +
-                               " elements, shape " + ShapeToString(t.shape) + " needs " + std::to_string(*count));
-      };
-      if (fixed_bytes) {
-        auto holder = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(*fixed_bytes));
-        LeafWriter w{name, t.dtype, holder->data(), nullptr, *count};
-        ORTSERVE_RETURN_IF_ERROR(walk(w));
-        const std::byte* p = holder->data();
-        t.data = TensorData(std::move(holder), p, static_cast<size_t>(*fixed_bytes));
-      } else {
-        auto holder = std::make_shared<std::string>();
-        LeafWriter w{name, t.dtype, nullptr, holder.get(), *count};
-        ORTSERVE_RETURN_IF_ERROR(walk(w));
-        if (holder->size() > options.max_tensor_bytes)
-          return Status(StatusCode::kPayloadTooLarge, "input " + Quote(name) + ": BYTES data is " +
-                                                          std::to_string(holder->size()) + " bytes, over the limit of " +
-                                                          std::to_string(options.max_tensor_bytes) + " bytes");
-        const auto* p = reinterpret_cast<const std::byte*>(holder->data());
-        const size_t n = holder->size();
-        t.data = TensorData(std::move(holder), p, n);
-      }
-    }
-    req.inputs.push_back(std::move(t));
-    ++input_index;
+    ORTSERVE_RETURN_IF_ERROR(DecodeInput(in_el, input_index++, ctx, &binary_offset, &req.inputs.emplace_back()));
   }
   if (binary_offset != b.size())
     return InvalidArgument(std::to_string(b.size() - binary_offset) +
                            " bytes of binary data follow the inputs but no input claims them (check binary_data_size)");
-
-  if (element outs_el; top.at_key("outputs").get(outs_el) == simdjson::SUCCESS) {
-    array outs;
-    if (outs_el.get_array().get(outs) != simdjson::SUCCESS) return InvalidArgument("'outputs' must be an array");
-    out.outputs_listed = true;
-    req.requested_outputs.reserve(outs.size());
-    size_t i = 0;
-    for (element o_el : outs) {
-      object o;
-      std::string_view name;
-      if (o_el.get_object().get(o) != simdjson::SUCCESS || o.at_key("name").get_string().get(name) != simdjson::SUCCESS)
-        return InvalidArgument("outputs[" + std::to_string(i) + "] must be an object with a 'name' string");
-      RequestedOutput ro{std::string(name), out.binary_data_output};
-      if (element p; o.at_key("parameters").get(p) == simdjson::SUCCESS) {
-        object po;
-        if (p.get_object().get(po) != simdjson::SUCCESS)
-          return InvalidArgument("output " + Quote(name) + ": 'parameters' must be an object");
-        if (element bd; po.at_key("binary_data").get(bd) == simdjson::SUCCESS) {
-          if (bd.get_bool().get(ro.binary_data) != simdjson::SUCCESS)
-            return InvalidArgument("output " + Quote(name) + ": binary_data must be a boolean");
-        }
-        if (element c; po.at_key("classification").get(c) == simdjson::SUCCESS)
-          return Unsupported("output " + Quote(name) +
-                             " requests classification, which ortserve does not support");
-      }
-      req.requested_outputs.push_back(std::move(ro));
-      ++i;
-    }
-  }
+  ORTSERVE_RETURN_IF_ERROR(DecodeRequestedOutputs(top, &out));
   return out;
 }
 

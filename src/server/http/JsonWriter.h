@@ -1,10 +1,10 @@
 #pragma once
-// The HTTP front end's JSON helpers: the shared writer (core/JsonWriter.h)
+// The HTTP front end's JSON helpers: the shared writer (server/json/JsonWriter.h)
 // and the KServe error body.
 #include <string>
 #include <string_view>
 
-#include "core/JsonWriter.h"
+#include "server/json/JsonWriter.h"
 
 namespace ortserve::http {
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <ctime>
 
-#include "core/JsonWriter.h"
+#include "server/json/JsonWriter.h"
 
 namespace ortserve::metrics {
 namespace {

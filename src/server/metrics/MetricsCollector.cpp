@@ -80,18 +80,9 @@ void RenderTraceExport(PrometheusText& out, const tracing::TraceExportCounters& 
   out.Sample("ortserve_trace_buffered_spans", {}, c.buffered);
 }
 
-}  // namespace
-
-MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(sources)) {}
-
-std::string MetricsCollector::Render() const {
-  if (!sources_.repository) return RenderMetrics(sources_, {}, {});
-  return RenderMetrics(sources_, sources_.repository->Index(), sources_.repository->ReadyModels());
-}
-
-std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
-                          const std::vector<std::shared_ptr<Model>>& ready_models) {
-  PrometheusText out;
+// The server-wide families: build info, the process, the front ends'
+// connections and calls, and the trace exporter.
+void RenderServer(PrometheusText& out, const MetricsSources& sources) {
   out.Family("ortserve_build_info", "gauge",
              "Always 1; the labels name the ortserve and ONNX Runtime versions, the execution providers "
              "this ONNX Runtime build offers and the malloc the process runs on.");
@@ -120,7 +111,10 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
                static_cast<uint64_t>(sources.grpc_active_calls()));
   }
   if (sources.trace_export) RenderTraceExport(out, sources.trace_export());
-  // Model state for every version the repository knows, failed ones included.
+}
+
+// Model state for every version the repository knows, failed ones included.
+void RenderModelStates(PrometheusText& out, const std::vector<ModelIndexEntry>& index) {
   out.Family("ortserve_model_state", "gauge",
              "1 for the state each model version is in (READY, LOADING, UNAVAILABLE, UNLOADING), 0 for the others.");
   static constexpr std::array<ModelState, 4> kStates = {ModelState::kReady, ModelState::kLoading,
@@ -132,14 +126,10 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
                  uint64_t{e.state == state ? 1u : 0u});
     }
   }
+}
 
-  std::vector<ModelView> models;
-  for (const auto& m : ready_models) {
-    ModelView view{m, {}};
-    view.labels = {{"model", view.model->name()}, {"version", view.model->version()}};
-    models.push_back(std::move(view));
-  }
-
+// Per ready model version: how its requests ended and what it executed.
+void RenderModelCounters(PrometheusText& out, const std::vector<ModelView>& models) {
   out.Family("ortserve_model_load_duration_seconds", "gauge",
              "Time the last load of the model version took: creating its instances, warming up, starting its "
              "scheduler.");
@@ -196,7 +186,10 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
     out.Sample("ortserve_executions_total", m.labels,
                m.model->stats().execution_count.load(std::memory_order_relaxed));
   }
+}
 
+// Per ready model version: its queue and instances now, and the histograms.
+void RenderModelGauges(PrometheusText& out, const std::vector<ModelView>& models) {
   out.Family("ortserve_pending_requests", "gauge", "Requests waiting in the model version's queue right now.");
   for (const ModelView& m : models) {
     out.Sample("ortserve_pending_requests", m.labels, static_cast<uint64_t>(m.model->QueueDepth()));
@@ -212,6 +205,30 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
       out.HistogramSamples(h.name, m.labels, (m.model->stats().*h.member).Read(), h.divisor);
     }
   }
+}
+
+}  // namespace
+
+MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(sources)) {}
+
+std::string MetricsCollector::Render() const {
+  if (!sources_.repository) return RenderMetrics(sources_, {}, {});
+  return RenderMetrics(sources_, sources_.repository->Index(), sources_.repository->ReadyModels());
+}
+
+std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
+                          const std::vector<std::shared_ptr<Model>>& ready_models) {
+  PrometheusText out;
+  RenderServer(out, sources);
+  RenderModelStates(out, index);
+  std::vector<ModelView> models;
+  for (const auto& m : ready_models) {
+    ModelView view{m, {}};
+    view.labels = {{"model", view.model->name()}, {"version", view.model->version()}};
+    models.push_back(std::move(view));
+  }
+  RenderModelCounters(out, models);
+  RenderModelGauges(out, models);
   return out.Take();
 }
 

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "core/JsonWriter.h"
+#include "server/json/JsonWriter.h"
 
 namespace ortserve::tracing {
 namespace {

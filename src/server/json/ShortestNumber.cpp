@@ -1,4 +1,4 @@
-#include "core/ShortestNumber.h"
+#include "server/json/ShortestNumber.h"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,8 @@
 // std::to_chars, floats through WriteShortest (shortest round-trip form), so
 // writing a large tensor as JSON costs one pass and no temporary strings. The caller is
 // responsible for structure (commas are tracked per nesting level).
-// Shared by the HTTP front end (responses) and the OTLP trace exporter.
+// Shared by the HTTP front end (responses), the OTLP trace exporter and the
+// access log.
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -12,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/ShortestNumber.h"
+#include "server/json/ShortestNumber.h"
 
 namespace ortserve {
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "core/ShortestNumber.h"
+#include "server/json/ShortestNumber.h"
 
 namespace ortserve {
 namespace {

@@ -1,0 +1,209 @@
+#include "app/Flags.h"
+
+#include <thread>
+
+namespace ortserve::app {
+namespace {
+
+// The HTTP endpoint, its limits and timeouts (and the tensor limit both front ends apply).
+void AddHttpFlags(CLI::App& app, Flags& f) {
+  app.add_option("--http-port", f.http_port, "Port of the KServe v2 HTTP endpoint")
+      ->capture_default_str();
+  app.add_option("--http-address", f.http_address, "Address the HTTP endpoint binds to")
+      ->capture_default_str();
+  app.add_option("--http-thread-count", f.http_thread_count,
+                 "HTTP I/O threads (0: 1 on machines with under 4 cores, 2 on 4-7, 4 on 8+). "
+                 "They never run inference")
+      ->capture_default_str();
+  app.add_option("--http-max-input-size", f.http_max_input_size,
+                 "Largest request body accepted, in bytes, also after decompression")
+      ->capture_default_str();
+  app.add_option("--http-max-header-size", f.http_max_header_size,
+                 "Largest request line + headers, in bytes (more: 431)")
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--http-max-body-chunks", f.http_max_body_chunks,
+                 "Most chunks in one chunked request body (more: 413)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 32))
+      ->capture_default_str();
+  app.add_option("--http-max-connections", f.http_max_connections,
+                 "Most HTTP client connections open at once. One more is answered 503 at once (HTTPS: "
+                 "closed) and counted in ortserve_connections_rejected_total{protocol=\"http\"}")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--http-max-json-depth", f.http_max_json_depth,
+                 "Deepest nesting of objects and arrays in an infer request's JSON (deeper: 400)")
+      ->check(CLI::Range(size_t{2}, http::kMaxJsonDepthLimit))
+      ->capture_default_str();
+  app.add_option("--max-tensor-elements", f.max_tensor_elements,
+                 "Most elements of one input tensor, HTTP and gRPC, checked from its shape before its "
+                 "data is read (more: HTTP 413, gRPC RESOURCE_EXHAUSTED)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--http-idle-timeout-secs", f.http_idle_timeout_secs,
+                 "Close a connection that starts no request for this long (also bounds a write to a client "
+                 "that does not read)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--http-read-timeout-secs", f.http_read_timeout_secs,
+                 "A request must arrive completely (headers and body) within this long of its first byte, "
+                 "else its connection is closed (a slow client cannot hold it)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+}
+
+// The gRPC endpoint.
+void AddGrpcFlags(CLI::App& app, Flags& f) {
+  app.add_option("--grpc-port", f.grpc_port, "Port of the KServe v2 gRPC endpoint")
+      ->capture_default_str();
+  app.add_option("--grpc-address", f.grpc_address, "Address the gRPC endpoint binds to")
+      ->capture_default_str();
+  app.add_option("--grpc-thread-count", f.grpc_thread_count,
+                 "gRPC completion-queue threads (one queue each). They never run inference")
+      ->capture_default_str();
+  app.add_option("--grpc-max-message-size", f.grpc_max_message_size,
+                 "Largest gRPC message sent or received, in bytes")
+      ->capture_default_str();
+}
+
+// Prometheus metrics, the access log and tracing.
+void AddObservabilityFlags(CLI::App& app, Flags& f) {
+  app.add_option("--metrics-port", f.metrics_port,
+                 "Port of the Prometheus endpoint (GET /metrics, text format 0.0.4; see docs/metrics.md)")
+      ->capture_default_str();
+  app.add_option("--metrics-address", f.metrics_address, "Address the Prometheus endpoint binds to")
+      ->capture_default_str();
+  app.add_option("--allow-metrics", f.allow_metrics,
+                 "false: no Prometheus endpoint (nothing listens on --metrics-port)")
+      ->capture_default_str();
+  app.add_option("--access-log", f.access_log,
+                 "true: one JSON line on stdout per completed HTTP or gRPC ModelInfer request and per "
+                 "ModelStreamInfer response (time, request id, model, version, protocol, status, "
+                 "queue/compute µs, batch size, bytes in/out)")
+      ->capture_default_str();
+  app.add_option("--access-log-sample-rate", f.access_log_sample_rate,
+                 "Fraction of requests the access log keeps (deterministic: every 1/rate-th)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--trace-otlp-endpoint", f.trace_otlp_endpoint,
+                 "http://host[:port][/path] of an OpenTelemetry collector (OTLP/HTTP, JSON; no path: "
+                 "/v1/traces). Set: requests are traced (W3C traceparent on HTTP and gRPC ModelInfer) and "
+                 "their spans exported from a background thread; unset: no tracing work at all. See "
+                 "docs/tracing.md");
+  app.add_option("--trace-sample-rate", f.trace_sample_rate,
+                 "Fraction of requests without a (valid) traceparent that start a new trace. A traceparent "
+                 "decides for its request: sampled flag 1 traced, 0 not")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--trace-buffer-spans", f.trace_buffer_spans,
+                 "Spans waiting for export at most; more are dropped (ortserve_trace_spans_dropped_total) "
+                 "rather than slowing requests down")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 24))
+      ->capture_default_str();
+}
+
+// Readiness, shutdown, the thread budget, logging and model control.
+void AddServingFlags(CLI::App& app, Flags& f) {
+  app.add_option("--strict-readiness", f.strict_readiness,
+                 "true: /v2/health/ready is 200 only when every model in the repository is "
+                 "ready; false: once the server is up")
+      ->capture_default_str();
+  app.add_option("--exit-timeout-secs", f.exit_timeout_secs,
+                 "On SIGTERM/SIGINT, how long queued and running requests may take to finish; "
+                 "what is left then is answered 503/UNAVAILABLE and the process exits 0")
+      ->capture_default_str();
+  app.add_option("--thread-budget", f.thread_budget,
+                 "Cores the model instances may use in total (0: all cores). Each instance's "
+                 "intra-op threads are planned so the sum stays within it unless a config "
+                 "sets threads explicitly")
+      ->capture_default_str();
+  app.add_option("--log-verbose", f.log_verbose, "0: info; 1 and above: debug")
+      ->capture_default_str();
+  app.add_option("--model-control-mode", f.model_control_mode,
+                 "none: load the repository once at startup; poll: also rescan it every "
+                 "--repository-poll-secs and load added, reload changed, unload removed models; "
+                 "explicit: load only --load-model models at startup, then load/unload through "
+                 "the repository API (POST /v2/repository/models/<m>/load|unload, gRPC "
+                 "RepositoryModelLoad/Unload)")
+      ->check(CLI::IsMember({"none", "poll", "explicit"}))
+      ->capture_default_str();
+  app.add_option("--repository-poll-secs", f.repository_poll_secs,
+                 "poll mode: seconds between two scans of the model repository")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--load-model", f.load_models,
+                 "explicit mode: a model to load at startup (repeatable; '*': all). Without it "
+                 "explicit mode starts with no model loaded");
+  app.add_option("--model-cache-dir", f.model_cache_dir,
+                 "Directory for TensorRT engine and timing caches, shared by all instances of a "
+                 "model and kept across restarts (empty: <temp dir>/ortserve-model-cache)");
+}
+
+// Restricted APIs and TLS for both endpoints.
+void AddSecurityFlags(CLI::App& app, Flags& f) {
+  const std::string groups =
+      "health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging";
+  app.add_option("--http-restricted-api", f.http_restricted_api,
+                 "<group>[,<group>...]:<header>=<value> (repeatable; Triton's syntax). HTTP calls to "
+                 "those API groups must carry the header with exactly that value; others stay open. "
+                 "Groups: " + groups + ". A refusal says only 'this API is restricted; the request lacks "
+                 "valid credentials': 401 when the header is absent, 403 when its value is wrong. "
+                 "GET /metrics (--metrics-port) is never restricted");
+  app.add_option("--grpc-restricted-protocol", f.grpc_restricted_protocol,
+                 "As --http-restricted-api for gRPC: the header is a metadata key (lowercase). Refusals "
+                 "are UNAUTHENTICATED (key absent) or PERMISSION_DENIED (wrong value)");
+  app.add_option("--allow-unauthenticated-model-control", f.allow_unauthenticated_model_control,
+                 "Unlike Triton, ortserve refuses model load/unload (HTTP 403, gRPC PERMISSION_DENIED) "
+                 "in --model-control-mode=explicit unless the model-repository group is restricted "
+                 "(--http-restricted-api / --grpc-restricted-protocol, per protocol) or this is true. "
+                 "The repository index stays open unless restricted")
+      ->capture_default_str();
+  app.add_option("--http-use-ssl", f.http_use_ssl,
+                 "true: the HTTP endpoint speaks HTTPS only (TLS 1.2+), with --http-server-cert/-key")
+      ->capture_default_str();
+  app.add_option("--http-server-cert", f.http_server_cert, "PEM certificate chain of the HTTPS endpoint");
+  app.add_option("--http-server-key", f.http_server_key, "PEM private key (unencrypted) of the HTTPS endpoint");
+  app.add_option("--http-root-cert", f.http_root_cert,
+                 "PEM CA certificate(s): with --http-use-ssl, require a client certificate signed by "
+                 "them (mutual TLS)");
+  app.add_option("--grpc-use-ssl", f.grpc_use_ssl,
+                 "true: the gRPC endpoint uses TLS with --grpc-server-cert/-key")
+      ->capture_default_str();
+  app.add_option("--grpc-use-ssl-mutual", f.grpc_use_ssl_mutual,
+                 "true: gRPC TLS that also requires a client certificate signed by --grpc-root-cert "
+                 "(implies --grpc-use-ssl)")
+      ->capture_default_str();
+  app.add_option("--grpc-server-cert", f.grpc_server_cert, "PEM certificate chain of the gRPC endpoint");
+  app.add_option("--grpc-server-key", f.grpc_server_key, "PEM private key (unencrypted) of the gRPC endpoint");
+  app.add_option("--grpc-root-cert", f.grpc_root_cert,
+                 "PEM CA certificate(s) that sign client certificates (needed by --grpc-use-ssl-mutual)");
+}
+
+}  // namespace
+
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--model-repository", f.model_repository,
+                 "Path of the model repository (Triton layout: <model>/<version>/model.onnx "
+                 "and optional <model>/config.pbtxt)")
+      ->required();
+  AddHttpFlags(app, f);
+  AddGrpcFlags(app, f);
+  AddObservabilityFlags(app, f);
+  AddServingFlags(app, f);
+  AddSecurityFlags(app, f);
+}
+
+int DefaultHttpThreads() {
+  // HTTP threads only parse and encode (~10 us of CPU for a small request),
+  // so a few keep up with the models and leave the cores to inference. Under
+  // 4 cores one is the default: it serves ~100k small requests/s, more than
+  // any real model computes there. A second one raises a no-op-sized model's
+  // throughput there but takes turns with the model's threads and the clients
+  // on the same cores, and the tail latency and the rate of other loads
+  // suffer more than that gains.
+  unsigned cores = std::thread::hardware_concurrency();
+  if (cores < 4) return 1;
+  return cores >= 8 ? 4 : 2;
+}
+
+}  // namespace ortserve::app

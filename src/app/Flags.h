@@ -1,0 +1,72 @@
+#pragma once
+// ortserve's command line: every flag's variable, default and help text.
+// main() (main.cpp) turns them into the layers' options.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "server/http/HttpServer.h"
+
+namespace ortserve::app {
+
+// The HTTP limits' defaults live in HttpServerOptions; the flags start there.
+inline const HttpServerOptions kHttpDefaults{};
+
+struct Flags {
+  std::string model_repository;
+  uint16_t http_port = 8000;
+  std::string http_address = "0.0.0.0";
+  int http_thread_count = 0;
+  uint16_t grpc_port = 8001;
+  std::string grpc_address = "0.0.0.0";
+  int grpc_thread_count = 2;
+  uint64_t grpc_max_message_size = 64ull << 20;
+  uint16_t metrics_port = 8002;
+  std::string metrics_address = "0.0.0.0";
+  bool allow_metrics = true;
+  bool access_log = false;
+  double access_log_sample_rate = 1.0;
+  std::string trace_otlp_endpoint;  // empty: no tracing
+  double trace_sample_rate = 0.01;
+  size_t trace_buffer_spans = 8192;
+  bool strict_readiness = true;
+  int exit_timeout_secs = 30;
+  uint64_t http_max_input_size = kHttpDefaults.max_input_size;
+  size_t http_max_header_size = kHttpDefaults.max_header_bytes;
+  size_t http_max_body_chunks = kHttpDefaults.max_body_chunks;
+  size_t http_max_connections = kHttpDefaults.max_connections;
+  size_t http_max_json_depth = kHttpDefaults.max_json_depth;
+  uint64_t max_tensor_elements = kHttpDefaults.max_tensor_elements;
+  int http_idle_timeout_secs = static_cast<int>(kHttpDefaults.idle_timeout.count());
+  int http_read_timeout_secs = static_cast<int>(kHttpDefaults.read_timeout.count());
+  int thread_budget = 0;
+  int log_verbose = 0;
+  std::string model_control_mode = "none";
+  int repository_poll_secs = 15;
+  std::vector<std::string> load_models;
+  std::string model_cache_dir;
+  // Access control and TLS (help texts in Flags.cpp).
+  std::vector<std::string> http_restricted_api;
+  std::vector<std::string> grpc_restricted_protocol;
+  bool allow_unauthenticated_model_control = false;
+  bool http_use_ssl = false;
+  std::string http_server_cert;
+  std::string http_server_key;
+  std::string http_root_cert;
+  bool grpc_use_ssl = false;
+  bool grpc_use_ssl_mutual = false;
+  std::string grpc_server_cert;
+  std::string grpc_server_key;
+  std::string grpc_root_cert;
+};
+
+// Registers every flag on `app`, bound to `f`, in --help's order.
+void AddFlags(CLI::App& app, Flags& f);
+
+// --http-thread-count 0: HTTP I/O threads for this machine's core count.
+int DefaultHttpThreads();
+
+}  // namespace ortserve::app

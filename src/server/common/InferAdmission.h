@@ -1,0 +1,126 @@
+#pragma once
+// The admission step of an infer request, shared by the HTTP and gRPC front
+// ends. A front end decodes the wire format and hands the answer back to its
+// own thread; everything between is here:
+//
+//   StartReport(traceparent)  at arrival: the request's access-log line and,
+//                             if the tracer samples it, its trace
+//   CheckAccepting()          kUnavailable once StopAccepting() was called
+//   ...                       the front end decodes the request (model name
+//                             and version included) and answers any error
+//                             itself, with the report
+//   Admit(request, cancelled, trace, make_done)
+//                             finds the model, attaches the client's cancel
+//                             flag and the trace, counts the request in flight
+//                             and hands it to Model::Infer
+//
+// Admit's contract:
+//   - When the repository has no such ready model, Admit returns its status
+//     (kNotFound, kUnavailable), drops the request and never calls
+//     make_done: the front end answers the error as it answers a decode
+//     error.
+//   - Otherwise it returns OK, having called make_done() once to get `done`,
+//     a callable taking Result<InferenceResponse>. `done` is called exactly
+//     once, on whichever thread finishes the request: a scheduler worker, or
+//     the caller's own thread inside Admit when the model refuses the request
+//     at once. `done` must only hand the result to the front end's thread
+//     (post it, wake a completion queue); it must not block.
+//   - The request counts in flight from just before Model::Infer until `done`
+//     has returned, so when the in-flight count reaches zero every answer is
+//     in the front end's hands (what shutdown waits for).
+//   - `done` is stored in the request's on_complete together with a pointer
+//     to the counter, in one std::function and nothing else: a `done` of one
+//     pointer still fits std::function's inline storage, so admitting costs
+//     no allocation of its own.
+//   - The model handle is released when Admit returns. A model keeps what a
+//     request needs while it runs (the repository shuts a model's scheduler
+//     down, answering its requests, before it lets the model go), so a front
+//     end need not hold it.
+//
+// Lifetime: on_complete still touches the counter after `done` returns, so
+// the admission must outlive every on_complete it wired. The gRPC front end
+// waits for the count to reach zero before its admission goes; the HTTP one,
+// whose completions may arrive after its server is gone, keeps the admission
+// in a shared_ptr that `done` holds a copy of.
+//
+// Thread-safe, except set_access_log (before serving).
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/AccessLogRecord.h"
+#include "core/InferenceRequest.h"
+#include "core/Status.h"
+#include "repository/ModelRepository.h"
+#include "server/common/InFlightCounter.h"
+#include "server/tracing/RequestTracer.h"
+
+namespace ortserve::common {
+
+class InferAdmission {
+ public:
+  struct Options {
+    // Called once per answered infer request; empty: no access log.
+    AccessLogSink access_log{};
+    // Null: tracing is off.
+    std::shared_ptr<const tracing::RequestTracer> tracer{};
+    // The kUnavailable message of a request refused after StopAccepting().
+    std::string stopping_message = "server is shutting down";
+  };
+
+  // `repository` must outlive the admission.
+  InferAdmission(ModelRepository* repository, Options options);
+  InferAdmission(const InferAdmission&) = delete;
+  InferAdmission& operator=(const InferAdmission&) = delete;
+
+  void set_access_log(AccessLogSink sink) { options_.access_log = std::move(sink); }
+  // True when requests may carry a trace context worth reading.
+  bool tracing() const { return options_.tracer != nullptr; }
+
+  // New requests are refused from now on. Idempotent.
+  void StopAccepting() { accepting_.store(false, std::memory_order_release); }
+  bool accepting() const { return accepting_.load(std::memory_order_acquire); }
+
+  // At a request's arrival. `traceparent`: the W3C header (metadata) value,
+  // repeats joined by ','; nullopt when absent.
+  tracing::CompletionReport StartReport(std::optional<std::string_view> traceparent) const {
+    return tracing::CompletionReport::Start(options_.access_log, options_.tracer, traceparent);
+  }
+  // kUnavailable with the stopping message once StopAccepting() was called.
+  Status CheckAccepting() const;
+
+  // See the contract above. `request` names its model and version.
+  template <typename MakeDone>
+  Status Admit(std::unique_ptr<InferenceRequest> request, CancelFlag cancelled,
+               std::shared_ptr<RequestTrace> trace, MakeDone&& make_done);
+
+  InFlightCounter& in_flight() { return in_flight_; }
+
+ private:
+  ModelRepository* const repository_;
+  Options options_;
+  std::atomic<bool> accepting_{true};
+  InFlightCounter in_flight_;
+};
+
+template <typename MakeDone>
+Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFlag cancelled,
+                             std::shared_ptr<RequestTrace> trace, MakeDone&& make_done) {
+  Result<std::shared_ptr<Model>> model = repository_->GetModel(request->model_name, request->model_version);
+  if (!model.ok()) return model.status();
+  request->cancelled = std::move(cancelled);
+  request->trace = std::move(trace);
+  request->on_complete = [done = std::forward<MakeDone>(make_done)(),
+                          counter = &in_flight_](Result<InferenceResponse> result) mutable {
+    done(std::move(result));
+    counter->Done();
+  };
+  in_flight_.Add();
+  model.value()->Infer(std::move(request));
+  return Status::Ok();
+}
+
+}  // namespace ortserve::common

@@ -1,0 +1,267 @@
+#include "server/grpc/StreamCall.h"
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <grpcpp/alarm.h>
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/async_stream.h>
+
+#include "grpc_service.grpc.pb.h"
+#include "server/common/InferAdmission.h"
+#include "server/grpc/GrpcCalls.h"
+#include "server/grpc/GrpcInferCodec.h"
+#include "server/grpc/GrpcServiceCore.h"
+#include "server/tracing/RequestTracer.h"
+
+namespace ortserve::grpcfe {
+namespace {
+
+// Many requests on one bidirectional stream, each answered by its own response
+// (or error_message, which does not end the stream) in completion order.
+// One Read and at most one Write are outstanding; finished responses wait in
+// `pending_`. The stream is finished (OK) once the client has half-closed, every
+// request is answered and every response written. A broken stream (client
+// cancel, connection loss) sets the shared cancel flag of its in-flight
+// requests and drops their responses.
+//
+// Lifetime: a reference count over the read loop (1), the done notification
+// (1), each request in flight (1), the write loop while active (1) and the
+// final Finish (1).
+class StreamCall final : public CallBase {
+ public:
+  static void Listen(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) { new StreamCall(core, cq); }
+
+  void OnEvent(int event, bool ok) override {
+    switch (event) {
+      case kRequest:
+        if (!ok) {
+          delete this;
+          return;
+        }
+        Listen(core_, cq_);
+        MarkStarted();
+        // Every request on the stream continues the stream's trace context.
+        if (core_->admission().tracing()) traceparent_ = TraceparentOf(ctx_);
+        refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
+        if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
+          // The read loop's reference passes to this Finish.
+          {
+            std::lock_guard lock(mu_);
+            reads_done_ = true;
+            finish_started_ = true;
+          }
+          stream_.Finish(denied, &finish_tag_);
+          return;
+        }
+        StartRead();
+        return;
+      case kRead:
+        OnRead(ok);
+        return;
+      case kWake:
+      case kWrite:
+        OnWritable(event == kWrite && !ok);
+        return;
+      case kFinish:
+        Unref();
+        return;
+      case kDone:
+        if (ctx_.IsCancelled()) {
+          cancelled_->Cancel();
+          std::lock_guard lock(mu_);
+          broken_ = true;
+          pending_.clear();
+        }
+        Unref();
+        return;
+    }
+  }
+
+ private:
+  enum { kRequest, kRead, kWake, kWrite, kFinish, kDone };
+
+  struct Answer {
+    std::string id;
+    std::string model_name;
+    std::string model_version;
+    Result<InferenceResponse> result;
+    uint64_t bytes_in = 0;  // the request message's size; set only when reported
+    tracing::CompletionReport report;  // access log line and spans, once written
+  };
+
+  StreamCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) : CallBase(core), cq_(cq) {
+    ctx_.AsyncNotifyWhenDone(&done_tag_);
+    core_->service().RequestModelStreamInfer(&ctx_, &stream_, cq_, cq_, &request_tag_);
+  }
+
+  void StartRead() {
+    reading_ = std::make_shared<inference::ModelInferRequest>();
+    stream_.Read(reading_.get(), &read_tag_);
+  }
+
+  void OnRead(bool ok) {
+    if (!ok) {  // half-close by the client, or a broken stream
+      {
+        std::lock_guard lock(mu_);
+        reads_done_ = true;
+        MaybeFinishLocked();
+      }
+      Unref();
+      return;
+    }
+    std::shared_ptr<inference::ModelInferRequest> message = std::move(reading_);
+    {
+      std::lock_guard lock(mu_);
+      ++in_flight_;
+    }
+    refs_.fetch_add(1, std::memory_order_relaxed);  // the request in flight
+    StartRead();
+    Dispatch(std::move(message));
+  }
+
+  void Dispatch(std::shared_ptr<inference::ModelInferRequest> message) {
+    common::InferAdmission& admission = core_->admission();
+    Answer answer{message->id(), message->model_name(), message->model_version(),
+                  Status(StatusCode::kInternal, "unanswered"), 0, {}};
+    answer.report = admission.StartReport(traceparent_);
+    if (answer.report) answer.bytes_in = message->ByteSizeLong();
+    auto fail = [&](Status status) {
+      answer.result = std::move(status);
+      Complete(std::move(answer));
+    };
+    if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return fail(std::move(accepting));
+    auto request = std::make_unique<InferenceRequest>();
+    Status decoded = DecodeInferRequest(message, request.get(), core_->options().max_tensor_elements);
+    if (!decoded.ok()) return fail(decoded);
+    std::shared_ptr<RequestTrace> trace = answer.report.trace;
+    Status admitted = admission.Admit(std::move(request), cancelled_, std::move(trace), [&] {
+      // `answer` moves into the callback: only a failed lookup, which never
+      // calls this, still needs it.
+      return [this, answer = std::move(answer)](Result<InferenceResponse> result) mutable {
+        answer.result = std::move(result);
+        Complete(std::move(answer));
+      };
+    });
+    if (!admitted.ok()) return fail(admitted);
+  }
+
+  // Any thread: queue the answer and make sure the write loop runs.
+  void Complete(Answer answer) {
+    {
+      std::lock_guard lock(mu_);
+      --in_flight_;
+      if (!broken_) {
+        pending_.push_back(std::move(answer));
+        if (!writing_) {
+          writing_ = true;  // this request's reference passes to the write loop
+          WakeQueue(&alarm_, cq_, &wake_tag_);
+          return;
+        }
+      } else {
+        MaybeFinishLocked();
+      }
+    }
+    Unref();
+  }
+
+  // Polling thread: the write loop. Writes the next pending answer, or stops.
+  void OnWritable(bool write_failed) {
+    std::optional<Answer> next;
+    {
+      std::lock_guard lock(mu_);
+      if (write_failed) {
+        broken_ = true;
+        pending_.clear();
+      }
+      if (!broken_ && !pending_.empty()) {
+        next.emplace(std::move(pending_.front()));
+        pending_.pop_front();
+      } else {
+        writing_ = false;
+        MaybeFinishLocked();
+      }
+    }
+    if (!next) {
+      Unref();
+      return;
+    }
+    Encode(*next, &out_);
+    if (next->report) LogAccess(*next, out_.ByteSizeLong());
+    stream_.Write(out_, &write_tag_);
+  }
+
+  // One access-log line (and a traced request's spans) per response
+  // written, as for a unary call. Answers dropped because the stream broke
+  // are never written, so not reported.
+  void LogAccess(const Answer& answer, uint64_t bytes_out) const {
+    const InferenceResponse* response = answer.result.ok() ? &answer.result.value() : nullptr;
+    const grpc::StatusCode code =
+        response ? grpc::StatusCode::OK : ToGrpcCode(answer.result.status().code());
+    answer.report(InferAccessRecord("grpc-stream", answer.id, answer.model_name,
+                                    answer.model_version, code, response, answer.bytes_in,
+                                    bytes_out));
+  }
+
+  static void Encode(const Answer& answer, inference::ModelStreamInferResponse* out) {
+    out->Clear();
+    if (answer.result.ok()) {
+      EncodeInferResponse(answer.result.value(), answer.id, out->mutable_infer_response());
+      return;
+    }
+    out->set_error_message(answer.result.status().message());
+    // Not read by Triton's clients, but lets a client match errors to requests.
+    auto* response = out->mutable_infer_response();
+    response->set_id(answer.id);
+    response->set_model_name(answer.model_name);
+    response->set_model_version(answer.model_version);
+  }
+
+  void MaybeFinishLocked() {
+    if (reads_done_ && in_flight_ == 0 && !writing_ && !finish_started_) {
+      finish_started_ = true;
+      refs_.fetch_add(1, std::memory_order_relaxed);
+      stream_.Finish(grpc::Status::OK, &finish_tag_);
+    }
+  }
+
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  grpc::ServerCompletionQueue* const cq_;
+  grpc::ServerContext ctx_;
+  grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest> stream_{&ctx_};
+  std::optional<std::string> traceparent_;  // the stream's; read when it starts
+  std::shared_ptr<inference::ModelInferRequest> reading_;  // polling thread only
+  inference::ModelStreamInferResponse out_;                // the write loop only
+  CancelFlag cancelled_ = std::make_shared<CancelToken>();
+  grpc::Alarm alarm_;
+  std::atomic<int> refs_{1};
+
+  std::mutex mu_;
+  std::deque<Answer> pending_;   // guarded by mu_
+  int in_flight_ = 0;            // guarded by mu_
+  bool writing_ = false;         // guarded by mu_: a wake or Write is outstanding
+  bool reads_done_ = false;      // guarded by mu_
+  bool broken_ = false;          // guarded by mu_
+  bool finish_started_ = false;  // guarded by mu_
+
+  Tag request_tag_{this, kRequest};
+  Tag read_tag_{this, kRead};
+  Tag wake_tag_{this, kWake};
+  Tag write_tag_{this, kWrite};
+  Tag finish_tag_{this, kFinish};
+  Tag done_tag_{this, kDone};
+};
+
+}  // namespace
+
+void ListenModelStreamInfer(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) { StreamCall::Listen(core, cq); }
+
+}  // namespace ortserve::grpcfe

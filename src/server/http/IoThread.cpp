@@ -1,0 +1,18 @@
+#include "server/http/IoThread.h"
+
+namespace ortserve::http {
+
+void RunIoThread(IoThread& io) {
+  for (;;) {
+    if (!io.close_monitors.Pending()) {
+      if (io.ioc.run_one() == 0) return;  // stopped
+    } else if (io.ioc.poll_one() > 0) {
+      io.close_monitors.SweepIfDue();
+    } else {
+      io.close_monitors.ArmAll();  // about to wait for events
+      if (io.ioc.stopped()) return;
+    }
+  }
+}
+
+}  // namespace ortserve::http

@@ -1,0 +1,111 @@
+// The infer admission step both front ends share: who calls `done`, when a
+// request counts in flight, what a failed lookup leaves untouched, and the
+// refusal after StopAccepting.
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "fakes/FakeModel.h"
+#include "fakes/FakeRepository.h"
+#include "server/common/InferAdmission.h"
+
+namespace ortserve::common {
+namespace {
+
+std::unique_ptr<InferenceRequest> RequestFor(const std::string& model, bool with_input = true) {
+  auto request = std::make_unique<InferenceRequest>();
+  request->model_name = model;
+  request->id = "r1";
+  if (with_input) {
+    request->inputs.push_back(Tensor{"x", DataType::kInt32, {1}, TensorData::Copy("\x01\0\0\0", 4)});
+  }
+  return request;
+}
+
+class InferAdmissionTest : public ::testing::Test {
+ protected:
+  InferAdmissionTest() {
+    model->set_hold(true);
+    repository.Add(model);
+    repository.AddUnavailable("broken", "1", "bad config");
+  }
+
+  // Admits `request`; `done` records its result in `answers`.
+  Status Admit(std::unique_ptr<InferenceRequest> request, CancelFlag cancelled = nullptr) {
+    return admission.Admit(std::move(request), std::move(cancelled), nullptr, [this] {
+      ++made;
+      return [this](Result<InferenceResponse> result) {
+        answers.push_back(std::move(result));
+        in_flight_during_done = admission.in_flight().count();
+      };
+    });
+  }
+
+  std::shared_ptr<FakeModel> model = std::make_shared<FakeModel>(FakeModel::Options{.name = "m"});
+  FakeRepository repository;
+  InferAdmission admission{&repository, {.stopping_message = "stopping now"}};
+  int made = 0;
+  std::vector<Result<InferenceResponse>> answers;
+  std::optional<int64_t> in_flight_during_done;
+};
+
+TEST_F(InferAdmissionTest, AFailedLookupReturnsItsStatusAndNeverMakesDone) {
+  Status unknown = Admit(RequestFor("nope"));
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
+  EXPECT_NE(unknown.message().find("unknown model 'nope'"), std::string::npos);
+  Status broken = Admit(RequestFor("broken"));
+  EXPECT_EQ(broken.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(made, 0);
+  EXPECT_TRUE(answers.empty());
+  EXPECT_EQ(admission.in_flight().count(), 0);
+}
+
+TEST_F(InferAdmissionTest, ARequestCountsInFlightUntilDoneHasReturned) {
+  CancelFlag cancelled = std::make_shared<CancelToken>();
+  ASSERT_TRUE(Admit(RequestFor("m"), cancelled).ok());
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(admission.in_flight().count(), 1);
+  EXPECT_FALSE(admission.in_flight().WaitForZero(std::chrono::milliseconds(1)));
+  std::unique_ptr<InferenceRequest> held = model->TakeHeld();
+  EXPECT_EQ(held->cancelled, cancelled);  // the client's flag reaches the model
+  EXPECT_TRUE(answers.empty());
+  model->Answer(*held);
+  ASSERT_EQ(answers.size(), 1u);
+  ASSERT_TRUE(answers[0].ok());
+  EXPECT_EQ(answers[0].value().id, "r1");
+  EXPECT_EQ(in_flight_during_done, 1);  // still counted while `done` runs
+  EXPECT_EQ(admission.in_flight().count(), 0);
+}
+
+TEST_F(InferAdmissionTest, ARefusalInsideTheModelCallsDoneBeforeAdmitReturns) {
+  model->set_hold(false);
+  ASSERT_TRUE(Admit(RequestFor("m", /*with_input=*/false)).ok());
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(admission.in_flight().count(), 0);
+}
+
+TEST_F(InferAdmissionTest, StopAcceptingRefusesWithTheFrontEndsMessage) {
+  EXPECT_TRUE(admission.CheckAccepting().ok());
+  EXPECT_TRUE(admission.accepting());
+  admission.StopAccepting();
+  const Status refused = admission.CheckAccepting();
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(refused.message(), "stopping now");
+  EXPECT_FALSE(admission.accepting());
+}
+
+TEST_F(InferAdmissionTest, TheReportIsNeededOnlyWithAnAccessLogOrATrace) {
+  EXPECT_FALSE(admission.StartReport(std::nullopt));
+  EXPECT_FALSE(admission.tracing());
+  int lines = 0;
+  admission.set_access_log([&lines](const AccessLogRecord&) { ++lines; });
+  tracing::CompletionReport report = admission.StartReport(std::nullopt);
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report.trace, nullptr);  // tracing is off
+  report(AccessLogRecord{});
+  EXPECT_EQ(lines, 1);
+}
+
+}  // namespace
+}  // namespace ortserve::common
