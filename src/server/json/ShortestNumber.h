@@ -1,10 +1,10 @@
 #pragma once
 // The shortest decimal text that reads back as the same float or double
-// (what std::to_chars gives without a precision, in a quarter less time: ~20
-// instead of ~26 ns for an FP32 element here). The digits come from Dragonbox
-// (fmt::detail::dragonbox::to_decimal, inside the {fmt} the server already
-// links; an internal {fmt} function, there since {fmt} 7.1), the layout is
-// written here. Responses encode every JSON output element this way, so on a
+// (what std::to_chars gives without a precision, in less time:
+// docs/decisions.md, "Floats written from Dragonbox digits"). The digits
+// come from Dragonbox (fmt::detail::dragonbox::to_decimal, inside the {fmt}
+// the server already links; an internal {fmt} function, there since {fmt}
+// 7.1), the layout is written here. Responses encode every JSON output element this way, so on a
 // small model it is a visible part of the HTTP I/O thread's work.
 //
 // Layout (JSON number syntax, as JavaScript prints numbers): plain digits
