@@ -87,6 +87,9 @@ def parse_args(argv):
                     "alternating order; verdicts use the median round (default 5, quick 1; 0: the sweep's points)")
     ap.add_argument("--manifest", default=str(WORK / "manifest.json"))
     ap.add_argument("--results-md", default=str(BENCH / "RESULTS.md"))
+    ap.add_argument("--compare-with", action="append", default=[], metavar="REPORT",
+                    help="an earlier run's RESULTS-*.md whose targets table the report shows next to this "
+                    "run's (e.g. the same bench on the previous build); repeatable")
     ap.add_argument("--report-only", action="store_true",
                     help="measure nothing: rewrite RESULTS.md and the plots from bench/results/results.json, "
                     "with the arguments of the run that made it")
@@ -126,11 +129,12 @@ def finish(out, manifest, args):
         log(f"target: {t['target']}: {t['measured']} -> {t['verdict']}")
 
 
-def rewrite_report(results_md):
+def rewrite_report(results_md, compare_with):
     """--report-only: the report of the run saved in results.json, with that run's arguments."""
     out = json.loads((RESULTS / "results.json").read_text())
     args = parse_args(out["meta"]["argv"])
     args.results_md = results_md
+    args.compare_with = compare_with or args.compare_with
     NOTES[:] = out.get("notes", [])
     COMMANDS[:] = out.get("commands", [])
     finish(out, out["meta"]["manifest"], args)
@@ -140,7 +144,7 @@ def rewrite_report(results_md):
 def main(argv):
     args = parse_args(argv)
     if args.report_only:
-        return rewrite_report(args.results_md)
+        return rewrite_report(args.results_md, args.compare_with)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda s, f: (Procs.stop_all(), sys.exit(128 + s)))
     atexit.register(Procs.stop_all)

@@ -68,7 +68,6 @@ class RequestQueue {
   // The timeout that applies to `request` under `policy`, in µs (0: none):
   // a request may shorten the policy's default, never lengthen it.
   static uint64_t EffectiveTimeoutUs(const InferenceRequest& request, const QueuePolicy& policy);
-  const QueuePolicy& policy(uint32_t level) const { return policies_[level - 1]; }
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
