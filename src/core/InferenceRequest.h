@@ -49,6 +49,17 @@ struct InferenceResponse {
 
 using CompletionCallback = std::function<void(Result<InferenceResponse>)>;
 
+// The stream of a stateful model a request belongs to: Triton's
+// `sequence_id` (an unsigned integer or a string), `sequence_start` and
+// `sequence_end` request parameters, as the front end decoded them.
+struct SequenceParameters {
+  uint64_t id = 0;        // 0: no numeric id
+  std::string string_id;  // empty: no string id; at most one of the two is set
+  bool start = false;
+  bool end = false;
+  bool has_id() const { return id != 0 || !string_id.empty(); }
+};
+
 struct InferenceRequest {
   std::string model_name;
   std::string model_version;  // empty: chosen by the model's version policy
@@ -58,6 +69,7 @@ struct InferenceRequest {
   // Triton's schedule-policy parameters. 0 = not given by the client.
   uint64_t timeout_us = 0;
   uint32_t priority = 0;
+  SequenceParameters sequence;  // only for models with sequence batching
   Clock::time_point arrival_time = Clock::now();
   // Set by the front end when its client goes away (core/Cancellation.h):
   // a cancelled request is not computed, and its run is stopped.
