@@ -4,7 +4,10 @@
 #   2. ONNX Runtime 1.29.0 C/C++ SDK from a pinned npm package, integrity-checked,
 #      unpacked into third_party/onnxruntime (git-ignored). ONNXRUNTIME_ROOT
 #      pointing at another install skips this step.
-#   3. A Python virtual environment (.venv) with the test and benchmark tools.
+#   3. A Python virtual environment (.venv) with the test and benchmark tools,
+#      and the test models that come from registry packages (Silero VAD from
+#      PyPI `silero-vad`, pinned and integrity-checked, into the git-ignored
+#      .cache/models; scripts/silero_vad.py).
 #   gpu (only when asked: `make gpu-deps`): the GPU provider libraries (CUDA 13,
 #      TensorRT 10) from a pinned npm package, integrity-checked, installed with
 #      the ONNX Runtime above into third_party/onnxruntime-gpu; build the GPU
@@ -122,12 +125,23 @@ install_python() {
   log "Python venv: installed"
 }
 
+# Checks the cached file and fetches it only when it is missing or wrong. Only
+# the tests need it: a failure here is reported, and the tests fetch again.
+fetch_test_models() {
+  local model
+  if model=$("$ROOT/.venv/bin/python" "$ROOT/scripts/silero_vad.py" fetch); then
+    log "Silero VAD: $model"
+  else
+    log "Silero VAD: fetch failed; tests/integration/test_sequence_vad.py will try again"
+  fi
+}
+
 for s in "${steps[@]}"; do
   case $s in
     apt) install_apt "${APT_PACKAGES[@]}" ;;
     fuzz) install_apt "${FUZZ_APT_PACKAGES[@]}" ;;
     ort) install_ort ;;
-    python) install_python ;;
+    python) install_python; fetch_test_models ;;
     gpu) install_gpu ;;
     *) echo "unknown step: $s" >&2; exit 2 ;;
   esac
