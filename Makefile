@@ -89,6 +89,13 @@ bench: build
 soak: build
 	$(PY) bench/soak.py --ortserve-bin $(BUILD_DIR)/ortserve $(SOAK_ARGS)
 
+# Stateful streams: Silero VAD sequences batched by the oldest strategy vs
+# one sequence per execution vs onnxruntime in process; writes
+# bench/results/RESULTS-sequences.md. Not a test either.
+.PHONY: bench-sequences
+bench-sequences: build
+	$(PY) bench/sequence_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(SEQ_BENCH_ARGS)
+
 # libFuzzer (clang, ASan+UBSan) on every tests/fuzz target, FUZZ_SECONDS each
 # (default 60), built in build-fuzz/; FUZZ_TARGETS="http_infer_request ..." for
 # a subset. Not part of `make test`, which replays the seed corpora instead

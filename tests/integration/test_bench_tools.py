@@ -307,3 +307,51 @@ def test_report_shows_the_targets_of_the_runs_it_is_compared_with(tmp_path):
     assert any(line.startswith(f"- {tmp_path / 'missing.md'}: cannot be read") for line in lines)
     Args.compare_with = []
     assert report.comparison_lines(Args(), tmp_path) == []
+
+
+def test_sequence_report_summarises_points_and_the_batching_ratio():
+    """bench/sequence_bench.py's report (bench/sequence_report.py): per-chunk
+    percentiles, throughput, mean batch from the statistics, the ratio of the
+    oldest strategy over one sequence per execution where both ran."""
+    report = load_bench("sequence_report")
+    assert report.percentile([4, 1, 3, 2], 50) == pytest.approx(2.5)
+    assert report.percentile(list(range(101)), 99) == pytest.approx(99.0)
+    points = [
+        {"contender": "oldest", "streams": 16, "chunks": 1600, "wall_s": 2.0,
+         "latencies_us": [1000.0] * 1584 + [9000.0] * 16, "executions": 200, "inferences": 1600},
+        {"contender": "one_per_execution", "streams": 16, "chunks": 1600, "wall_s": 8.0,
+         "latencies_us": [4000.0] * 1600, "executions": 1600, "inferences": 1600},
+        {"contender": "inprocess_sequential", "streams": 1, "chunks": 100, "wall_s": 0.1,
+         "latencies_us": [1000.0] * 100, "executions": 100, "inferences": 100},
+    ]
+    summary = report.summarize(points[0])
+    assert summary["throughput"] == pytest.approx(800.0)
+    assert summary["mean_batch"] == pytest.approx(8.0)
+    assert summary["p50_us"] == pytest.approx(1000.0)
+    assert 1000.0 < summary["p99_us"] <= 9000.0
+    assert "latencies_us" not in summary
+    ratios = report.batching_ratios([report.summarize(p) for p in points])
+    assert ratios == {16: pytest.approx(4.0)}  # no pair at 1 stream: no ratio
+    text = report.render({"points": points, "thread_budget": 2, "chunks_per_stream": 100, "dry_run": True})
+    assert "4.00x at 16 streams" in text
+    assert "Dry run" in text
+    assert "| oldest | 800 | 1.00 |" in text
+    assert "### 1 concurrent stream\n" in text and "### 16 concurrent streams\n" in text
+    # Points already summarised (the JSON file) render the same.
+    assert report.render({"points": [report.summarize(p) for p in points], "thread_budget": 2,
+                          "chunks_per_stream": 100, "dry_run": True}) == text
+
+
+def test_sequence_bench_dry_run_leaves_the_real_results_alone(tmp_path):
+    bench = load_bench("sequence_bench")
+    md, js = tmp_path / "r.md", tmp_path / "r.json"
+    assert bench.main(["--dry-run", "--streams", "1,4", "--chunks", "8",
+                       "--results-md", str(md), "--results-json", str(js)]) == 0
+    run = json.loads(js.read_text())
+    assert run["dry_run"] is True
+    assert {(p["contender"], p["streams"]) for p in run["points"]} >= {("oldest", 4), ("one_per_execution", 4),
+                                                                      ("direct_one_slot", 1)}
+    assert ("direct_one_slot", 4) not in {(p["contender"], p["streams"]) for p in run["points"]}
+    assert "made up by `--dry-run`" in md.read_text()
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--streams", "65"])
