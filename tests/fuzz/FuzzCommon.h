@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/InferenceRequest.h"
 #include "core/Tensor.h"
 
 #define FUZZ_CHECK(cond)                                                              \
@@ -45,6 +46,15 @@ inline void CheckSizeMatchesShape(const Tensor& t) {
     const auto bytes = FixedByteSize(t.dtype, t.shape);
     FUZZ_CHECK(bytes.has_value() && *bytes == t.data.size());
   }
+}
+
+// What both decoders promise of the sequence parameters they accepted
+// (server/common/SequenceParameterChecks.h): one kind of id, a string id of
+// at most 128 characters, and no true flag without an id.
+inline void CheckSequenceParameters(const SequenceParameters& s) {
+  FUZZ_CHECK(s.id == 0 || s.string_id.empty());
+  FUZZ_CHECK(s.string_id.size() <= 128);
+  FUZZ_CHECK(!(s.start || s.end) || s.has_id());
 }
 
 }  // namespace ortserve::fuzz

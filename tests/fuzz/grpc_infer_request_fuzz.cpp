@@ -29,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(request.inputs.size() == static_cast<size_t>(message->inputs_size()));
   FUZZ_CHECK(request.model_name == message->model_name());
+  fuzz::CheckSequenceParameters(request.sequence);
   const bool raw = message->raw_input_contents_size() > 0;
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     const Tensor& t = request.inputs[i];

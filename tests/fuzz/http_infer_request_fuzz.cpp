@@ -48,6 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_CHECK(decoded->request != nullptr);
   InferenceRequest& request = *decoded->request;
+  fuzz::CheckSequenceParameters(request.sequence);
   size_t binary_bytes = 0;
   for (const Tensor& t : request.inputs) {
     fuzz::TouchTensor(t);

@@ -9,7 +9,7 @@ from harness import infer_inputs
 pytestmark = pytest.mark.timeout(180)
 
 REQUIRED_EXTENSIONS = {"binary_tensor_data", "model_configuration", "model_repository",
-                       "statistics"}
+                       "sequence", "statistics"}
 
 
 def test_health_live(server):

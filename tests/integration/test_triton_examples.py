@@ -4,6 +4,8 @@ Each test does what Triton's example client of the same name does
 (simple_http_infer_client.py, simple_grpc_infer_client.py,
 simple_http_string_infer_client.py, ...) and, beyond the client's own sum and
 difference check, compares every output with onnxruntime on the same file.
+The stateful models (simple_sequence, simple_dyna_sequence) and the sequence
+clients are in test_triton_sequence_examples.py.
 """
 from __future__ import annotations
 
@@ -100,12 +102,3 @@ def test_simple_async_infer_client(examples_server):
         result = p.get_result()
         assert result.get_response()["id"] == str(i)
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), input0 + input1)
-
-
-@pytest.mark.parametrize("model", ["simple_sequence", "simple_dyna_sequence"])
-def test_sequence_models_are_unavailable_with_reason(examples_server, model):
-    entries = [e for e in examples_server.repository_index() if e["name"] == model]
-    assert entries, f"{model} missing from the repository index"
-    assert all(e["state"] == "UNAVAILABLE" for e in entries)
-    assert any("sequence" in e.get("reason", "").lower() for e in entries)
-    assert examples_server.get(f"/v2/models/{model}/ready").status_code != 200

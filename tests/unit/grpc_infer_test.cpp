@@ -1,6 +1,7 @@
 // ModelInfer and ModelStreamInfer through the gRPC front end: contents of
-// every kind, errors, completion order on a stream, and cancellation reaching
-// the request, against fake models answering from their own threads.
+// every kind, errors, completion order on a stream, cancellation reaching
+// the request, and the sequence parameters reaching the model, against fake
+// models answering from their own threads.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -222,6 +223,74 @@ TEST_F(GrpcServerTest, CancelledUnaryCallMarksItsRequestCancelled) {
   gated_->Release("u");
   while (!done) std::this_thread::yield();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+}
+
+class GrpcSequenceTest : public GrpcServerTest {
+ protected:
+  // Request `id` to the gated model, of sequence `sequence_id` with these
+  // flags, as tritonclient.grpc builds it.
+  static inference::ModelInferRequest SequenceRequest(const std::string& id, int64_t sequence_id, bool start,
+                                                      bool end) {
+    inference::ModelInferRequest request = AddOneRequest("gated", id);
+    (*request.mutable_parameters())["sequence_id"].set_int64_param(sequence_id);
+    (*request.mutable_parameters())["sequence_start"].set_bool_param(start);
+    (*request.mutable_parameters())["sequence_end"].set_bool_param(end);
+    return request;
+  }
+};
+
+TEST_F(GrpcSequenceTest, SequenceParametersReachTheModelOverModelInfer) {
+  grpc::ClientContext ctx;
+  inference::ModelInferResponse response;
+  std::atomic<bool> done{false};
+  grpc::Status status;
+  const inference::ModelInferRequest request = SequenceRequest("u", 41, /*start=*/true, /*end=*/false);
+  stub_->async()->ModelInfer(&ctx, &request, &response, [&](grpc::Status s) {
+    status = s;
+    done = true;
+  });
+  std::unique_ptr<InferenceRequest> held = gated_->TakeHeld();
+  EXPECT_EQ(held->sequence.id, 41u);
+  EXPECT_TRUE(held->sequence.start);
+  EXPECT_FALSE(held->sequence.end);
+  gated_->Answer(*held);
+  while (!done) std::this_thread::yield();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(GrpcSequenceTest, SequenceParametersReachTheModelOverAStreamAndABadOneDoesNotEndIt) {
+  grpc::ClientContext ctx;
+  auto stream = stub_->ModelStreamInfer(&ctx);
+  inference::ModelInferRequest string_id = SequenceRequest("s1", 0, /*start=*/true, /*end=*/true);
+  (*string_id.mutable_parameters())["sequence_id"].set_string_param("stream-seq");
+  ASSERT_TRUE(stream->Write(string_id));
+  std::unique_ptr<InferenceRequest> held = gated_->TakeHeld();
+  EXPECT_EQ(held->sequence.string_id, "stream-seq");
+  EXPECT_TRUE(held->sequence.start && held->sequence.end);
+  gated_->Answer(*held);
+  inference::ModelStreamInferResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.error_message(), "");
+  EXPECT_EQ(response.infer_response().id(), "s1");
+
+  // Refused by the decoder: an error_message on the stream, which goes on.
+  ASSERT_TRUE(stream->Write(SequenceRequest("bad", -1, /*start=*/true, /*end=*/false)));
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_NE(response.error_message().find("invalid value for 'sequence_id' parameter: -1 is negative"),
+            std::string::npos)
+      << response.error_message();
+
+  ASSERT_TRUE(stream->Write(SequenceRequest("s2", 42, /*start=*/false, /*end=*/true)));
+  held = gated_->TakeHeld();
+  EXPECT_EQ(held->sequence.id, 42u);
+  EXPECT_FALSE(held->sequence.start);
+  EXPECT_TRUE(held->sequence.end);
+  gated_->Answer(*held);
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.infer_response().id(), "s2");
+  ASSERT_TRUE(stream->WritesDone());
+  EXPECT_FALSE(stream->Read(&response));
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 }  // namespace

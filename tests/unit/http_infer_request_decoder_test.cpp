@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "repository/RequestValidator.h"
@@ -314,6 +315,106 @@ TEST(HttpInferRequestDecoder, EmptyShapeIsAScalar) {
   auto z = Decode(Body(Input("x", "INT64", "[0,3]", "[]")));
   ASSERT_TRUE(z.ok()) << z.status().message();
   EXPECT_EQ(z->request->inputs[0].data.size(), 0u);
+}
+
+// ---- Triton's correlation parameters, as tritonclient.http sends them
+
+// A request with these request-level parameters (a JSON object's members).
+Result<DecodedInferRequest> WithParameters(const std::string& members) {
+  return Decode(R"({"parameters":{)" + members + R"(},"inputs":[)" + Input("x", "INT32", "[1,1]", "[[1]]") + "]}");
+}
+
+TEST(HttpInferRequestDecoder, NumericSequenceIdAndFlags) {
+  auto r = WithParameters(R"("sequence_id":1000,"sequence_start":true,"sequence_end":false)");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const SequenceParameters& s = r->request->sequence;
+  EXPECT_EQ(s.id, 1000u);
+  EXPECT_TRUE(s.string_id.empty());
+  EXPECT_TRUE(s.start);
+  EXPECT_FALSE(s.end);
+  EXPECT_TRUE(s.has_id());
+
+  // The whole unsigned 64-bit range (simdjson reads the top half as UINT64).
+  auto top = WithParameters(R"("sequence_id":18446744073709551615,"sequence_end":true)");
+  ASSERT_TRUE(top.ok()) << top.status().message();
+  EXPECT_EQ(top->request->sequence.id, std::numeric_limits<uint64_t>::max());
+  EXPECT_TRUE(top->request->sequence.end);
+  EXPECT_FALSE(top->request->sequence.start);
+}
+
+TEST(HttpInferRequestDecoder, StringSequenceId) {
+  auto r = WithParameters(R"("sequence_id":"8c6b4e1a-uuid","sequence_start":false,"sequence_end":true)");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->request->sequence.string_id, "8c6b4e1a-uuid");
+  EXPECT_EQ(r->request->sequence.id, 0u);
+  EXPECT_TRUE(r->request->sequence.end);
+  // A string of digits stays a string id, as in Triton.
+  auto digits = WithParameters(R"("sequence_id":"1002")");
+  ASSERT_TRUE(digits.ok()) << digits.status().message();
+  EXPECT_EQ(digits->request->sequence.string_id, "1002");
+  EXPECT_EQ(digits->request->sequence.id, 0u);
+  // 128 characters is Triton's limit, and allowed.
+  auto longest = WithParameters(R"("sequence_id":")" + std::string(128, 'q') + R"(","sequence_start":true)");
+  ASSERT_TRUE(longest.ok()) << longest.status().message();
+  EXPECT_EQ(longest->request->sequence.string_id.size(), 128u);
+}
+
+TEST(HttpInferRequestDecoder, NoSequenceIdIsAStatelessRequest) {
+  for (const char* members : {R"("priority":1)", R"("sequence_id":0)", R"("sequence_id":"")",
+                              R"("sequence_id":0,"sequence_start":false,"sequence_end":false)"}) {
+    auto r = WithParameters(members);
+    ASSERT_TRUE(r.ok()) << members << ": " << r.status().message();
+    EXPECT_FALSE(r->request->sequence.has_id()) << members;
+    EXPECT_FALSE(r->request->sequence.start || r->request->sequence.end) << members;
+  }
+}
+
+TEST(HttpInferRequestDecoder, MalformedSequenceParametersNameTheParameter) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"("sequence_id":-5)", "Unable to parse 'sequence_id': expected an unsigned 64-bit integer or a string, "
+                              "got a negative number (-5)"},
+      {R"("sequence_id":1.5)", "Unable to parse 'sequence_id': expected an unsigned 64-bit integer or a string, "
+                               "got a number that is not an integer"},
+      {R"("sequence_id":7.0)", "got a number that is not an integer"},
+      {R"("sequence_id":true)", "Unable to parse 'sequence_id': expected an unsigned 64-bit integer or a string, "
+                                "got a boolean"},
+      {R"("sequence_id":null)", "Unable to parse 'sequence_id'"},
+      {R"("sequence_id":[1])", "got an array"},
+      {R"("sequence_id":{"id":1})", "got an object"},
+      {R"("sequence_id":1,"sequence_start":1)",
+       "Unable to parse 'sequence_start': expected true or false, got a number"},
+      {R"("sequence_id":1,"sequence_end":"yes")",
+       "Unable to parse 'sequence_end': expected true or false, got a string"},
+      {R"("sequence_id":1,"sequence_start":null)", "Unable to parse 'sequence_start'"},
+      // A true flag without an id: nothing could name the sequence later.
+      {R"("sequence_id":0,"sequence_start":true)",
+       "parameter 'sequence_start' is true but 'sequence_id' is missing, 0 or empty"},
+      {R"("sequence_start":true)", "parameter 'sequence_start' is true but 'sequence_id' is missing, 0 or empty"},
+      {R"("sequence_id":"","sequence_end":true)",
+       "parameter 'sequence_end' is true but 'sequence_id' is missing, 0 or empty"},
+      // Both kinds of id at once, or any correlation key twice.
+      {R"("sequence_id":1,"sequence_id":"a")", "parameter 'sequence_id' is given more than once"},
+      {R"("sequence_id":"a","sequence_id":"a")", "parameter 'sequence_id' is given more than once"},
+      {R"("sequence_id":1,"sequence_start":true,"sequence_start":false)",
+       "parameter 'sequence_start' is given more than once"},
+      {R"("sequence_id":")" + std::string(129, 'q') + R"(")",
+       "parameter 'sequence_id': string correlation ID cannot be longer than 128 characters (got 129)"},
+  };
+  for (const auto& [members, message] : cases) {
+    SCOPED_TRACE(members);
+    ExpectError(WithParameters(members), 400, message);
+  }
+}
+
+TEST(HttpInferRequestDecoder, SequenceParametersSitBesideTheOthers) {
+  auto r = WithParameters(R"("timeout":20,"sequence_id":7,"priority":3,"sequence_start":true,)"
+                          R"("binary_data_output":true,"custom":"kept out","sequence_end":true)");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->request->timeout_us, 20u);
+  EXPECT_EQ(r->request->priority, 3u);
+  EXPECT_TRUE(r->binary_data_output);
+  EXPECT_EQ(r->request->sequence.id, 7u);
+  EXPECT_TRUE(r->request->sequence.start && r->request->sequence.end);
 }
 
 }  // namespace

@@ -25,10 +25,12 @@ ServerMetadata DescribeServer(std::string_view version) {
   return ServerMetadata{
       .name = std::string(kServerName),
       .version = std::string(version),
+      // sequence: the sequence batcher and the correlation request
+      // parameters (sequence_id, sequence_start, sequence_end);
       // model_repository: index, load and unload; schedule_policy: the
       // timeout and priority request parameters; parameters: request and
       // response parameters.
-      .extensions = {"model_repository", "schedule_policy", "model_configuration",
+      .extensions = {"sequence", "model_repository", "schedule_policy", "model_configuration",
                      "binary_tensor_data", "parameters", "statistics"},
   };
 }

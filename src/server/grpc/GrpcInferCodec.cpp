@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/common/SequenceParameterChecks.h"
 #include "server/common/TensorLimits.h"
 
 namespace ortserve::grpcfe {
@@ -147,6 +148,53 @@ Result<uint64_t> UnsignedParameter(const std::string& name, const inference::Inf
   }
 }
 
+const char* ParameterKind(const inference::InferParameter& p) {
+  switch (p.parameter_choice_case()) {
+    case inference::InferParameter::kBoolParam: return "bool_param";
+    case inference::InferParameter::kInt64Param: return "int64_param";
+    case inference::InferParameter::kStringParam: return "string_param";
+    case inference::InferParameter::kDoubleParam: return "double_param";
+    case inference::InferParameter::kUint64Param: return "uint64_param";
+    case inference::InferParameter::PARAMETER_CHOICE_NOT_SET: break;
+  }
+  return "no value";
+}
+
+// Triton's gRPC front end takes sequence_id as int64_param (what tritonclient
+// sends for a number) or string_param; uint64_param also carries the ids
+// above INT64_MAX. A negative int64 is refused rather than wrapped around.
+Status DecodeSequenceId(const inference::InferParameter& p, SequenceParameters* sequence) {
+  switch (p.parameter_choice_case()) {
+    case inference::InferParameter::kInt64Param:
+      if (p.int64_param() < 0) {
+        return InvalidArgument("invalid value for 'sequence_id' parameter: " + std::to_string(p.int64_param()) +
+                               " is negative; a numeric sequence id is an unsigned 64-bit integer");
+      }
+      sequence->id = static_cast<uint64_t>(p.int64_param());
+      return Status::Ok();
+    case inference::InferParameter::kUint64Param:
+      sequence->id = p.uint64_param();
+      return Status::Ok();
+    case inference::InferParameter::kStringParam:
+      sequence->string_id = p.string_param();  // its length: common::CheckSequenceParameters
+      return Status::Ok();
+    default:
+      return InvalidArgument(std::string("invalid value type for 'sequence_id' parameter, expected int64_param, "
+                                         "uint64_param or string_param, got ") +
+                             ParameterKind(p));
+  }
+}
+
+// sequence_start / sequence_end: bool_param only, as Triton.
+Status DecodeSequenceFlag(const std::string& name, const inference::InferParameter& p, bool* flag) {
+  if (p.parameter_choice_case() != inference::InferParameter::kBoolParam) {
+    return InvalidArgument("invalid value type for '" + name + "' parameter, expected bool_param, got " +
+                           ParameterKind(p));
+  }
+  *flag = p.bool_param();
+  return Status::Ok();
+}
+
 Status DecodeRequestParameters(const inference::ModelInferRequest& message, InferenceRequest* out) {
   for (const auto& [name, value] : message.parameters()) {
     if (name == "timeout") {
@@ -163,15 +211,15 @@ Status DecodeRequestParameters(const inference::ModelInferRequest& message, Infe
       }
       out->priority = static_cast<uint32_t>(*priority);
     } else if (name == "sequence_id") {
-      // A stateful request run without its sequence state would answer wrongly.
-      const bool set = (value.has_int64_param() && value.int64_param() != 0) ||
-                       (value.has_uint64_param() && value.uint64_param() != 0) ||
-                       (value.has_string_param() && !value.string_param().empty());
-      if (set) return Unsupported("sequence batching is not supported (request has 'sequence_id')");
+      ORTSERVE_RETURN_IF_ERROR(DecodeSequenceId(value, &out->sequence));
+    } else if (name == "sequence_start") {
+      ORTSERVE_RETURN_IF_ERROR(DecodeSequenceFlag(name, value, &out->sequence.start));
+    } else if (name == "sequence_end") {
+      ORTSERVE_RETURN_IF_ERROR(DecodeSequenceFlag(name, value, &out->sequence.end));
     }
     // binary_data_output, triton_* and custom parameters are accepted and ignored.
   }
-  return Status::Ok();
+  return common::CheckSequenceParameters(out->sequence);
 }
 
 }  // namespace

@@ -24,14 +24,19 @@ namespace ortserve::grpcfe {
 grpc::StatusCode ToGrpcCode(StatusCode code);
 grpc::Status ToGrpcStatus(const Status& status);
 
-// Fills `out` (model, version, id, inputs, requested outputs, timeout and
-// priority) from `message`. Tensors from raw_input_contents and typed contents
-// whose element type matches the wire type (INT32, INT64, UINT32, UINT64, FP32,
-// FP64) view the message's memory, kept alive by `message`: no copy. Other
-// typed contents (BOOL, INT8/16, UINT8/16, BYTES) are converted into a new
-// buffer. Does not set on_complete, cancelled or arrival_time.
+// Fills `out` (model, version, id, inputs, requested outputs, timeout,
+// priority and sequence parameters) from `message`. Tensors from
+// raw_input_contents and typed contents whose element type matches the wire
+// type (INT32, INT64, UINT32, UINT64, FP32, FP64) view the message's memory,
+// kept alive by `message`: no copy. Other typed contents (BOOL, INT8/16,
+// UINT8/16, BYTES) are converted into a new buffer. Does not set on_complete, cancelled or arrival_time.
 // No input may have more than `max_tensor_elements` elements (checked from
 // its shape before its contents are read; common::LimitedElementCount).
+// The sequence parameters follow Triton's gRPC front end: sequence_id is an
+// int64_param (non-negative), a uint64_param or a string_param of at most
+// 128 characters; sequence_start and sequence_end are bool_params; a true
+// flag needs an id (common::CheckSequenceParameters). Each refusal is
+// kInvalidArgument naming the parameter.
 Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message, InferenceRequest* out,
                           uint64_t max_tensor_elements = common::kDefaultMaxTensorElements);
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/common/TensorLimits.h"
+#include "server/http/RequestParameters.h"
 
 namespace ortserve::http {
 namespace {
@@ -44,21 +45,6 @@ std::string Quote(std::string_view s) {
   quoted.reserve(s.size() + 2);
   quoted.append(1, '\'').append(s).append(1, '\'');
   return quoted;
-}
-
-// What a JSON value is, as an error message says it ("data[3] is a string").
-const char* DescribeValue(element_type t) {
-  switch (t) {
-    case element_type::ARRAY: return "an array";
-    case element_type::OBJECT: return "an object";
-    case element_type::INT64:
-    case element_type::UINT64:
-    case element_type::DOUBLE: return "a number";
-    case element_type::STRING: return "a string";
-    case element_type::BOOL: return "a boolean";
-    case element_type::NULL_VALUE: return "null";
-  }
-  return "a value";
 }
 
 // Counts the scalars in a (possibly nested) data array. Depth is bounded by
@@ -205,7 +191,7 @@ struct LeafWriter {
 
   Status Bad(element e, const char* expected) const {
     return InvalidArgument("input " + Quote(input) + ": data[" + std::to_string(index) + "] is " +
-                           DescribeValue(e.type()) + ", expected " + expected + " for " +
+                           DescribeJsonValue(e.type()) + ", expected " + expected + " for " +
                            std::string(DataTypeName(dtype)));
   }
 
@@ -278,30 +264,6 @@ Result<Shape> ParseShape(std::string_view input, element e) {
   return shape;
 }
 
-Status ParseRequestParameters(object params, InferenceRequest* req, bool* binary_data_output) {
-  for (auto field : params) {
-    const std::string_view key = field.key;
-    if (key == "timeout") {
-      uint64_t v;
-      if (field.value.type() == element_type::DOUBLE || field.value.get_uint64().get(v) != simdjson::SUCCESS)
-        return InvalidArgument("parameter 'timeout' must be a non-negative integer (microseconds)");
-      req->timeout_us = v;
-    } else if (key == "priority") {
-      uint64_t v;
-      if (field.value.type() == element_type::DOUBLE || field.value.get_uint64().get(v) != simdjson::SUCCESS ||
-          v > std::numeric_limits<uint32_t>::max())
-        return InvalidArgument("parameter 'priority' must be a non-negative 32-bit integer");
-      req->priority = static_cast<uint32_t>(v);
-    } else if (key == "binary_data_output") {
-      if (field.value.get_bool().get(*binary_data_output) != simdjson::SUCCESS)
-        return InvalidArgument("parameter 'binary_data_output' must be a boolean");
-    }
-    // Other parameters (sequence_id, headers forwarded by clients, ...) are
-    // not ours to interpret here.
-  }
-  return Status::Ok();
-}
-
 Status JsonError(simdjson::error_code err, size_t max_depth) {
   if (err == simdjson::DEPTH_ERROR)
     return InvalidArgument("request JSON is nested deeper than " + std::to_string(max_depth) +
@@ -327,7 +289,7 @@ Status DecodeRequestFields(object top, DecodedInferRequest* out) {
     object obj;
     if (params.get_object().get(obj) != simdjson::SUCCESS)
       return InvalidArgument("'parameters' must be an object");
-    ORTSERVE_RETURN_IF_ERROR(ParseRequestParameters(obj, &req, &out->binary_data_output));
+    ORTSERVE_RETURN_IF_ERROR(DecodeRequestParameters(obj, &req, &out->binary_data_output));
   }
   return Status::Ok();
 }

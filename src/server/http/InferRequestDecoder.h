@@ -6,7 +6,8 @@
 // Only wire framing is checked here: well-formed JSON, known datatype names,
 // shapes of non-negative integers whose sizes neither overflow nor exceed the
 // limit, JSON data whose element count matches the shape, binary data inside
-// the body and all of it claimed. Whether a tensor's bytes fit its shape and
+// the body and all of it claimed, request parameters of the right types
+// (server/http/RequestParameters.h). Whether a tensor's bytes fit its shape and
 // datatype (binary sizes, BYTES length prefixes) is checked once for both
 // protocols by the request validator (repository/RequestValidator.h), with
 // the model-level checks (names, repeated names, datatypes and shapes against
