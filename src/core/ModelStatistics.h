@@ -67,6 +67,35 @@ inline const char* FallbackReasonName(FallbackReason reason) {
   return kNames[static_cast<size_t>(reason)];
 }
 
+// How a sequence of a sequence-batched model ended (the metrics endpoint's
+// ortserve_sequences_ended_total{reason=...}).
+enum class SequenceEnd {
+  kEndFlag,      // a request with sequence_end ran
+  kIdleTimeout,  // nothing arrived for max_sequence_idle_microseconds
+  kFailed,       // one of its requests failed, timed out or was cancelled
+  kRestarted,    // a START arrived while it was running (Triton: it restarts)
+  kShutdown,     // still open when the model shut down
+};
+inline constexpr size_t kSequenceEndCount = 5;
+// "end", "idle_timeout", "failed", "restarted", "shutdown".
+inline const char* SequenceEndName(SequenceEnd reason) {
+  static constexpr const char* kNames[kSequenceEndCount] = {"end", "idle_timeout", "failed", "restarted",
+                                                            "shutdown"};
+  return kNames[static_cast<size_t>(reason)];
+}
+
+// A sequence-batched model's sequences and slots (scheduler/SequenceBatcher.h);
+// all zero for other models.
+struct SequenceStats {
+  std::atomic<uint64_t> slots{0};        // gauge: sequence slots of all instances (fixed at load)
+  std::atomic<uint64_t> active{0};       // gauge: sequences holding a slot now
+  std::atomic<uint64_t> state_bytes{0};  // gauge: implicit state held in the server now
+  std::atomic<uint64_t> started{0};      // counter: sequences started (START accepted)
+  std::array<std::atomic<uint64_t>, kSequenceEndCount> ended{};  // counter, by reason
+  void CountEnd(SequenceEnd reason) { ended[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed); }
+  uint64_t Ended(SequenceEnd reason) const { return ended[static_cast<size_t>(reason)].load(std::memory_order_relaxed); }
+};
+
 struct DurationStat {
   std::atomic<uint64_t> count{0};
   std::atomic<uint64_t> ns{0};
@@ -128,6 +157,8 @@ class ModelStatistics {
   Histogram compute_output_duration = Histogram::Durations();
   // Per successful execution: the rows it ran.
   Histogram batch_size = Histogram::BatchSizes();
+  // Sequence batching only: slots, live sequences, implicit state, how they end.
+  SequenceStats sequences;
   // Creating the instances, warming up and starting the scheduler, in ns.
   std::atomic<uint64_t> load_duration_ns{0};
 

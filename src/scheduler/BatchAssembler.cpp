@@ -23,11 +23,11 @@ bool BatchAssembler::IsPreferred(uint64_t size) const {
   return std::binary_search(preferred_.begin(), preferred_.end(), size);
 }
 
-BatchPlan BatchAssembler::Plan(RequestQueue& queue, Clock::time_point now, bool flush) const {
+template <typename Scan>
+BatchPlan BatchAssembler::PlanScan(Scan&& scan, Clock::time_point now, bool flush) const {
   BatchPlan plan;
-  if (queue.empty()) return plan;
   if (!batching_) {
-    queue.Scan([&](QueuedRequest& entry) {
+    scan([&](QueuedRequest& entry) {
       plan.members.push_back(&entry);
       return false;
     });
@@ -37,7 +37,7 @@ BatchPlan BatchAssembler::Plan(RequestQueue& queue, Clock::time_point now, bool 
   uint64_t total = 0;
   size_t preferred_count = 0;  // members prefix worth sending now; 0: none
   bool saturated = false;      // a compatible request did not fit
-  queue.Scan([&](QueuedRequest& entry) {
+  scan([&](QueuedRequest& entry) {
     if (plan.members.empty()) {
       plan.members.push_back(&entry);
       total = entry.batch_size;
@@ -73,6 +73,22 @@ BatchPlan BatchAssembler::Plan(RequestQueue& queue, Clock::time_point now, bool 
   plan.members.clear();
   plan.wake_at = window_end;
   return plan;
+}
+
+BatchPlan BatchAssembler::Plan(RequestQueue& queue, Clock::time_point now, bool flush) const {
+  if (queue.empty()) return {};
+  return PlanScan([&queue](auto&& visit) { queue.Scan(visit); }, now, flush);
+}
+
+BatchPlan BatchAssembler::Plan(const std::vector<QueuedRequest*>& candidates, Clock::time_point now,
+                               bool flush) const {
+  if (candidates.empty()) return {};
+  return PlanScan(
+      [&candidates](auto&& visit) {
+        for (QueuedRequest* entry : candidates)
+          if (!visit(*entry)) return;
+      },
+      now, flush);
 }
 
 }  // namespace ortserve

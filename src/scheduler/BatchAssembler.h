@@ -37,9 +37,15 @@ class BatchAssembler {
   // `flush`: do not wait for a better batch (shutting down, or no further
   // request is expected: the adaptive window, BatchPlanner).
   BatchPlan Plan(RequestQueue& queue, Clock::time_point now, bool flush) const;
+  // The same over `candidates` in scheduling order (the sequence batcher's
+  // oldest strategy: the head request of each candidate sequence).
+  BatchPlan Plan(const std::vector<QueuedRequest*>& candidates, Clock::time_point now, bool flush) const;
 
  private:
   bool IsPreferred(uint64_t size) const;
+  // `scan(visit)` visits the candidates in order while visit returns true.
+  template <typename Scan>
+  BatchPlan PlanScan(Scan&& scan, Clock::time_point now, bool flush) const;
 
   bool batching_;
   uint64_t max_batch_size_;

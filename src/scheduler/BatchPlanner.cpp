@@ -13,7 +13,16 @@ BatchPlanner::BatchPlanner(const BatchingPolicy& policy, size_t instances, Insta
 BatchPlan BatchPlanner::Plan(RequestQueue& queue, Clock::time_point now, bool stopping) {
   // With no arrival expected, waiting cannot grow the batch.
   const bool more_expected = !adaptive_window_ || forecast_.ExpectsMore(now);
-  BatchPlan plan = assembler_.Plan(queue, now, /*flush=*/stopping || !more_expected || run_rest_now_);
+  return Settle(assembler_.Plan(queue, now, /*flush=*/stopping || !more_expected || run_rest_now_), more_expected);
+}
+
+BatchPlan BatchPlanner::Plan(const std::vector<QueuedRequest*>& candidates, Clock::time_point now, bool stopping) {
+  const bool more_expected = !adaptive_window_ || forecast_.ExpectsMore(now);
+  return Settle(assembler_.Plan(candidates, now, /*flush=*/stopping || !more_expected || run_rest_now_),
+                more_expected);
+}
+
+BatchPlan BatchPlanner::Settle(BatchPlan plan, bool more_expected) {
   if (plan.members.empty()) {
     // Still expecting (else the plan went): re-plan when the expectation lapses.
     if (adaptive_window_) plan.wake_at = std::min(plan.wake_at, forecast_.ExpectUntil());

@@ -18,6 +18,7 @@
 //
 // Not thread-safe: the batcher calls it under its lock.
 #include <cstdint>
+#include <vector>
 
 #include "scheduler/ArrivalForecast.h"
 #include "scheduler/BatchAssembler.h"
@@ -33,6 +34,8 @@ class BatchPlanner {
   // The next batch from `queue` (not empty). `stopping`: run what is queued
   // without waiting. Empty members: wait until wake_at, or a queue change.
   BatchPlan Plan(RequestQueue& queue, Clock::time_point now, bool stopping);
+  // The same over `candidates` in scheduling order (BatchAssembler::Plan).
+  BatchPlan Plan(const std::vector<QueuedRequest*>& candidates, Clock::time_point now, bool stopping);
   // The queue ran empty: nothing planned is left over.
   void QueueEmptied() { run_rest_now_ = false; }
 
@@ -42,6 +45,9 @@ class BatchPlanner {
   void Answered(uint64_t answered, Clock::time_point now);
 
  private:
+  // The assembler's plan, with the forecast and the shares applied.
+  BatchPlan Settle(BatchPlan plan, bool more_expected);
+
   const BatchAssembler assembler_;
   const bool adaptive_window_;
   ArrivalForecast forecast_;

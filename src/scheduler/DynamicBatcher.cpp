@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include <spdlog/spdlog.h>
-
 #include "core/ThreadName.h"
 
 namespace ortserve {
@@ -170,16 +168,7 @@ void DynamicBatcher::Abandon() {
     queue_depth_.store(0, std::memory_order_relaxed);
   }
   watchdog_.Abandon();
-  if (!left.empty()) {
-    spdlog::warn("{}: exit timeout reached with {} request(s) still queued; answering them 503", label_,
-                 left.size());
-  }
-  for (QueuedRequest& entry : left) {
-    const std::string id = entry.request->id;
-    answerer_.Fail(std::move(entry.request),
-                   Unavailable(label_ + " is shutting down: request '" + id + "' was not run before the exit timeout"),
-                   RequestOutcome::kRejected);
-  }
+  answerer_.AnswerAbandoned(left);
 }
 
 void DynamicBatcher::WorkerLoop(size_t index) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 #include "scheduler/BatchTracing.h"
 
 namespace ortserve {
@@ -53,6 +55,19 @@ void RequestAnswerer::Answer(std::vector<QueuedRequest>& batch, BatchRun& run) c
     return;
   }
   AnswerSucceeded(batch, run);
+}
+
+void RequestAnswerer::AnswerAbandoned(std::vector<QueuedRequest>& left) const {
+  if (!left.empty()) {
+    spdlog::warn("{}: exit timeout reached with {} request(s) still queued; answering them 503", label_,
+                 left.size());
+  }
+  for (QueuedRequest& entry : left) {
+    const std::string id = entry.request->id;
+    Fail(std::move(entry.request),
+         Unavailable(label_ + " is shutting down: request '" + id + "' was not run before the exit timeout"),
+         RequestOutcome::kRejected);
+  }
 }
 
 void RequestAnswerer::AnswerStopped(std::vector<QueuedRequest>& batch, RunWatchdog::RunEnd ending) const {

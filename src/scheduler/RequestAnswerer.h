@@ -37,6 +37,9 @@ class RequestAnswerer {
   void Reject(std::vector<RejectedRequest>& rejected) const;
   // Every request of a batch that ended, as `run` says.
   void Answer(std::vector<QueuedRequest>& batch, BatchRun& run) const;
+  // Shutdown past its deadline: what is still queued is answered 503 (logged
+  // once, with the count).
+  void AnswerAbandoned(std::vector<QueuedRequest>& left) const;
 
  private:
   void AnswerStopped(std::vector<QueuedRequest>& batch, RunWatchdog::RunEnd ending) const;

@@ -39,7 +39,7 @@ Clock::time_point RequestQueue::Deadline(const InferenceRequest& request,
 }
 
 Status RequestQueue::Push(std::unique_ptr<InferenceRequest>& request, uint32_t level,
-                          uint64_t batch_size, Clock::time_point now) {
+                          uint64_t batch_size, Clock::time_point now, uint32_t slot) {
   const uint64_t max_size = MaxSize(level);
   LevelFifo& fifo = fifos_[level];
   if (fifo.size() >= max_size) {
@@ -52,6 +52,7 @@ Status RequestQueue::Push(std::unique_ptr<InferenceRequest>& request, uint32_t l
   entry.enqueue_time = now;
   entry.timeout_action = policy.timeout_action;
   entry.batch_size = batch_size;
+  entry.slot = slot;
   entry.request = std::move(request);
   fifo.ready.push_back(std::move(entry));
   ++size_;
@@ -73,7 +74,8 @@ Clock::time_point RequestQueue::ApplyPolicies(Clock::time_point now,
         if (request.cancelled && request.cancelled->IsCancelled()) {
           rejected->push_back({std::move(entry.request),
                                {StatusCode::kCancelled, "request '" + request.id + "' for " +
-                                                            label_ + " was cancelled"}});
+                                                            label_ + " was cancelled"},
+                               entry.slot});
         } else if (entry.deadline <= now) {
           if (entry.timeout_action == QueuePolicy::TimeoutAction::kDelay) {
             entry.deadline = Clock::time_point::max();
@@ -81,7 +83,8 @@ Clock::time_point RequestQueue::ApplyPolicies(Clock::time_point now,
           } else {
             rejected->push_back({std::move(entry.request),
                                  Unavailable("Request timeout expired (" + label_ +
-                                             ", request '" + request.id + "')")});
+                                             ", request '" + request.id + "')"),
+                                 entry.slot});
           }
         } else {
           earliest = std::min(earliest, entry.deadline);

@@ -26,11 +26,13 @@ struct QueuedRequest {
   Clock::time_point deadline = Clock::time_point::max();  // max: no timeout
   QueuePolicy::TimeoutAction timeout_action = QueuePolicy::TimeoutAction::kReject;
   uint64_t batch_size = 1;  // rows it adds to a batch (dim 0; 1 without batching)
+  uint32_t slot = 0;        // the sequence batcher's slot of its sequence (0 elsewhere)
 };
 
 struct RejectedRequest {
   std::unique_ptr<InferenceRequest> request;
   Status status;
+  uint32_t slot = 0;  // as QueuedRequest::slot
 };
 
 class RequestQueue {
@@ -44,7 +46,7 @@ class RequestQueue {
   // Ownership of `request` moves into the queue iff the result is OK; a full
   // level answers kUnavailable naming the limit. `level` is in 1..levels().
   Status Push(std::unique_ptr<InferenceRequest>& request, uint32_t level, uint64_t batch_size,
-              Clock::time_point now);
+              Clock::time_point now, uint32_t slot = 0);
 
   // Takes out cancelled requests (kCancelled) and requests whose deadline has
   // passed under kReject (kUnavailable "Request timeout expired ..."), moves

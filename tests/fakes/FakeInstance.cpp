@@ -14,6 +14,23 @@ using testing_util::Strings;
 
 constexpr auto kLiveness = std::chrono::seconds(30);  // only guards against hangs
 
+// `output` = input `state_name` + INPUT0's values `x`, elementwise.
+Tensor StateOutput(const std::vector<Tensor>& inputs, const std::string& state_name, const std::string& output,
+                   const std::vector<float>& x, bool wrong_shape) {
+  const Tensor* state = nullptr;
+  for (const Tensor& t : inputs)
+    if (t.name == state_name) state = &t;
+  if (state == nullptr) return Fp32(output, {0}, {});
+  std::vector<float> next = Floats(*state);
+  for (size_t i = 0; i < next.size() && i < x.size(); ++i) next[i] += x[i];
+  Shape shape = state->shape;
+  if (wrong_shape && !next.empty()) {
+    next.pop_back();
+    shape.back() -= 1;
+  }
+  return Fp32(output, shape, next);
+}
+
 }  // namespace
 
 void FakeInstanceControl::Hold() {
@@ -47,6 +64,13 @@ void FakeInstanceControl::AdvanceDuringRun(FakeSchedulerClock* clock, Clock::dur
   std::lock_guard<std::mutex> lock(mu_);
   clock_ = clock;
   run_duration_ = by;
+}
+
+void FakeInstanceControl::LoopState(std::string input, std::string output, bool wrong_shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  state_input_ = std::move(input);
+  state_output_ = std::move(output);
+  state_wrong_shape_ = wrong_shape;
 }
 
 bool FakeInstanceControl::WaitForRuns(size_t n) {
@@ -86,9 +110,12 @@ Status FakeInstanceControl::Run(int slot, const std::vector<std::string>& names,
   bool extra_row;
   FakeSchedulerClock* clock;
   Clock::duration run_duration;
+  std::string state_input, state_output;
+  bool state_wrong_shape;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    RunRecord record{in.shape, in.dtype, in.data.data(), {}, {}};
+    RunRecord record{in.shape, in.dtype, in.data.data(), {}, {}, {}};
+    for (const Tensor& t : inputs) record.inputs[t.name] = t;
     if (in.dtype == DataType::kBytes) {
       record.strings = DecodeStrings(in.data);
     } else {
@@ -107,6 +134,9 @@ Status FakeInstanceControl::Run(int slot, const std::vector<std::string>& names,
     extra_row = extra_row_;
     clock = clock_;
     run_duration = run_duration_;
+    state_input = state_input_;
+    state_output = state_output_;
+    state_wrong_shape = state_wrong_shape_;
   }
   if (clock) clock->Advance(run_duration);
   if (!failure.empty()) return Internal(failure);
@@ -130,6 +160,10 @@ Status FakeInstanceControl::Run(int slot, const std::vector<std::string>& names,
     shape[0] += 1;
   }
   for (const std::string& name : names) {
+    if (!state_output.empty() && name == state_output) {
+      outputs->push_back(StateOutput(inputs, state_input, name, x, state_wrong_shape));
+      continue;
+    }
     outputs->push_back(name == "OUTPUT0" ? Fp32(name, shape, plus) : Fp32(name, in.shape, twice));
   }
   return Status::Ok();

@@ -3,7 +3,10 @@
 // FakeInstanceControl that all instances of a test share. Its Run computes
 // OUTPUT0 = INPUT0 + 1 and OUTPUT1 = INPUT0 * 2 for FP32 (for BYTES: OUTPUT0
 // appends "!", OUTPUT1 echoes), of whichever of the two the instance names,
-// and records what it was given. It can be held at a gate (so that tests
+// and records what it was given (INPUT0's values, and every input by name).
+// With a state loop (sequence batcher tests) an output named like the loop's
+// output is its input + INPUT0, elementwise (an accumulator of implicit
+// state). It can be held at a gate (so that tests
 // decide when runs finish and thus which requests batch together), failed,
 // made to return a malformed output, or made to advance a fake clock while
 // it runs. Terminate() stops a Run blocked at the gate with kCancelled, as
@@ -29,6 +32,7 @@ class FakeInstanceControl {
     const std::byte* data;  // to prove pass-through without copy
     std::vector<float> values;
     std::vector<std::string> strings;
+    std::map<std::string, Tensor> inputs;  // every input, sharing the run's data
   };
 
   // The gate: open by default. Hold() closes it; Release(n) lets n runs
@@ -41,6 +45,9 @@ class FakeInstanceControl {
   void AddOutputRow();
   // Each run advances `clock` by `by` once through the gate.
   void AdvanceDuringRun(FakeSchedulerClock* clock, Clock::duration by);
+  // Output `output` (FP32) = input `input` + INPUT0, with `input`'s shape;
+  // `wrong_shape`: one element short of it (a model breaking its state).
+  void LoopState(std::string input, std::string output, bool wrong_shape = false);
 
   // Blocks until `n` runs have started; false after a long liveness bound.
   bool WaitForRuns(size_t n);
@@ -63,6 +70,8 @@ class FakeInstanceControl {
   FakeSchedulerClock* clock_ = nullptr;
   Clock::duration run_duration_{};
   std::vector<RunRecord> runs_;
+  std::string state_input_, state_output_;
+  bool state_wrong_shape_ = false;
   int terminations_ = 0;
   std::map<int, bool> in_run_, terminate_;
 };

@@ -20,6 +20,7 @@ void FakeSchedulerClock::WaitUntil(std::condition_variable& cv, std::unique_lock
     // then blocks on `lock`'s mutex until cv.wait() has released it.
     std::lock_guard<std::mutex> guard(mu_);
     ++waits_started_;
+    waits_cv_.notify_all();
     if (now_ >= deadline) return;
     waiters_.push_back({&cv, lock.mutex()});
   }
@@ -33,6 +34,11 @@ void FakeSchedulerClock::WaitUntil(std::condition_variable& cv, std::unique_lock
 uint64_t FakeSchedulerClock::WaitsStarted() const {
   std::lock_guard<std::mutex> guard(mu_);
   return waits_started_;
+}
+
+bool FakeSchedulerClock::AwaitWaits(uint64_t n) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return waits_cv_.wait_for(lock, std::chrono::seconds(30), [&] { return waits_started_ >= n; });
 }
 
 void FakeSchedulerClock::Advance(Clock::duration by) {

@@ -24,6 +24,9 @@ class FakeSchedulerClock final : public SchedulerClock {
   // How many WaitUntil() calls have begun: a test that advanced the time can
   // wait for a thread's next wait to know it has looked at the new time.
   uint64_t WaitsStarted() const;
+  // Blocks until WaitsStarted() reaches `n`; false after a long liveness
+  // bound (never a timing assertion).
+  bool AwaitWaits(uint64_t n) const;
 
  private:
   struct Waiter {
@@ -34,6 +37,7 @@ class FakeSchedulerClock final : public SchedulerClock {
   Clock::time_point now_;        // guarded by mu_
   std::vector<Waiter> waiters_;  // guarded by mu_; threads inside WaitUntil
   uint64_t waits_started_ = 0;   // guarded by mu_
+  mutable std::condition_variable waits_cv_;  // notified as waits_started_ grows
 };
 
 }  // namespace ortserve
