@@ -1,6 +1,7 @@
 #include "repository/ConfigAutoComplete.h"
 
 #include "repository/ConfigTypes.h"
+#include "repository/SequenceConfig.h"
 
 namespace ortserve {
 namespace {
@@ -40,15 +41,21 @@ void AutoCompleteConfig(const ModelSignature& signature, inference::ModelConfig*
     }
   }
   const bool batching = config->max_batch_size() > 0;
+  // Control and state tensors are the server's, not the client's: they stay
+  // out of the config's lists (as Triton's).
   if (config->input_size() == 0) {
-    for (const auto& t : signature.inputs) FillTensor(t, batching, config->add_input());
+    for (const auto& t : signature.inputs) {
+      if (!IsServerFedInput(*config, t.name)) FillTensor(t, batching, config->add_input());
+    }
   } else {
     for (auto& input : *config->mutable_input()) {
       if (const auto* sig = FindTensor(signature.inputs, input.name())) FillTensor(*sig, batching, &input);
     }
   }
   if (config->output_size() == 0) {
-    for (const auto& t : signature.outputs) FillTensor(t, batching, config->add_output());
+    for (const auto& t : signature.outputs) {
+      if (!IsStateOutput(*config, t.name)) FillTensor(t, batching, config->add_output());
+    }
   } else {
     for (auto& output : *config->mutable_output()) {
       if (const auto* sig = FindTensor(signature.outputs, output.name())) FillTensor(*sig, batching, &output);

@@ -21,6 +21,8 @@ inline constexpr int kDefaultMaxBatchSize = 8;
 //  - missing inputs/outputs are filled (name, type, dims without the batch dim
 //    when max_batch_size > 0; a tensor of shape [batch] gets dims [1] and
 //    reshape [] as Triton does). Entries without data_type or dims are filled.
+//  - sequence_batching's control and state inputs and its state outputs are
+//    never added: the server feeds them (as Triton).
 //  - no instance_group: one KIND_CPU instance.
 void AutoCompleteConfig(const ModelSignature& signature, inference::ModelConfig* config);
 

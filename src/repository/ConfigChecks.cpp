@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "repository/ConfigTypes.h"
+#include "repository/SequenceConfig.h"
 
 namespace ortserve {
 namespace {
@@ -146,9 +147,6 @@ Status CheckPlatform(inference::ModelConfig* config) {
   if (config->has_ensemble_scheduling()) {
     return Unavailable("ensemble scheduling is not supported");
   }
-  if (config->has_sequence_batching()) {
-    return Unavailable("sequence batching is not supported yet");
-  }
   config->set_platform(kOnnxPlatform);
   config->set_backend(kOnnxBackend);
   return Status::Ok();
@@ -168,7 +166,8 @@ Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
                                          signature.inputs, config.max_batch_size()));
   }
   for (const auto& t : signature.inputs) {
-    if (!seen.count(t.name)) {
+    // Control and state inputs are the server's (CheckSequenceTensors).
+    if (!seen.count(t.name) && !IsServerFedInput(config, t.name)) {
       return Unavailable("model input '" + t.name + "' is missing from the config");
     }
   }
@@ -182,7 +181,7 @@ Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
                                          signature.outputs, config.max_batch_size()));
   }
   if (config.output_size() == 0) return Unavailable("the config lists no outputs");
-  return Status::Ok();
+  return CheckSequenceTensors(config, signature);
 }
 
 Status CheckFallbackCompatible(const inference::ModelConfig& primary,

@@ -9,14 +9,14 @@
 namespace ortserve {
 
 // Checks platform/backend and fills whichever is empty. Other platforms or
-// backends, ensembles and sequence batching fail with kUnavailable and the
-// reason.
+// backends and ensembles fail with kUnavailable and the reason.
 Status CheckPlatform(inference::ModelConfig* config);
 
 // The config must describe the model: every config input/output exists in the
 // model with the same type and compatible dims (-1 matches anything), every
-// model input is in the config, a batching model has a dynamic first dim.
-// kUnavailable naming the tensor otherwise.
+// model input is in the config or fed by the server (sequence_batching's
+// control and state inputs, checked by CheckSequenceTensors), a batching
+// model has a dynamic first dim. kUnavailable naming the tensor otherwise.
 Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
                                       const ModelSignature& signature);
 

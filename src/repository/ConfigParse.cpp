@@ -7,6 +7,7 @@
 #include <set>
 
 #include "repository/GpuConfig.h"
+#include "repository/SequenceConfig.h"
 
 namespace ortserve {
 namespace {
@@ -46,7 +47,15 @@ const std::set<std::string>& SupportedLeaves() {
       "name", "platform", "backend", "version_policy", "max_batch_size",
       "default_model_filename", "parameters", "model_warmup",
       // Handled by CheckPlatform (fails the load), not ignored.
-      "sequence_batching", "ensemble_scheduling",
+      "ensemble_scheduling",
+      // The sequence batcher's (repository/SequenceConfig.h); iterative_sequence fails the load there.
+      "sequence_batching.max_sequence_idle_microseconds", "sequence_batching.control_input",
+      "sequence_batching.iterative_sequence",
+      "sequence_batching.direct.max_queue_delay_microseconds", "sequence_batching.direct.minimum_slot_utilization",
+      "sequence_batching.oldest.max_candidate_sequences", "sequence_batching.oldest.preferred_batch_size",
+      "sequence_batching.oldest.max_queue_delay_microseconds",
+      "sequence_batching.state.input_name", "sequence_batching.state.output_name",
+      "sequence_batching.state.data_type", "sequence_batching.state.dims", "sequence_batching.state.initial_state",
       "input.name", "input.data_type", "input.dims", "input.reshape", "input.optional",
       // Informational in Triton too (layout hint for clients).
       "input.format",
@@ -64,7 +73,8 @@ const std::set<std::string>& SupportedLeaves() {
 const std::set<std::string>& SupportedContainers() {
   static const std::set<std::string> kContainers = {
       "input", "output", "instance_group", "optimization", "dynamic_batching",
-      "model_transaction_policy"};
+      "model_transaction_policy", "sequence_batching", "sequence_batching.direct", "sequence_batching.oldest",
+      "sequence_batching.state"};
   return kContainers;
 }
 
@@ -116,7 +126,7 @@ bool IsKnownParameter(const std::string& key) {
   static const std::set<std::string> kKnown = {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",
-      kFallbackModelParameter, kBatchWindowParameter};
+      kFallbackModelParameter, kBatchWindowParameter, kSequenceRestartParameter};
   return kKnown.count(key) > 0 || IsGpuParameter(key);
 }
 

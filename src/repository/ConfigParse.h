@@ -16,7 +16,8 @@ Result<inference::ModelConfig> ParseModelConfig(const std::string& text,
 
 // Dotted paths ("optimization.cuda", "input.allow_ragged_batch") of fields set
 // in the config that ortserve parses but does not act on. Each path once, in
-// field order. sequence_batching is not listed: it fails the load instead.
+// field order. (sequence_batching's own: oldest.preserve_ordering, and a
+// state's use_same_buffer_for_input_output and use_growable_memory.)
 std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& config);
 
 // Parameter keys that ortserve understands (Triton onnxruntime backend names

@@ -11,6 +11,7 @@
 #include "repository/Warmup.h"
 #include "runtime/OrtModelInstance.h"
 #include "scheduler/DynamicBatcher.h"
+#include "scheduler/SequenceBatcher.h"
 
 namespace ortserve {
 namespace {
@@ -63,7 +64,7 @@ Result<Instances> CreateInstances(const Candidate& c, const ThreadPlanEntry& pla
 // strict; the default warm-up's guessed data (dynamic dims -> 1, empty
 // strings) may simply be invalid for the model, so its failure only warns.
 Status WarmUp(const Candidate& c, Instances& instances) {
-  auto samples = BuildWarmupSamples(c.config, c.model_dir);
+  auto samples = BuildWarmupSamples(c.config, c.model_dir, c.sequence_options ? &c.sequence_options->sequence : nullptr);
   if (!samples.ok()) return Unavailable("warm-up: " + samples.status().message());
   const bool configured = c.config.model_warmup_size() > 0;
   for (size_t i = 0; i < instances.size(); ++i) {
@@ -86,17 +87,45 @@ Status WarmUp(const Candidate& c, Instances& instances) {
   return Status::Ok();
 }
 
+ComputePolicy MakeComputePolicy(const Candidate& c, const ThreadPlanEntry& plan, const ModelBuildContext& context) {
+  ComputePolicy compute;
+  compute.slots = context.compute_slots;
+  compute.slots_per_run = plan.total_threads / std::max(1, plan.instances);
+  compute.balance_across_instances =
+      std::none_of(c.instances.begin(), c.instances.end(), [](const InstanceSpec& i) { return i.gpu; });
+  return compute;
+}
+
+// The config's kind of scheduler: the sequence batcher for sequence_batching,
+// the dynamic batcher (which also runs models without batching) otherwise.
 Result<std::unique_ptr<Scheduler>> MakeScheduler(const Candidate& c, const ThreadPlanEntry& plan,
                                                  const ModelBuildContext& context, Instances instances,
                                                  ServedModel* model) {
+  if (c.sequence_options) {
+    SequenceBatcherOptions options = *c.sequence_options;
+    options.batcher.compute = MakeComputePolicy(c, plan, context);
+    options.batcher.compute.balance_across_instances = false;  // a sequence's instance is fixed
+    auto batcher =
+        SequenceBatcher::Create(std::move(options), std::move(instances), &model->stats(), model->completer());
+    if (!batcher.ok()) return Unavailable("cannot start scheduler: " + batcher.status().message());
+    return std::unique_ptr<Scheduler>(std::move(batcher).value());
+  }
   DynamicBatcherOptions options = c.batcher_options;
-  options.compute.slots = context.compute_slots;
-  options.compute.slots_per_run = plan.total_threads / std::max(1, plan.instances);
-  options.compute.balance_across_instances =
-      std::none_of(c.instances.begin(), c.instances.end(), [](const InstanceSpec& i) { return i.gpu; });
+  options.compute = MakeComputePolicy(c, plan, context);
   auto batcher = DynamicBatcher::Create(std::move(options), std::move(instances), &model->stats(), model->completer());
   if (!batcher.ok()) return Unavailable("cannot start scheduler: " + batcher.status().message());
   return std::unique_ptr<Scheduler>(std::move(batcher).value());
+}
+
+std::string SchedulingText(const Candidate& c) {
+  if (c.sequence_options) {
+    const SequencePolicy& s = c.sequence_options->sequence;
+    return std::string(", sequence batching (") +
+           (s.strategy == SequencePolicy::Strategy::kOldest ? "oldest" : "direct") + ", " +
+           std::to_string(s.slots_per_instance * c.instances.size()) + " slots, " + std::to_string(s.states.size()) +
+           " implicit state(s))";
+  }
+  return c.config.has_dynamic_batching() ? ", dynamic batching" : "";
 }
 
 }  // namespace
@@ -120,7 +149,7 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   model->Start(std::move(scheduler).value());
   spdlog::info("model '{}' version {} READY in {} ms ({} instance(s), max_batch_size {}{})", c.name, c.version,
                std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count(), c.instances.size(),
-               c.config.max_batch_size(), c.config.has_dynamic_batching() ? ", dynamic batching" : "");
+               c.config.max_batch_size(), SchedulingText(c));
   return model;
 }
 

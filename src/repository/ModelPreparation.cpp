@@ -10,6 +10,7 @@
 #include "repository/ConfigParse.h"
 #include "repository/ConfigTypes.h"
 #include "repository/ModelDirectory.h"
+#include "repository/SequenceConfig.h"
 #include "repository/VersionPolicy.h"
 #include "runtime/OrtModelInstance.h"
 
@@ -99,6 +100,12 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
   if (!signature.ok()) return Unavailable("cannot inspect " + filename + ": " + signature.status().message());
   AutoCompleteConfig(signature.value(), &c.config);
   ORTSERVE_RETURN_IF_ERROR(ValidateConfigAgainstSignature(c.config, signature.value()));
+  if (c.config.has_sequence_batching()) {
+    auto sequence_options = MakeSequenceBatcherOptions(c.config, std::to_string(v), c.model_dir);
+    if (!sequence_options.ok()) return sequence_options.status();
+    c.sequence_options = std::move(sequence_options).value();
+    return c;
+  }
   auto batcher_options = MakeDynamicBatcherOptions(c.config, std::to_string(v));
   if (!batcher_options.ok()) return batcher_options.status();
   c.batcher_options = std::move(batcher_options).value();

@@ -16,6 +16,7 @@
 #include "repository/ThreadPlan.h"
 #include "repository/VersionWeights.h"
 #include "scheduler/DynamicBatcherOptions.h"
+#include "scheduler/SequenceBatcherOptions.h"
 
 namespace ortserve {
 
@@ -29,7 +30,8 @@ struct Candidate {
   inference::ModelConfig config;
   OrtSessionSettings settings;
   std::vector<InstanceSpec> instances;
-  DynamicBatcherOptions batcher_options;
+  DynamicBatcherOptions batcher_options;  // models without sequence_batching
+  std::optional<SequenceBatcherOptions> sequence_options;  // models with it
   std::optional<ThreadPlanEntry> plan;  // set by the startup plan
 };
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "repository/ConfigTypes.h"
+#include "repository/SequenceConfig.h"
 
 namespace ortserve {
 namespace {
@@ -66,6 +67,18 @@ bool NamedAmong(const Items& items, size_t count, const std::string& name) {
 }  // namespace
 
 namespace {
+
+// An input the config does not list; a sequence model's control and state
+// inputs are the server's to fill, and the message says so.
+Status UnexpectedInput(const inference::ModelConfig& config, const std::string& name) {
+  if (IsServerFedInput(config, name)) {
+    return InvalidArgument("input '" + name + "' for " + ModelLabel(config) + " is " +
+                           DescribeServerFedInput(config, name) + "; a request must not send it (inputs: " +
+                           InputNames(config) + ")");
+  }
+  return InvalidArgument("unexpected input '" + name + "' for " + ModelLabel(config) + " (inputs: " +
+                         InputNames(config) + ")");
+}
 
 // The checks of one input `t` against its config entry `in`. `batch` carries
 // the batch size (and the input that set it) from one input to the next.
@@ -152,10 +165,7 @@ Status ValidateInputs(const inference::ModelConfig& config, const InferenceReque
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     const Tensor& t = request.inputs[i];
     const inference::ModelInput* in = FindInput(config, t.name);
-    if (in == nullptr) {
-      return InvalidArgument("unexpected input '" + t.name + "' for " + model() + " (inputs: " +
-                             InputNames(config) + ")");
-    }
+    if (in == nullptr) return UnexpectedInput(config, t.name);
     if (NamedAmong(request.inputs, i, t.name)) {
       return InvalidArgument("input '" + t.name + "' given more than once for " + model());
     }
@@ -181,7 +191,11 @@ Status ValidateRequestedOutputs(const inference::ModelConfig& config, const Infe
   for (size_t i = 0; i < outputs.size(); ++i) {
     const RequestedOutput& out = outputs[i];
     if (FindOutput(config, out.name) == nullptr) {
-      return InvalidArgument("unexpected requested output '" + out.name + "' for " + ModelLabel(config) +
+      const char* state = IsStateOutput(config, out.name)
+                              ? ": it is an implicit state output, which the server keeps (list it in the "
+                                "config's output to have it returned)"
+                              : "";
+      return InvalidArgument("unexpected requested output '" + out.name + "' for " + ModelLabel(config) + state +
                              " (outputs: " + OutputNames(config) + ")");
     }
     if (NamedAmong(outputs, i, out.name)) {

@@ -14,7 +14,8 @@ namespace ortserve {
 // [1, max_batch_size] or differing between inputs, data size that does not
 // match the shape (malformed BYTES length prefixes included), unknown or
 // duplicate requested outputs, a priority above the configured
-// priority_levels. The data-size check is the only one for both front ends:
+// priority_levels, an input that a sequence model's server feeds (control
+// and state inputs). The data-size check is the only one for both front ends:
 // their decoders frame tensors (HTTP binary data, gRPC raw_input_contents)
 // without walking them.
 Status ValidateRequest(const inference::ModelConfig& config, const InferenceRequest& request);

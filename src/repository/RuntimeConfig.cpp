@@ -185,6 +185,17 @@ Status ReadPriorities(const inference::ModelDynamicBatching& db, QueueingPolicy*
 
 }  // namespace
 
+Result<bool> ReadAdaptiveWindow(const inference::ModelConfig& config) {
+  auto it = config.parameters().find(kBatchWindowParameter);
+  if (it == config.parameters().end()) return true;
+  const std::string& mode = it->second.string_value();
+  if (mode != "adaptive" && mode != "fixed") {
+    return Unavailable(std::string("parameter '") + kBatchWindowParameter + "' must be 'adaptive' or 'fixed', got '" +
+                       mode + "'");
+  }
+  return mode == "adaptive";
+}
+
 Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelConfig& config,
                                                         const std::string& version) {
   DynamicBatcherOptions s;
@@ -203,14 +214,9 @@ Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelCo
     b.preferred_batch_sizes.push_back(p);
   }
   b.max_queue_delay_us = db.max_queue_delay_microseconds();
-  if (auto it = config.parameters().find(kBatchWindowParameter); it != config.parameters().end()) {
-    const std::string& mode = it->second.string_value();
-    if (mode != "adaptive" && mode != "fixed") {
-      return Unavailable(std::string("parameter '") + kBatchWindowParameter +
-                         "' must be 'adaptive' or 'fixed', got '" + mode + "'");
-    }
-    b.adaptive_window = mode == "adaptive";
-  }
+  auto adaptive = ReadAdaptiveWindow(config);
+  if (!adaptive.ok()) return adaptive.status();
+  b.adaptive_window = adaptive.value();
   // Without default_queue_policy the batcher's defaults stand (request
   // timeouts honoured, global queue bound).
   if (db.has_default_queue_policy()) s.queueing.default_policy = MakeQueuePolicy(db.default_queue_policy());

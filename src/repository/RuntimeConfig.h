@@ -54,6 +54,10 @@ RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_
                                   const InstanceSpec& instance, const std::string& model_path,
                                   const std::string& label, const std::string& model_cache_root = "");
 
+// parameter batch_window: true for "adaptive" (the default), false for
+// "fixed"; kUnavailable for anything else.
+Result<bool> ReadAdaptiveWindow(const inference::ModelConfig& config);
+
 // dynamic_batching -> DynamicBatcherOptions. Priority levels and queue
 // policies are checked (default_priority_level within 1..priority_levels,
 // policy keys too). The compute policy is the loader's to fill.

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "repository/ConfigTypes.h"
+#include "scheduler/SequenceControls.h"
+#include "scheduler/SequenceStates.h"
 
 namespace ortserve {
 namespace {
@@ -18,6 +20,33 @@ const inference::ModelInput* FindInput(const inference::ModelConfig& config, con
     if (in.name() == name) return &in;
   }
   return nullptr;
+}
+
+// A server-fed input (a sequence model's control or state input) named
+// `name`, as a config input of its data type; nullopt when there is none.
+std::optional<inference::ModelInput> FindFedInput(const SequencePolicy* sequence, const std::string& name) {
+  if (sequence == nullptr) return std::nullopt;
+  std::optional<DataType> dtype;
+  for (const ControlInput& c : sequence->controls)
+    if (c.name == name) dtype = c.dtype;
+  for (const StateTensor& s : sequence->states)
+    if (s.input_name == name) dtype = s.dtype;
+  if (!dtype) return std::nullopt;
+  inference::ModelInput in;
+  in.set_name(name);
+  in.set_data_type(ToConfigDataType(*dtype));
+  return in;
+}
+
+// Adds the server-fed inputs the sample does not have, for `rows` rows.
+void AddFedInputs(const SequencePolicy& sequence, bool batching, uint64_t rows, WarmupSample* sample) {
+  std::vector<Tensor> fed = SequenceControls(sequence, batching).ForRows({.start = true, .end = false, .ready = true}, rows);
+  for (Tensor& t : InitialStateRows(sequence, batching, rows)) fed.push_back(std::move(t));
+  for (Tensor& t : fed) {
+    const bool given = std::any_of(sample->inputs.begin(), sample->inputs.end(),
+                                   [&t](const Tensor& in) { return in.name == t.name; });
+    if (!given) sample->inputs.push_back(std::move(t));
+  }
 }
 
 // Config dims -> request shape, -1 -> 1.
@@ -134,7 +163,8 @@ Result<std::vector<std::byte>> ReadInputDataFile(const std::string& sample, cons
 }
 
 Result<WarmupSample> FromConfig(const inference::ModelConfig& config, const inference::ModelWarmup& w,
-                                const std::filesystem::path& model_dir, std::mt19937* rng) {
+                                const std::filesystem::path& model_dir, const SequencePolicy* sequence,
+                                std::mt19937* rng) {
   WarmupSample sample;
   sample.name = w.name().empty() ? "warmup" : w.name();
   sample.count = w.count() > 0 ? static_cast<int>(w.count()) : 1;
@@ -146,6 +176,8 @@ Result<WarmupSample> FromConfig(const inference::ModelConfig& config, const infe
   }
   for (const auto& [name, spec] : w.inputs()) {
     const inference::ModelInput* in = FindInput(config, name);
+    const std::optional<inference::ModelInput> fed = in ? std::nullopt : FindFedInput(sequence, name);
+    if (fed) in = &*fed;
     if (in == nullptr) {
       return InvalidArgument("warm-up '" + sample.name + "': '" + name + "' is not a model input");
     }
@@ -191,6 +223,7 @@ Result<WarmupSample> FromConfig(const inference::ModelConfig& config, const infe
     t.data = TensorData::FromVector(std::move(bytes));
     sample.inputs.push_back(std::move(t));
   }
+  if (sequence) AddFedInputs(*sequence, batching, batching ? w.batch_size() : 1, &sample);
   return sample;
 }
 
@@ -246,12 +279,13 @@ Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
 }
 
 Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfig& config,
-                                                     const std::filesystem::path& model_dir) {
+                                                     const std::filesystem::path& model_dir,
+                                                     const SequencePolicy* sequence) {
   std::vector<WarmupSample> samples;
   std::mt19937 rng(12345);  // deterministic: warm-up must be reproducible
   if (config.model_warmup_size() > 0) {
     for (const auto& w : config.model_warmup()) {
-      auto sample = FromConfig(config, w, model_dir, &rng);
+      auto sample = FromConfig(config, w, model_dir, sequence, &rng);
       if (!sample.ok()) return sample.status();
       samples.push_back(std::move(sample).value());
     }
@@ -261,8 +295,11 @@ Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfi
   if (config.max_batch_size() > 0) {
     sizes.insert(1);
     sizes.insert(config.max_batch_size());
-    for (int p : config.dynamic_batching().preferred_batch_size()) {
-      if (p >= 1 && p <= config.max_batch_size()) sizes.insert(p);
+    for (const auto* preferred : {&config.dynamic_batching().preferred_batch_size(),
+                                  &config.sequence_batching().oldest().preferred_batch_size()}) {
+      for (int p : *preferred) {
+        if (p >= 1 && p <= config.max_batch_size()) sizes.insert(p);
+      }
     }
   } else {
     sizes.insert(0);
@@ -270,6 +307,13 @@ Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfi
   for (int size : sizes) {
     auto sample = Default(config, size);
     if (!sample.ok()) return sample.status();
+    if (sequence) {
+      AddFedInputs(*sequence, size > 0, size > 0 ? static_cast<uint64_t>(size) : 1, &sample.value());
+      // A stateful model's zeros are rarely a valid step (Silero VAD takes a
+      // sample rate of 0 down a branch that fails), so only a configured
+      // model_warmup is strict for it.
+      sample->best_effort = true;
+    }
     samples.push_back(std::move(sample).value());
   }
   return samples;

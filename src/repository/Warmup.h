@@ -9,6 +9,7 @@
 #include "core/Status.h"
 #include "core/Tensor.h"
 #include "model_config.pb.h"
+#include "scheduler/SequenceBatcherOptions.h"
 
 namespace ortserve {
 
@@ -30,8 +31,13 @@ struct WarmupSample {
 // batch size in {1, preferred sizes, max_batch_size}; otherwise one sample.
 // Dynamic non-batch dims become 1; BYTES elements are empty strings; both
 // make the sample best_effort.
+// A sequence model (`sequence` not null) also gets the inputs the server
+// feeds: a model_warmup entry may name them itself; those it leaves out, and
+// every default sample, get START and READY true, END false, CORRID 0 and the
+// initial state, one row per batch row; its default samples are best_effort.
 Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfig& config,
-                                                     const std::filesystem::path& model_dir);
+                                                     const std::filesystem::path& model_dir,
+                                                     const SequencePolicy* sequence = nullptr);
 
 // Resolves `relative` inside `base` and refuses anything that would leave it
 // (absolute paths, "..", symlinks pointing outside).

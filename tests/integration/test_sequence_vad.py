@@ -140,10 +140,12 @@ def test_concurrent_sequences_each_get_their_own_answers(vad_server, vad_session
     seeds = list(range(100, 100 + CONCURRENT))
     windows = {s: clip_windows(s) for s in seeds}
     expected = {s: silero_vad.reference_probabilities(vad_session, windows[s]) for s in seeds}
+    # The clips' references differ by far more than the comparison's
+    # tolerance (1e-3 is ~70x it at these probabilities).
     for a in seeds:
         for b in seeds:
             if a < b:
-                assert np.abs(expected[a] - expected[b]).max() > 0.05, (a, b)
+                assert np.abs(expected[a] - expected[b]).max() > 1e-3, (a, b)
 
     def one(seed):
         with SequenceClient(vad_server, protocol) as c:

@@ -167,10 +167,13 @@ TEST(ModelConfigPlatform, FillsEmptyAndRejectsOthers) {
   inference::ModelConfig python = Parse("backend: \"python\"");
   EXPECT_EQ(CheckPlatform(&python).code(), StatusCode::kUnavailable);
 
+  auto ensemble = Parse("platform: \"ensemble\" ensemble_scheduling { step [] }");
+  EXPECT_EQ(CheckPlatform(&ensemble).code(), StatusCode::kUnavailable);
+
+  // A stateful model is the sequence batcher's (repository/SequenceConfig.h).
   auto seq = Parse(ReadAll(kTritonExamples / "simple_sequence" / "config.pbtxt"));
-  st = CheckPlatform(&seq);
-  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
-  EXPECT_EQ(st.message(), "sequence batching is not supported yet");
+  EXPECT_TRUE(CheckPlatform(&seq).ok());
+  EXPECT_EQ(seq.platform(), "onnxruntime_onnx");
 }
 
 ModelSignature BatchableSignature() {

@@ -73,24 +73,13 @@ TEST(TritonExamples, ServedInPlace) {
   repo.LoadAll();
   const auto index = repo.Index();
   SCOPED_TRACE(DescribeIndex(index));
-  for (const char* name : {"simple", "simple_int8", "simple_string"}) {
+  for (const char* name : {"simple", "simple_int8", "simple_string", "simple_sequence", "simple_dyna_sequence"}) {
     const auto e = FindIndexEntry(index, name, "1");
     ASSERT_TRUE(e) << name;
     EXPECT_EQ(e->state, ModelState::kReady) << name << ": " << e->reason;
   }
-  for (const char* name : {"simple_sequence", "simple_dyna_sequence"}) {
-    const auto e = FindIndexEntry(index, name, "1");
-    ASSERT_TRUE(e) << name;
-    EXPECT_EQ(e->state, ModelState::kUnavailable);
-    EXPECT_EQ(e->reason, "sequence batching is not supported yet");
-  }
-  EXPECT_FALSE(repo.AllModelsReady());
-  EXPECT_EQ(repo.ReadyModels().size(), 3u);
-
-  auto seq = repo.GetModel("simple_sequence", "");
-  ASSERT_FALSE(seq.ok());
-  EXPECT_EQ(seq.status().code(), StatusCode::kUnavailable);
-  EXPECT_NE(seq.status().message().find("sequence batching"), std::string::npos);
+  EXPECT_TRUE(repo.AllModelsReady());
+  EXPECT_EQ(repo.ReadyModels().size(), 5u);
 
   auto simple = repo.GetModel("simple", "");
   ASSERT_TRUE(simple.ok()) << simple.status().message();

@@ -6,6 +6,8 @@ C++ tests need no Python.
   add_sub.onnx   INPUT0, INPUT1 float32 [N,4] -> OUTPUT0 = a+b, OUTPUT1 = a-b   (batchable)
   fixed.onnx     X float32 [2,3] -> Y = X+X                                      (fixed shape)
   vector.onnx    V int64 [N] -> W = V+V                                          (batch-only shape)
+  accumulator.onnx  INPUT, STATE_IN float32 [N,1] -> OUTPUT = INPUT + STATE_IN, STATE_OUT = OUTPUT
+                 (implicit state: the sequence batcher feeds STATE_OUT back as STATE_IN)
 """
 import os
 
@@ -47,7 +49,18 @@ def vector():
          "vector.onnx")
 
 
+def accumulator():
+    x = helper.make_tensor_value_info("INPUT", TensorProto.FLOAT, ["N", 1])
+    state_in = helper.make_tensor_value_info("STATE_IN", TensorProto.FLOAT, ["N", 1])
+    y = helper.make_tensor_value_info("OUTPUT", TensorProto.FLOAT, ["N", 1])
+    state_out = helper.make_tensor_value_info("STATE_OUT", TensorProto.FLOAT, ["N", 1])
+    nodes = [helper.make_node("Add", ["INPUT", "STATE_IN"], ["OUTPUT"]),
+             helper.make_node("Identity", ["OUTPUT"], ["STATE_OUT"])]
+    save(helper.make_graph(nodes, "accumulator", [x, state_in], [y, state_out]), "accumulator.onnx")
+
+
 if __name__ == "__main__":
     add_sub()
     fixed()
     vector()
+    accumulator()
