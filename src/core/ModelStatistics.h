@@ -70,7 +70,7 @@ inline const char* FallbackReasonName(FallbackReason reason) {
 // How a sequence of a sequence-batched model ended (the metrics endpoint's
 // ortserve_sequences_ended_total{reason=...}).
 enum class SequenceEnd {
-  kEndFlag,      // a request with sequence_end ran
+  kEndFlag,      // a request with sequence_end was accepted
   kIdleTimeout,  // nothing arrived for max_sequence_idle_microseconds
   kFailed,       // one of its requests failed, timed out or was cancelled
   kRestarted,    // a START arrived while it was running (Triton: it restarts)

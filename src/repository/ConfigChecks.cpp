@@ -186,6 +186,11 @@ Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
 
 Status CheckFallbackCompatible(const inference::ModelConfig& primary,
                                const inference::ModelConfig& fallback) {
+  if (primary.has_sequence_batching() || fallback.has_sequence_batching()) {
+    return InvalidArgument(std::string(fallback.has_sequence_batching() ? "it" : "the primary") +
+                           " has sequence_batching: a sequence's requests must all run where its state is, so a "
+                           "sequence model neither has nor is a fallback");
+  }
   if ((primary.max_batch_size() > 0) != (fallback.max_batch_size() > 0)) {
     return InvalidArgument(std::string("it ") + (fallback.max_batch_size() > 0 ? "batches" : "does not batch") +
                            " and the primary " + (primary.max_batch_size() > 0 ? "does" : "does not"));

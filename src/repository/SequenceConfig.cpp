@@ -10,6 +10,7 @@
 #include "repository/ConfigTypes.h"
 #include "repository/ModelDirectory.h"
 #include "repository/RuntimeConfig.h"
+#include "repository/VersionWeights.h"
 #include "repository/Warmup.h"
 
 namespace ortserve {
@@ -220,6 +221,8 @@ Status ReadStrategy(const inference::ModelConfig& config, SequenceBatcherOptions
     if (s.minimum_slot_utilization < 0.0f || s.minimum_slot_utilization > 1.0f) {
       return Unavailable("sequence batching minimum slot utilization must be in range (0.0, 1.0] for " + config.name());
     }
+    // batch_window is checked as for oldest, though direct has no window to adapt.
+    if (auto adaptive = ReadAdaptiveWindow(config); !adaptive.ok()) return adaptive.status();
     b.adaptive_window = false;
     return Status::Ok();
   }
@@ -388,6 +391,11 @@ Result<SequenceBatcherOptions> MakeSequenceBatcherOptions(const inference::Model
     return Unavailable(std::string("parameter '") + kFallbackModelParameter +
                        "' cannot be used with sequence_batching: every request of a sequence must run on the model "
                        "that holds its state");
+  }
+  if (config.parameters().count(kVersionWeightsParameter) > 0) {
+    return Unavailable(std::string("parameter '") + kVersionWeightsParameter +
+                       "' cannot be used with sequence_batching: it splits requests one by one, and every request "
+                       "of a sequence must reach the version that holds its state");
   }
   SequenceBatcherOptions options;
   options.batcher.model_name = config.name();

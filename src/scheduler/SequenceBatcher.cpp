@@ -455,6 +455,8 @@ void SequenceBatcher::Shutdown(Clock::time_point abandon_at) {
     spdlog::info("{}: {} open sequence(s) dropped at shutdown, with their state", label_, open);
   }
   table_.DropAll();
+  // The workers are gone: the states are no one's now.
+  for (const auto& states : states_) states->ReleaseAll();
 }
 
 void SequenceBatcher::Abandon() {

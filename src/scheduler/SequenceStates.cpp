@@ -34,7 +34,9 @@ SequenceStates::SequenceStates(const SequencePolicy& policy, bool batching, uint
   }
 }
 
-SequenceStates::~SequenceStates() {
+SequenceStates::~SequenceStates() { ReleaseAll(); }
+
+void SequenceStates::ReleaseAll() {
   for (uint32_t slot = 0; slot < held_.size(); ++slot) Release(slot);
 }
 

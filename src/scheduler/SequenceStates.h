@@ -47,6 +47,8 @@ class SequenceStates {
   Status Keep(uint32_t slot, const std::vector<Tensor>& outputs);
   // The slot's sequence ended: its state is freed.
   void Release(uint32_t slot);
+  // Every slot's (shutdown).
+  void ReleaseAll();
 
 
  private:

@@ -207,6 +207,52 @@ void RenderModelGauges(PrometheusText& out, const std::vector<ModelView>& models
   }
 }
 
+// Per ready sequence-batched model version (sequence slots > 0): its slots,
+// live sequences, implicit state and how its sequences ended. No families
+// when no such model is loaded.
+void RenderSequenceMetrics(PrometheusText& out, const std::vector<ModelView>& models) {
+  std::vector<const ModelView*> stateful;
+  for (const ModelView& m : models) {
+    if (m.model->stats().sequences.slots.load(std::memory_order_relaxed) > 0) stateful.push_back(&m);
+  }
+  if (stateful.empty()) return;
+  struct Gauge {
+    const char* name;
+    const char* help;
+    const std::atomic<uint64_t> SequenceStats::*member;
+  };
+  static constexpr Gauge kGauges[] = {
+      {"ortserve_sequence_slots", "Sequence slots of all the model version's instances (fixed at load).",
+       &SequenceStats::slots},
+      {"ortserve_sequences_active", "Sequences holding a slot right now.", &SequenceStats::active},
+      {"ortserve_sequence_state_bytes", "Bytes of implicit state the server holds for the version's sequences now.",
+       &SequenceStats::state_bytes},
+  };
+  for (const Gauge& g : kGauges) {
+    out.Family(g.name, "gauge", g.help);
+    for (const ModelView* m : stateful) {
+      out.Sample(g.name, m->labels, (m->model->stats().sequences.*g.member).load(std::memory_order_relaxed));
+    }
+  }
+  out.Family("ortserve_sequences_started_total", "counter", "Sequences started (STARTs accepted, restarts included).");
+  for (const ModelView* m : stateful) {
+    out.Sample("ortserve_sequences_started_total", m->labels,
+               m->model->stats().sequences.started.load(std::memory_order_relaxed));
+  }
+  out.Family("ortserve_sequences_ended_total", "counter",
+             "Sequences ended, by reason: end (a request with sequence_end was accepted), idle_timeout "
+             "(max_sequence_idle_microseconds), failed (one of its requests failed), restarted (a START for "
+             "its running id), shutdown (open when the version shut down).");
+  for (const ModelView* m : stateful) {
+    for (size_t i = 0; i < kSequenceEndCount; ++i) {
+      Labels labels = m->labels;
+      labels.emplace_back("reason", SequenceEndName(static_cast<SequenceEnd>(i)));
+      out.Sample("ortserve_sequences_ended_total", labels,
+                 m->model->stats().sequences.ended[i].load(std::memory_order_relaxed));
+    }
+  }
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(sources)) {}
@@ -229,6 +275,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
   }
   RenderModelCounters(out, models);
   RenderModelGauges(out, models);
+  RenderSequenceMetrics(out, models);
   return out.Take();
 }
 
