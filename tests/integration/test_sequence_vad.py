@@ -25,7 +25,7 @@ import sys
 import numpy as np
 import pytest
 
-from harness import REPO_ROOT, start_server
+from harness import REPO_ROOT, metric, start_server
 from sequence_helpers import INVALID, PROTOCOLS, SequenceClient, wait_loaded
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
@@ -182,3 +182,56 @@ def test_state_is_not_an_output_to_ask_for(vad_server, vad_session, protocol):
         # Still serving.
         got = stream(c, "silero_vad_batched", 34_000_002, windows)
     np.testing.assert_allclose(got, silero_vad.reference_probabilities(vad_session, windows), rtol=RTOL, atol=ATOL)
+
+
+def test_metrics_follow_the_sequences(vad_server):
+    """Slots, live sequences, the state held and how sequences ended, on
+    /metrics: two sequences opened hold one state each
+    (silero_vad.STATE_SHAPE, FP32); ending them frees both."""
+    model = {"model": "silero_vad_batched", "version": "1"}
+
+    def read():
+        return {name: metric(vad_server, name, **model) for name in
+                ("ortserve_sequences_active", "ortserve_sequence_state_bytes", "ortserve_sequences_started_total")}
+
+    state_bytes = int(np.prod(silero_vad.STATE_SHAPE)) * 4
+    assert metric(vad_server, "ortserve_sequence_slots", **model) == 16
+    ended_before = metric(vad_server, "ortserve_sequences_ended_total", reason="end", **model)
+    before = read()
+    windows = clip_windows(6)[:2]
+    with SequenceClient(vad_server, "http") as c:
+        for sequence_id in (35_000_001, 35_000_002):
+            stream(c, "silero_vad_batched", sequence_id, windows[:1], end=False)
+        opened = read()
+        assert opened["ortserve_sequences_active"] == before["ortserve_sequences_active"] + 2
+        assert opened["ortserve_sequence_state_bytes"] == before["ortserve_sequence_state_bytes"] + 2 * state_bytes
+        assert opened["ortserve_sequences_started_total"] == before["ortserve_sequences_started_total"] + 2
+        for sequence_id in (35_000_001, 35_000_002):
+            c.infer("silero_vad_batched", {"input": ("FP32", windows[1][None, :])}, sequence_id=sequence_id,
+                    end=True, outputs=["output"])
+    after = read()
+    assert after["ortserve_sequences_active"] == before["ortserve_sequences_active"]
+    assert after["ortserve_sequence_state_bytes"] == before["ortserve_sequence_state_bytes"]
+    assert metric(vad_server, "ortserve_sequences_ended_total", reason="end", **model) == ended_before + 2
+
+
+def test_sigterm_answers_what_runs_and_drops_the_open_sequences(tmp_path, log_dir, vad_file, vad_session):
+    """SIGTERM with sequences open: what was sent is answered (with the right
+    probabilities), the server exits 0, and the open sequences are dropped
+    with their state, as docs/model-config.md says."""
+    repo = tmp_path / "repo"
+    silero_vad.write_model(repo, "silero_vad_batched", silero_vad.build_batched(vad_file),
+                           silero_vad.batched_config())
+    srv = start_server(repo, log_dir, "sequence_vad_sigterm", strict_readiness=True)
+    try:
+        wait_loaded(srv, ["silero_vad_batched"])
+        windows = clip_windows(7)[:3]
+        with SequenceClient(srv, "grpc") as c:
+            for sequence_id in (36_000_001, 36_000_002, 36_000_003):
+                got = stream(c, "silero_vad_batched", sequence_id, windows, end=False)
+                np.testing.assert_allclose(got, silero_vad.reference_probabilities(vad_session, windows),
+                                           rtol=RTOL, atol=ATOL)
+        assert srv.stop() == 0, srv.log_tail()
+        assert "3 open sequence(s) dropped at shutdown" in srv.log_path.read_text()
+    finally:
+        srv.stop()

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "SequenceBatcherFixture.h"
+#include "core/Cancellation.h"
 
 namespace ortserve {
 namespace {
@@ -59,12 +60,11 @@ TEST_F(SequenceBatcherTest, DirectPaddingBetweenRealRowsIsNotReady) {
   Send("b1", 2, 20, true, /*end=*/true);  // slot 1, ended with its first request
   Send("c1", 3, 30, true);               // slot 2
   model_->Release(1);
-  ASSERT_TRUE(model_->WaitForRuns(2));
-  model_->Release(1);
-  EXPECT_FLOAT_EQ(Output("c1"), 31);
+  ASSERT_TRUE(model_->WaitForRuns(2));  // b1 and c1, held
   Send("a2", 1, 11);
-  Send("c2", 3, 31);  // slot 1 is free: row 1 is padding between two real rows
+  Send("c2", 3, 31);  // slot 1 is free by then: row 1 is padding between two real rows
   model_->Open();
+  EXPECT_FLOAT_EQ(Output("c1"), 31);
   EXPECT_FLOAT_EQ(Output("a2"), 12);
   EXPECT_FLOAT_EQ(Output("c2"), 32);
   const auto runs = model_->Runs();
@@ -295,6 +295,11 @@ TEST_F(SequenceBatcherTest, StateIsFedBackAndKeptPerSequence) {
   EXPECT_EQ(stats_->sequences.state_bytes.load(), sizeof(float));
   EXPECT_EQ(stats_->sequences.active.load(), 1u);
   EXPECT_EQ(Ended(SequenceEnd::kEndFlag), 1u);
+
+  scheduler_->Shutdown();  // b is still open: dropped with its state
+  EXPECT_EQ(stats_->sequences.state_bytes.load(), 0u);
+  EXPECT_EQ(stats_->sequences.active.load(), 0u);
+  EXPECT_EQ(Ended(SequenceEnd::kShutdown), 1u);
 }
 
 TEST_F(SequenceBatcherTest, StartBeginsFromTheInitialState) {
@@ -382,6 +387,52 @@ TEST_F(SequenceBatcherTest, AStateOutputOfTheWrongShapeFailsItsRequestAndEndsThe
   EXPECT_NE(Error("a2", StatusCode::kInvalidArgument).find("was ended because its request 'a1' failed"),
             std::string::npos);
   EXPECT_EQ(stats_->sequences.state_bytes.load(), 0u);
+  EXPECT_EQ(stats_->sequences.active.load(), 0u);
+}
+
+// ---- deadlines and cancellation --------------------------------------------------
+
+TEST_F(SequenceBatcherTest, ATimeoutInTheQueueEndsItsSequenceAndOthersCarryOn) {
+  Start(SequenceOptions(4, Strategy::kDirect));
+  model_->Hold();
+  Send("a1", 1, 1, /*start=*/true);
+  ASSERT_TRUE(model_->WaitForRuns(1));
+  auto late = Request("a2", 1, 2);
+  late->timeout_us = 100;
+  Submit(std::move(late));
+  Send("a3", 1, 3);  // queued behind a2: its sequence will have ended
+  clock_->Advance(200us);
+  model_->Open();
+  EXPECT_FLOAT_EQ(Output("a1"), 2);
+  EXPECT_NE(Error("a2", StatusCode::kUnavailable).find("timeout"), std::string::npos);
+  EXPECT_NE(Error("a3", StatusCode::kUnavailable).find("sequence 1 was ended because its request 'a2' failed"),
+            std::string::npos);
+  Send("a4", 1, 4);
+  EXPECT_NE(Error("a4", StatusCode::kInvalidArgument).find("must specify the START flag"), std::string::npos);
+  Send("b1", 2, 10, true);  // another sequence is served as before
+  EXPECT_FLOAT_EQ(Output("b1"), 11);
+  EXPECT_EQ(Ended(SequenceEnd::kFailed), 1u);
+  EXPECT_EQ(Outcome(RequestOutcome::kTimeout), 1u);
+  EXPECT_FALSE(model_->EverComputed(2));
+}
+
+TEST_F(SequenceBatcherTest, ACancelledRequestEndsItsSequence) {
+  Start(SequenceOptions(4, Strategy::kOldest, 4));
+  model_->Hold();
+  Send("a1", 1, 1, true);
+  ASSERT_TRUE(model_->WaitForRuns(1));
+  auto gone = Request("a2", 1, 2);
+  gone->cancelled = std::make_shared<CancelToken>();
+  CancelFlag flag = gone->cancelled;
+  Submit(std::move(gone));
+  flag->Cancel();
+  model_->Open();
+  Error("a2", StatusCode::kCancelled);
+  Send("a3", 1, 3);
+  EXPECT_NE(Error("a3", StatusCode::kInvalidArgument).find("was ended because its request 'a2' failed"),
+            std::string::npos);
+  EXPECT_FALSE(model_->EverComputed(2));
+  EXPECT_EQ(Ended(SequenceEnd::kFailed), 1u);
   EXPECT_EQ(stats_->sequences.active.load(), 0u);
 }
 
