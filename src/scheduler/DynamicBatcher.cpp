@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/ThreadName.h"
+#include "scheduler/SchedulerParts.h"
 
 namespace ortserve {
 namespace {
@@ -13,23 +14,12 @@ std::vector<QueuePolicy> LevelPolicies(const QueueingPolicy& queueing) {
   return policies;
 }
 
-std::vector<ModelInstance*> Pointers(const std::vector<std::unique_ptr<ModelInstance>>& instances) {
-  std::vector<ModelInstance*> out;
-  for (const auto& instance : instances) out.push_back(instance.get());
-  return out;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<DynamicBatcher>> DynamicBatcher::Create(
     DynamicBatcherOptions options, std::vector<std::unique_ptr<ModelInstance>> instances,
     ModelStatistics* stats, RequestCompleter* completer, std::shared_ptr<SchedulerClock> clock) {
-  const std::string label = options.Label();
-  if (instances.empty()) return InvalidArgument(label + " has no instances to schedule on");
-  for (const auto& instance : instances)
-    if (!instance) return InvalidArgument(label + ": null model instance");
-  if (!stats) return InvalidArgument(label + ": no statistics object");
-  if (!completer) return InvalidArgument(label + ": no request completer");
+  ORTSERVE_RETURN_IF_ERROR(CheckSchedulerParts(options.Label(), instances, stats, completer));
   ORTSERVE_RETURN_IF_ERROR(options.Validate());
   if (!clock) clock = std::make_shared<SteadySchedulerClock>();
   return std::unique_ptr<DynamicBatcher>(
@@ -46,7 +36,7 @@ DynamicBatcher::DynamicBatcher(DynamicBatcherOptions options, std::vector<std::u
       level_policies_(LevelPolicies(options_.queueing)),
       answerer_(label_, stats, completer, clock_.get()),
       balancer_(options_.compute, instances_.size()),
-      watchdog_(options_.model_name, Pointers(instances_), clock_.get()),
+      watchdog_(options_.model_name, InstancePointers(instances_), clock_.get()),
       runs_(instances_.size()),
       queue_(label_, level_policies_, options_.queueing.default_max_queue_size),
       planner_(options_.batching, instances_.size(), &balancer_) {

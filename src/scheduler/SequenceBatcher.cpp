@@ -5,18 +5,13 @@
 #include <spdlog/spdlog.h>
 
 #include "core/ThreadName.h"
+#include "scheduler/SchedulerParts.h"
 #include "scheduler/TensorStacker.h"
 
 namespace ortserve {
 namespace {
 
 using Strategy = SequencePolicy::Strategy;
-
-std::vector<ModelInstance*> Pointers(const std::vector<std::unique_ptr<ModelInstance>>& instances) {
-  std::vector<ModelInstance*> out;
-  for (const auto& instance : instances) out.push_back(instance.get());
-  return out;
-}
 
 // How the slot count came about, for the message of a START finding none.
 std::string DescribeSlots(const SequenceBatcherOptions& o, size_t instances) {
@@ -44,12 +39,7 @@ void SequenceBatcher::Work::Clear() {
 Result<std::unique_ptr<SequenceBatcher>> SequenceBatcher::Create(
     SequenceBatcherOptions options, std::vector<std::unique_ptr<ModelInstance>> instances, ModelStatistics* stats,
     RequestCompleter* completer, std::shared_ptr<SchedulerClock> clock) {
-  const std::string label = options.Label();
-  if (instances.empty()) return InvalidArgument(label + " has no instances to schedule on");
-  for (const auto& instance : instances)
-    if (!instance) return InvalidArgument(label + ": null model instance");
-  if (!stats) return InvalidArgument(label + ": no statistics object");
-  if (!completer) return InvalidArgument(label + ": no request completer");
+  ORTSERVE_RETURN_IF_ERROR(CheckSchedulerParts(options.Label(), instances, stats, completer));
   ORTSERVE_RETURN_IF_ERROR(options.Validate());
   if (!clock) clock = std::make_shared<SteadySchedulerClock>();
   return std::unique_ptr<SequenceBatcher>(
@@ -67,7 +57,7 @@ SequenceBatcher::SequenceBatcher(SequenceBatcherOptions options, std::vector<std
       answerer_(label_, stats, completer, clock_.get()),
       controls_(options_.sequence, options_.batcher.batching.max_batch_size > 0),
       balancer_(ComputePolicy{}, instances_.size()),
-      watchdog_(options_.batcher.model_name, Pointers(instances_), clock_.get()),
+      watchdog_(options_.batcher.model_name, InstancePointers(instances_), clock_.get()),
       runs_(instances_.size()),
       wake_(instances_.size()),
       table_(options_.batcher.model_name, static_cast<uint32_t>(instances_.size()),
