@@ -14,6 +14,7 @@ def write_report(out, targets, plots, args, started, finished):
     L = header_lines(out, args, started, finished)
     L += targets_lines(out, targets)
     L += comparison_lines(args, Path(args.results_md).parent)
+    L += other_bench_lines(Path(args.results_md).parent)
     L += findings_lines()
     L += headline_lines(out, args)
     L += idle_lines(out, args)
@@ -93,6 +94,25 @@ def comparison_lines(args, report_dir):
         L += first_table_after(text, "## Targets") or ["(no targets table)"]
         L.append("")
     return L
+
+
+# Benches with a report of their own (their make target, their file in results/, the line of it
+# that says what they found), linked from RESULTS.md so that its reader finds them.
+OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of the oldest strategy")]
+
+
+def other_bench_lines(report_dir):
+    """One entry per OTHER_BENCHES report that exists: its link and its headline line."""
+    L = []
+    for command, name, headline_start in OTHER_BENCHES:
+        report = Path(report_dir) / "results" / name
+        if not report.exists():
+            continue
+        text = report.read_text().splitlines()
+        headline = next((line for line in text if line.startswith(headline_start)), "")
+        measured = next((line.split(",")[0] for line in text if line.startswith("Commit ")), "")
+        L += [f"- [{name}](results/{name}) (`{command}`; {measured}): {headline}"]
+    return ["## Other benches", ""] + L + [""] if L else []
 
 
 def first_table_after(lines, heading):

@@ -309,6 +309,20 @@ def test_report_shows_the_targets_of_the_runs_it_is_compared_with(tmp_path):
     assert report.comparison_lines(Args(), tmp_path) == []
 
 
+def test_report_links_the_other_benches_that_have_a_report(tmp_path):
+    """RESULTS.md names each bench with its own report (sequences) by its headline, and only
+    when that report exists."""
+    report = load_bench("bench_report")
+    assert report.other_bench_lines(tmp_path) == []
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "RESULTS-sequences.md").write_text(
+        "# Sequences\n\nCommit abc123, a machine.\n\nThroughput of the oldest strategy over one: 2.5x at 16.\n")
+    lines = report.other_bench_lines(tmp_path)
+    assert lines[0] == "## Other benches"
+    assert lines[2] == ("- [RESULTS-sequences.md](results/RESULTS-sequences.md) (`make bench-sequences`; "
+                        "Commit abc123): Throughput of the oldest strategy over one: 2.5x at 16.")
+
+
 def test_sequence_report_summarises_points_and_the_batching_ratio():
     """bench/sequence_bench.py's report (bench/sequence_report.py): per-chunk
     percentiles, throughput, mean batch from the statistics, the ratio of the
