@@ -53,7 +53,6 @@ SequenceBatcher::SequenceBatcher(SequenceBatcherOptions options, std::vector<std
       label_(options_.Label()),
       instances_(std::move(instances)),
       clock_(std::move(clock)),
-      stats_(stats),
       answerer_(label_, stats, completer, clock_.get()),
       controls_(options_.sequence, options_.batcher.batching.max_batch_size > 0),
       balancer_(ComputePolicy{}, instances_.size()),

@@ -144,7 +144,6 @@ class SequenceBatcher final : public Scheduler {
   const std::string label_;  // "model 'x' version '1'"
   const std::vector<std::unique_ptr<ModelInstance>> instances_;
   const std::shared_ptr<SchedulerClock> clock_;
-  ModelStatistics* const stats_;
   const RequestAnswerer answerer_;
   const SequenceControls controls_;
   InstanceBalancer balancer_;  // disabled: a sequence's instance is fixed
