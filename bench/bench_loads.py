@@ -22,8 +22,10 @@ def pa_env():
     return {"LD_LIBRARY_PATH": ":".join(p for p in [os.environ.get("LD_LIBRARY_PATH", ""), str(CUDART_LIB)] if p)}
 
 
-def run_perf_analyzer(url, model, spec, mode, value, window_ms, protocol="http", cpus=None, json_tensors=False):
-    """One perf_analyzer point. mode: 'concurrency' or 'rate'. Returns a dict or None."""
+def run_perf_analyzer(url, model, spec, mode, value, window_ms, protocol="http", cpus=None, json_tensors=False,
+                      extra_args=()):
+    """One perf_analyzer point. mode: 'concurrency' or 'rate'; extra_args go to perf_analyzer as they
+    are. Returns a dict or None."""
     csv_path = WORK / "pa_last.csv"
     if csv_path.exists():
         csv_path.unlink()
@@ -41,6 +43,7 @@ def run_perf_analyzer(url, model, spec, mode, value, window_ms, protocol="http",
                 "--max-threads", "64"]
     if json_tensors:
         cmd += ["--input-tensor-format", "json", "--output-tensor-format", "json"]
+    cmd += list(extra_args)
     timeout = 3 * window_ms / 1000 * 3 + 60
     rc, out, client_cpu = run_load(with_cpus(cmd, cpus), timeout, pa_env())
     if rc != 0 or not csv_path.exists():

@@ -16,8 +16,11 @@ previous 64, scripts/silero_vad.py), sent over gRPC (tritonclient.grpc.aio,
 one event loop for all streams), each chunk after the answer to the one
 before: a closed loop per stream. Before a contender is measured, one
 stream's answers are compared with onnxruntime on the package's file; a
-contender that answers wrongly is not measured. It is a measurement, not a
-test: nothing asserts on timing.
+contender that answers wrongly is not measured. The batched models are then
+measured again with perf_analyzer as the client (the `_pa` rows: C++, much
+lighter per request than the Python client, random audio, --sequence-length
+chunks per sequence, --streams sequences in flight). It is a measurement,
+not a test: nothing asserts on timing.
 """
 from __future__ import annotations
 
@@ -43,6 +46,8 @@ import silero_vad  # noqa: E402
 MAX_STREAMS = 64
 MODELS = {"oldest": "vad_oldest", "one_per_execution": "vad_one_per_execution",
           "direct_one_slot": "vad_direct_one_slot"}
+# The batched models' max_sequence_idle_microseconds (Triton's default).
+IDLE_US = 1_000_000
 JSON_OUT = RESULTS / "sequences.json"
 MD_OUT = RESULTS / "RESULTS-sequences.md"
 
@@ -58,6 +63,8 @@ def parse_args(argv=None):
                     "the in-process session's intra-op threads")
     ap.add_argument("--queue-delay-us", type=int, default=1000,
                     help="the oldest strategy's max_queue_delay_microseconds")
+    ap.add_argument("--pa-window-ms", type=int, default=2000,
+                    help="perf_analyzer's measurement window (3 per point); 0: no perf_analyzer points")
     ap.add_argument("--timeout", type=float, default=600, help="bound on each point, seconds")
     ap.add_argument("--results-md", default=str(MD_OUT))
     ap.add_argument("--results-json", default=str(JSON_OUT))
@@ -78,9 +85,11 @@ def parse_args(argv=None):
 def write_repository(repo: Path, source: Path, queue_delay_us: int) -> None:
     batched = silero_vad.build_batched(source)
     silero_vad.write_model(repo, MODELS["oldest"], batched, silero_vad.batched_config(
-        MODELS["oldest"], max_batch_size=MAX_STREAMS, candidates=MAX_STREAMS, queue_delay_us=queue_delay_us))
+        MODELS["oldest"], max_batch_size=MAX_STREAMS, candidates=MAX_STREAMS, queue_delay_us=queue_delay_us,
+        idle_us=IDLE_US))
     silero_vad.write_model(repo, MODELS["one_per_execution"], batched, silero_vad.batched_config(
-        MODELS["one_per_execution"], max_batch_size=1, candidates=MAX_STREAMS, queue_delay_us=queue_delay_us))
+        MODELS["one_per_execution"], max_batch_size=1, candidates=MAX_STREAMS, queue_delay_us=queue_delay_us,
+        idle_us=IDLE_US))
     silero_vad.write_model(repo, MODELS["direct_one_slot"], source,
                            silero_vad.unbatched_config(MODELS["direct_one_slot"]))
 
@@ -186,6 +195,49 @@ def measure_ortserve(server, contender: str, clips: list, warmup: int, timeout_s
             "server_cpu_pct": 100 * (s1 - s0) / wall, "client_cpu_pct": 100 * client_cpu / wall}
 
 
+def measure_with_perf_analyzer(server, contender: str, streams: int, chunks: int, window_ms: int,
+                               first_id: int) -> dict | None:
+    """One point with perf_analyzer as the client: `streams` sequences of `chunks` random-audio
+    requests in flight at once (--concurrency-range), over gRPC, ids from `first_id`."""
+    from bench_loads import run_perf_analyzer
+    from bench_procs import tree_cpu_seconds
+    model = MODELS[contender]
+    e0, i0 = model_stats(server.base, model)
+    s0, t0 = tree_cpu_seconds(server.proc.pid), time.perf_counter()
+    r = run_perf_analyzer(f"127.0.0.1:{server.grpc_port}", model, {"request_pa": "random"}, "concurrency",
+                          streams, window_ms, protocol="grpc",
+                          extra_args=["--sequence-length", str(chunks),
+                                      "--sequence-id-range", f"{first_id}:{first_id + 1_000_000}"])
+    s1, wall = tree_cpu_seconds(server.proc.pid), time.perf_counter() - t0
+    e1, i1 = model_stats(server.base, model)
+    if r is None:
+        return None
+    return {"chunks": i1 - i0, "throughput": r["throughput"], "p50_us": r["p50_us"], "p99_us": r["p99_us"],
+            "executions": e1 - e0, "inferences": i1 - i0, "server_cpu_pct": 100 * (s1 - s0) / wall,
+            "client_cpu_pct": r["client_cpu_pct"]}
+
+
+def run_perf_analyzer_points(args, server) -> list:
+    """The oldest strategy and one sequence per execution again, perf_analyzer as the client. The
+    sequences perf_analyzer leaves open when it stops end at the models' idle timeout, which each
+    point waits out, so that the next finds its slots free."""
+    from bench_loads import pa_available
+    if not pa_available():
+        note("perf_analyzer not available: the _pa contenders were not measured")
+        return []
+    points = []
+    for contender in ("oldest", "one_per_execution"):
+        for n in args.streams:
+            log(f"ortserve {contender} under perf_analyzer, {n} streams")
+            time.sleep(IDLE_US / 1e6 + 0.5)
+            point = measure_with_perf_analyzer(server, contender, n, args.chunks, args.pa_window_ms,
+                                               first_id=10_000_000 * (len(points) + 1))
+            if point is None:
+                continue
+            points.append(dict(point, contender=f"{contender}_pa", streams=n))
+    return points
+
+
 def check_answers(server, contender: str, reference_sess, timeout_s: float) -> str | None:
     """None if one stream's answers equal onnxruntime's; else why not."""
     windows = silero_vad.windows(silero_vad.synthetic_clip(7, 16))
@@ -228,6 +280,8 @@ def run_ortserve(args, repo: Path, clips_for, reference_sess) -> list:
                 point = measure_ortserve(server, contender, clips_for(n), args.warmup_chunks, args.timeout,
                                          id_base=1_000_000 * (len(points) + 1))
                 points.append(dict(point, contender=contender, streams=n))
+        if args.pa_window_ms > 0:
+            points += run_perf_analyzer_points(args, server)
     finally:
         Procs.stop(server.proc)
     return points

@@ -2,7 +2,8 @@
 count, the batching ratio per stream count, and how the run was taken.
 
 A point is a dict: contender (one of CONTENDERS), streams, chunks (answered),
-wall_s, latencies_us (one per chunk, client-side) or p50_us/p99_us, and for
+wall_s, latencies_us (one per chunk, client-side) or p50_us/p99_us (and then
+throughput, as perf_analyzer reports them), and for
 ortserve executions, inferences, server_cpu_pct, client_cpu_pct. Pure
 functions: tests/integration/test_bench_tools.py checks them on made-up
 points."""
@@ -15,9 +16,16 @@ CONTENDERS = {
     "oldest": "ortserve, oldest strategy: up to 64 sequences batched per execution",
     "one_per_execution": "ortserve, oldest strategy with max_batch_size 1: one sequence per execution",
     "direct_one_slot": "ortserve, the package's file unchanged (max_batch_size 0, direct, one slot)",
+    "oldest_pa": "as oldest, with perf_analyzer (C++, gRPC, async, 2 threads, random audio) as the client",
+    "one_per_execution_pa": "as one_per_execution, with perf_analyzer as the client",
     "inprocess_sequential": "onnxruntime in process: the streams one after another, the state threaded by hand",
     "inprocess_lockstep": "onnxruntime in process: all streams' chunk k in one batch (the batching ceiling)",
 }
+
+
+# (batched contender, one-per-execution contender, the client both were measured with).
+PAIRS = [("oldest", "one_per_execution", "tritonclient.grpc.aio"),
+         ("oldest_pa", "one_per_execution_pa", "perf_analyzer")]
 
 
 def percentile(values, q: float) -> float:
@@ -36,19 +44,20 @@ def summarize(point: dict) -> dict:
     lat = s.pop("latencies_us", None)
     if lat is not None:
         s["p50_us"], s["p99_us"] = percentile(lat, 50), percentile(lat, 99)
-    s["throughput"] = s["chunks"] / s["wall_s"] if s.get("wall_s") else float("nan")
+    if "throughput" not in s:  # perf_analyzer's points bring their own
+        s["throughput"] = s["chunks"] / s["wall_s"] if s.get("wall_s") else float("nan")
     if s.get("executions"):
         s["mean_batch"] = s["inferences"] / s["executions"]
     return s
 
 
-def batching_ratios(points: list) -> dict:
-    """streams -> throughput of oldest over one_per_execution, where both ran."""
+def batching_ratios(points: list, batched: str = "oldest", single: str = "one_per_execution") -> dict:
+    """streams -> throughput of `batched` over `single`, where both ran."""
     by = {(p["contender"], p["streams"]): p for p in points}
     ratios = {}
     for (contender, streams), p in sorted(by.items(), key=lambda kv: kv[0][1]):
-        other = by.get(("one_per_execution", streams))
-        if contender == "oldest" and other and other["throughput"] > 0:
+        other = by.get((single, streams))
+        if contender == batched and other and other["throughput"] > 0:
             ratios[streams] = p["throughput"] / other["throughput"]
     return ratios
 
@@ -87,10 +96,12 @@ def render(run: dict) -> str:
               f"{run.get('chunks_per_stream', '?')} chunks of {run.get('chunk_samples', 512)} samples per stream "
               f"(each chunk one request), every stream a sequence that waits for each answer before sending "
               f"its next chunk.", ""]
-    ratios = batching_ratios(points)
-    if ratios:
-        lines += ["Throughput of the oldest strategy over one sequence per execution: " +
-                  ", ".join(f"{r:.2f}x at {n} stream{'s' if n != 1 else ''}" for n, r in ratios.items()) + ".", ""]
+    for batched, single, client in PAIRS:
+        ratios = batching_ratios(points, batched, single)
+        if ratios:
+            lines += [f"Throughput of the oldest strategy over one sequence per execution ({client}): " +
+                      ", ".join(f"{r:.2f}x at {n} stream{'s' if n != 1 else ''}" for n, r in ratios.items()) +
+                      ".", ""]
     lines += ["| contender | what |", "|---|---|"]
     lines += [f"| {name} | {what} |" for name, what in CONTENDERS.items()]
     lines += [""]

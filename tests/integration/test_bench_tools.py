@@ -351,6 +351,16 @@ def test_sequence_report_summarises_points_and_the_batching_ratio():
     assert "Dry run" in text
     assert "| oldest | 800 | 1.00 |" in text
     assert "### 1 concurrent stream\n" in text and "### 16 concurrent streams\n" in text
+    # perf_analyzer's points bring their throughput and percentiles; their pair has its own line.
+    pa = [{"contender": "oldest_pa", "streams": 16, "chunks": 5000, "throughput": 6000.0, "p50_us": 2000.0,
+           "p99_us": 5000.0, "executions": 500, "inferences": 5000},
+          {"contender": "one_per_execution_pa", "streams": 16, "chunks": 3000, "throughput": 3000.0,
+           "p50_us": 4000.0, "p99_us": 8000.0, "executions": 3000, "inferences": 3000}]
+    assert report.summarize(pa[0])["throughput"] == 6000.0
+    pa_text = report.render({"points": points + pa, "thread_budget": 2, "chunks_per_stream": 100})
+    assert "(tritonclient.grpc.aio): 4.00x at 16 streams." in pa_text
+    assert "(perf_analyzer): 2.00x at 16 streams." in pa_text
+    assert "| oldest_pa | 6000 | 2.00 | 5.00 | 10.00 |" in pa_text
     # Points already summarised (the JSON file) render the same.
     assert report.render({"points": [report.summarize(p) for p in points], "thread_budget": 2,
                           "chunks_per_stream": 100, "dry_run": True}) == text
