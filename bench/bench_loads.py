@@ -71,9 +71,14 @@ def run_wrk(url, body_file, conns, duration_s, threads, cpus=None, header_bytes=
     if header_bytes is not None:
         env["WRK_INFERENCE_HEADER_LENGTH"] = str(header_bytes)
     rc, out, client_cpu = run_load(with_cpus(cmd, cpus), duration_s + 40, env)
+    return parse_wrk_summary(rc, out, client_cpu, f"wrk {url} c={conns}")
+
+
+def parse_wrk_summary(rc, out, client_cpu, label):
+    """The WRK_JSON line of a wrk run (bench/wrk_summary.lua) as the bench's point, or None (noted)."""
     line = next((l for l in out.splitlines() if l.startswith("WRK_JSON ")), None)
     if rc != 0 or line is None:
-        note(f"wrk {url} c={conns} failed (rc {rc}): {' | '.join(out.strip().splitlines()[-3:])}")
+        note(f"{label} failed (rc {rc}): {' | '.join(out.strip().splitlines()[-3:])}")
         return None
     w = json.loads(line[len("WRK_JSON "):])
     errors = sum(w["errors"].values())
@@ -83,7 +88,7 @@ def run_wrk(url, body_file, conns, duration_s, threads, cpus=None, header_bytes=
            "p50_us": lat["p50"], "p90_us": lat["p90"], "p95_us": lat["p95"], "p99_us": lat["p99"],
            "p75_us": lat["p75"], "p999_us": lat["p999"], "mean_us": lat["mean"], "client_cpu_pct": client_cpu}
     if errors:
-        note(f"wrk {url} c={conns}: errors {w['errors']} of {w['requests']} requests")
+        note(f"{label}: errors {w['errors']} of {w['requests']} requests")
     return res
 
 

@@ -17,10 +17,10 @@ one event loop for all streams), each chunk after the answer to the one
 before: a closed loop per stream. Before a contender is measured, one
 stream's answers are compared with onnxruntime on the package's file; a
 contender that answers wrongly is not measured. The batched models are then
-measured again with perf_analyzer as the client (the `_pa` rows: C++, much
-lighter per request than the Python client, random audio, --sequence-length
-chunks per sequence, --streams sequences in flight). It is a measurement,
-not a test: nothing asserts on timing.
+measured again with two lighter clients: wrk over HTTP with binary tensors
+(the `_wrk` rows, bench/wrk_sequence.lua: one connection per stream) and
+perf_analyzer over gRPC (the `_pa` rows, random audio). It is a
+measurement, not a test: nothing asserts on timing.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import json
 import resource
+import shutil
 import sys
 import time
 import urllib.request
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import (COMMANDS, LOGS, NOTES, RESULTS, ROOT, WORK, git_head, log,  # noqa: E402
+from bench_common import (BENCH, COMMANDS, LOGS, NOTES, RESULTS, ROOT, WORK, git_head, log,  # noqa: E402
                           machine_info, note)
 import sequence_report  # noqa: E402
 
@@ -49,6 +50,7 @@ MODELS = {"oldest": "vad_oldest", "one_per_execution": "vad_one_per_execution",
 # The batched models' max_sequence_idle_microseconds (Triton's default).
 IDLE_US = 1_000_000
 JSON_OUT = RESULTS / "sequences.json"
+CHUNK_FILE = WORK / "sequences" / "chunk.bin"  # one request's audio for wrk
 MD_OUT = RESULTS / "RESULTS-sequences.md"
 
 
@@ -65,6 +67,7 @@ def parse_args(argv=None):
                     help="the oldest strategy's max_queue_delay_microseconds")
     ap.add_argument("--pa-window-ms", type=int, default=2000,
                     help="perf_analyzer's measurement window (3 per point); 0: no perf_analyzer points")
+    ap.add_argument("--wrk-duration", type=int, default=6, help="seconds per wrk point; 0: no wrk points")
     ap.add_argument("--timeout", type=float, default=600, help="bound on each point, seconds")
     ap.add_argument("--results-md", default=str(MD_OUT))
     ap.add_argument("--results-json", default=str(JSON_OUT))
@@ -195,19 +198,13 @@ def measure_ortserve(server, contender: str, clips: list, warmup: int, timeout_s
             "server_cpu_pct": 100 * (s1 - s0) / wall, "client_cpu_pct": 100 * client_cpu / wall}
 
 
-def measure_with_perf_analyzer(server, contender: str, streams: int, chunks: int, window_ms: int,
-                               first_id: int) -> dict | None:
-    """One point with perf_analyzer as the client: `streams` sequences of `chunks` random-audio
-    requests in flight at once (--concurrency-range), over gRPC, ids from `first_id`."""
-    from bench_loads import run_perf_analyzer
+def measured_on_server(server, model: str, load) -> dict | None:
+    """Runs `load()` (a load generator's point: throughput, p50_us, p99_us, client_cpu_pct, or None)
+    between two reads of the model's statistics and the server's CPU; the point with them."""
     from bench_procs import tree_cpu_seconds
-    model = MODELS[contender]
     e0, i0 = model_stats(server.base, model)
     s0, t0 = tree_cpu_seconds(server.proc.pid), time.perf_counter()
-    r = run_perf_analyzer(f"127.0.0.1:{server.grpc_port}", model, {"request_pa": "random"}, "concurrency",
-                          streams, window_ms, protocol="grpc",
-                          extra_args=["--sequence-length", str(chunks),
-                                      "--sequence-id-range", f"{first_id}:{first_id + 1_000_000}"])
+    r = load()
     s1, wall = tree_cpu_seconds(server.proc.pid), time.perf_counter() - t0
     e1, i1 = model_stats(server.base, model)
     if r is None:
@@ -217,24 +214,60 @@ def measure_with_perf_analyzer(server, contender: str, streams: int, chunks: int
             "client_cpu_pct": r["client_cpu_pct"]}
 
 
-def run_perf_analyzer_points(args, server) -> list:
-    """The oldest strategy and one sequence per execution again, perf_analyzer as the client. The
-    sequences perf_analyzer leaves open when it stops end at the models' idle timeout, which each
-    point waits out, so that the next finds its slots free."""
+def perf_analyzer_load(server, model: str, streams: int, args, first_id: int):
+    """perf_analyzer over gRPC: `streams` sequences of --chunks random-audio requests in flight at
+    once (--concurrency-range), ids from `first_id`."""
+    from bench_loads import run_perf_analyzer
+    return lambda: run_perf_analyzer(
+        f"127.0.0.1:{server.grpc_port}", model, {"request_pa": "random"}, "concurrency", streams,
+        args.pa_window_ms, protocol="grpc",
+        extra_args=["--sequence-length", str(args.chunks), "--sequence-id-range", f"{first_id}:{first_id + 1_000_000}"])
+
+
+def wrk_load(server, model: str, streams: int, args, first_id: int):
+    """wrk over HTTP with bench/wrk_sequence.lua: one connection per thread, each a stream of
+    sequences of --chunks binary-tensor requests of CHUNK_FILE's audio, for --wrk-duration s."""
+    from bench_loads import parse_wrk_summary
+    from bench_procs import run_load
+    cmd = ["wrk", "-t", str(streams), "-c", str(streams), "-d", f"{args.wrk_duration}s", "--timeout", "10s",
+           "-s", BENCH / "wrk_sequence.lua", f"{server.base}/v2/models/{model}/infer"]
+    env = {"WRK_CHUNK_FILE": str(CHUNK_FILE), "WRK_SEQUENCE_LENGTH": str(args.chunks),
+           "WRK_FIRST_SEQUENCE_ID": str(first_id)}
+
+    def load():
+        rc, out, client_cpu = run_load(cmd, args.wrk_duration + 40, env)
+        return parse_wrk_summary(rc, out, client_cpu, f"wrk {model} streams={streams}")
+    return load
+
+
+# The lighter clients the batched models are measured with again: (suffix of the contender, load).
+CLIENTS = {"wrk": wrk_load, "pa": perf_analyzer_load}
+
+
+def run_client_points(args, server) -> list:
+    """The oldest strategy and one sequence per execution again under each of CLIENTS. The
+    sequences a client leaves open when it stops end at the models' idle timeout, which each point
+    waits out, so that the next finds its slots free."""
     from bench_loads import pa_available
-    if not pa_available():
-        note("perf_analyzer not available: the _pa contenders were not measured")
-        return []
+    clients = dict(CLIENTS)
+    if args.pa_window_ms <= 0 or not pa_available():
+        note("perf_analyzer not run (--pa-window-ms 0, or not available): no _pa rows")
+        clients.pop("pa")
+    if args.wrk_duration <= 0 or shutil.which("wrk") is None:
+        note("wrk not run (--wrk-duration 0, or not installed): no _wrk rows")
+        clients.pop("wrk")
+    CHUNK_FILE.parent.mkdir(parents=True, exist_ok=True)
+    CHUNK_FILE.write_bytes(silero_vad.windows(silero_vad.synthetic_clip(1000, 2))[1].astype(np.float32).tobytes())
     points = []
-    for contender in ("oldest", "one_per_execution"):
-        for n in args.streams:
-            log(f"ortserve {contender} under perf_analyzer, {n} streams")
-            time.sleep(IDLE_US / 1e6 + 0.5)
-            point = measure_with_perf_analyzer(server, contender, n, args.chunks, args.pa_window_ms,
-                                               first_id=10_000_000 * (len(points) + 1))
-            if point is None:
-                continue
-            points.append(dict(point, contender=f"{contender}_pa", streams=n))
+    for suffix, make_load in clients.items():
+        for contender in ("oldest", "one_per_execution"):
+            for n in args.streams:
+                log(f"ortserve {contender}, {n} streams, client {suffix}")
+                time.sleep(IDLE_US / 1e6 + 0.5)
+                load = make_load(server, MODELS[contender], n, args, first_id=10_000_000 * (len(points) + 1))
+                point = measured_on_server(server, MODELS[contender], load)
+                if point is not None:
+                    points.append(dict(point, contender=f"{contender}_{suffix}", streams=n))
     return points
 
 
@@ -280,8 +313,7 @@ def run_ortserve(args, repo: Path, clips_for, reference_sess) -> list:
                 point = measure_ortserve(server, contender, clips_for(n), args.warmup_chunks, args.timeout,
                                          id_base=1_000_000 * (len(points) + 1))
                 points.append(dict(point, contender=contender, streams=n))
-        if args.pa_window_ms > 0:
-            points += run_perf_analyzer_points(args, server)
+        points += run_client_points(args, server)
     finally:
         Procs.stop(server.proc)
     return points

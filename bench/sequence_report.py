@@ -16,6 +16,8 @@ CONTENDERS = {
     "oldest": "ortserve, oldest strategy: up to 64 sequences batched per execution",
     "one_per_execution": "ortserve, oldest strategy with max_batch_size 1: one sequence per execution",
     "direct_one_slot": "ortserve, the package's file unchanged (max_batch_size 0, direct, one slot)",
+    "oldest_wrk": "as oldest, with wrk (HTTP, binary tensors, one connection per stream) as the client",
+    "one_per_execution_wrk": "as one_per_execution, with wrk as the client",
     "oldest_pa": "as oldest, with perf_analyzer (C++, gRPC, async, 2 threads, random audio) as the client",
     "one_per_execution_pa": "as one_per_execution, with perf_analyzer as the client",
     "inprocess_sequential": "onnxruntime in process: the streams one after another, the state threaded by hand",
@@ -25,6 +27,7 @@ CONTENDERS = {
 
 # (batched contender, one-per-execution contender, the client both were measured with).
 PAIRS = [("oldest", "one_per_execution", "tritonclient.grpc.aio"),
+         ("oldest_wrk", "one_per_execution_wrk", "wrk"),
          ("oldest_pa", "one_per_execution_pa", "perf_analyzer")]
 
 
