@@ -191,6 +191,7 @@ void AddFlags(CLI::App& app, Flags& f) {
   AddObservabilityFlags(app, f);
   AddServingFlags(app, f);
   AddSecurityFlags(app, f);
+  AddTritonFlags(app, f.triton);
 }
 
 int DefaultHttpThreads() {

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/TritonFlags.h"
 #include "server/http/HttpServer.h"
 
 namespace ortserve::app {
@@ -61,6 +62,7 @@ struct Flags {
   std::string grpc_server_cert;
   std::string grpc_server_key;
   std::string grpc_root_cert;
+  TritonFlags triton;  // Triton's flags (TritonFlags.h)
 };
 
 // Registers every flag on `app`, bound to `f`, in --help's order.

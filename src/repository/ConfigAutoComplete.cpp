@@ -28,14 +28,15 @@ void FillTensor(const TensorSignature& sig, bool batching, ConfigTensor* tensor)
 
 }  // namespace
 
-void AutoCompleteConfig(const ModelSignature& signature, inference::ModelConfig* config) {
+void AutoCompleteConfig(const ModelSignature& signature, inference::ModelConfig* config,
+                        int default_max_batch_size) {
   if (config->input_size() == 0 && config->output_size() == 0 && config->max_batch_size() == 0) {
     bool batchable = !signature.inputs.empty() && !signature.outputs.empty();
     for (const auto& t : signature.inputs) batchable = batchable && HasDynamicFirstDim(t);
     for (const auto& t : signature.outputs) batchable = batchable && HasDynamicFirstDim(t);
-    if (batchable) {
-      config->set_max_batch_size(kDefaultMaxBatchSize);
-      if (!config->has_sequence_batching() && !config->has_dynamic_batching()) {
+    if (batchable && default_max_batch_size > 0) {
+      config->set_max_batch_size(default_max_batch_size);
+      if (default_max_batch_size > 1 && !config->has_sequence_batching() && !config->has_dynamic_batching()) {
         config->mutable_dynamic_batching();
       }
     }

@@ -36,10 +36,15 @@ void WarnAboutIgnored(const std::string& name, const inference::ModelConfig& con
 
 // config.pbtxt (when there is one), named after its directory; the canary
 // weights it sets go into `p`.
-Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string& name, PreparedModel* p) {
+Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string& name, bool auto_complete,
+                                          PreparedModel* p) {
   inference::ModelConfig config;
   const fs::path config_path = dir / "config.pbtxt";
   std::error_code ec;
+  if (!auto_complete && !fs::exists(config_path, ec)) {
+    return Unavailable("no config.pbtxt in " + dir.string() +
+                       ": auto-complete is disabled (--disable-auto-complete-config), so every model needs one");
+  }
   if (fs::exists(config_path, ec)) {
     auto text = ReadFile(config_path);
     if (!text.ok()) return text.status();
@@ -88,7 +93,8 @@ std::vector<int64_t> FindVersions(const fs::path& dir, const std::string& name) 
 }
 
 // Version `v` checked against its model file; its failure otherwise.
-Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::string& filename) {
+Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::string& filename,
+                                 const AutoCompletePolicy& auto_complete) {
   Candidate c = common;
   c.version = v;
   const fs::path model_path = c.model_dir / std::to_string(v) / filename;
@@ -98,7 +104,7 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
   c.stamp += "|" + FileStamp(model_path);
   auto signature = InspectModel(c.model_path);
   if (!signature.ok()) return Unavailable("cannot inspect " + filename + ": " + signature.status().message());
-  AutoCompleteConfig(signature.value(), &c.config);
+  if (auto_complete.enabled) AutoCompleteConfig(signature.value(), &c.config, auto_complete.default_max_batch_size);
   ORTSERVE_RETURN_IF_ERROR(ValidateConfigAgainstSignature(c.config, signature.value()));
   if (c.config.has_sequence_batching()) {
     auto sequence_options = MakeSequenceBatcherOptions(c.config, std::to_string(v), c.model_dir);
@@ -114,12 +120,13 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
 
 }  // namespace
 
-PreparedModel PrepareModel(const fs::path& repository, const std::string& name) {
+PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
+                           const AutoCompletePolicy& auto_complete) {
   PreparedModel p;
   p.name = name;
   const fs::path dir = repository / name;
   p.dir_stamp = DirectoryStamp(dir);
-  auto config = ReadConfig(dir, name, &p);
+  auto config = ReadConfig(dir, name, auto_complete.enabled, &p);
   if (!config.ok()) {
     p.failure = config.status().message();
     return p;
@@ -156,7 +163,7 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name) 
                                    ? std::string(kDefaultModelFilename)
                                    : common.config.default_model_filename();
   for (int64_t v : selection.load) {
-    auto candidate = PrepareVersion(common, v, filename);
+    auto candidate = PrepareVersion(common, v, filename, auto_complete);
     if (!candidate.ok()) {
       p.version_failures[v] = candidate.status().message();
       continue;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model_config.pb.h"
+#include "repository/ConfigAutoComplete.h"
 #include "repository/RuntimeConfig.h"
 #include "repository/ThreadPlan.h"
 #include "repository/VersionWeights.h"
@@ -47,6 +48,8 @@ struct PreparedModel {
 
 // Prepares <repository>/<name>. Config problems and missing files are
 // recorded in the result (failure, version_failures), never thrown.
-PreparedModel PrepareModel(const std::filesystem::path& repository, const std::string& name);
+// `auto_complete`: whether and how configs are completed from the model file.
+PreparedModel PrepareModel(const std::filesystem::path& repository, const std::string& name,
+                           const AutoCompletePolicy& auto_complete = {});
 
 }  // namespace ortserve

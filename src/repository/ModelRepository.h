@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/Status.h"
+#include "repository/ConfigAutoComplete.h"
 #include "repository/Model.h"
 
 namespace ortserve {
@@ -45,6 +46,9 @@ struct RepositoryOptions {
   // Where TensorRT engine and timing caches live, shared by all instances of
   // a model and kept across restarts. Empty: <temp dir>/ortserve-model-cache.
   std::string model_cache_dir;
+  // Config auto-complete (--disable-auto-complete-config,
+  // --backend-config=default-max-batch-size=N).
+  AutoCompletePolicy auto_complete;
 };
 
 class ModelRepository {

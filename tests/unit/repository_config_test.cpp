@@ -181,6 +181,19 @@ ModelSignature BatchableSignature() {
           {{"c", DataType::kFp32, {-1, 4}}}};
 }
 
+TEST(ModelConfigAutoComplete, DefaultMaxBatchSizeAsTritonsBackendConfig) {
+  // --backend-config=default-max-batch-size=N: dynamic batching only above 1, 0: no batching.
+  for (const int size : {4, 1, 0}) {
+    inference::ModelConfig config;
+    config.set_name("m");
+    AutoCompleteConfig(BatchableSignature(), &config, size);
+    EXPECT_EQ(config.max_batch_size(), size);
+    EXPECT_EQ(config.has_dynamic_batching(), size > 1) << size;
+    // Without a batch dim, the dims are the model's whole shape.
+    EXPECT_EQ(ConfigDims(config.input(0).dims()), (size > 0 ? Shape{4} : Shape{-1, 4})) << size;
+  }
+}
+
 TEST(ModelConfigAutoComplete, BatchableModelWithoutConfig) {
   inference::ModelConfig config;
   config.set_name("m");

@@ -1,0 +1,35 @@
+#pragma once
+// Triton's command-line flags that deployments pass (tritonserver's
+// src/command_line_parser.cc): registered beside ortserve's own, honoured
+// where they mean something here, accepted with one log line where they do
+// not, so that a Triton command line starts ortserve unchanged.
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/Status.h"
+#include "repository/ConfigAutoComplete.h"
+
+namespace ortserve::app {
+
+struct TritonFlags {
+  bool disable_auto_complete_config = false;
+  bool strict_model_config = false;  // deprecated in Triton; true means the same as the flag above
+  std::vector<std::string> backend_config;  // "<backend>,<setting>=<value>" or "<setting>=<value>"
+  bool allow_client_shm = false;
+  int model_load_thread_count = 4;
+  std::string backend_directory;
+  std::string repoagent_directory;
+};
+
+// Registers them on `app` in the group "Triton compatibility".
+void AddTritonFlags(CLI::App& app, TritonFlags& f);
+
+// What the flags set: the auto-complete policy. Logs one line per flag that
+// is accepted without effect (and Triton's deprecation warning for
+// --strict-model-config). kInvalidArgument in Triton's words for a
+// malformed --backend-config or a bad default-max-batch-size.
+Result<AutoCompletePolicy> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f);
+
+}  // namespace ortserve::app
