@@ -62,15 +62,11 @@ grpc::Status GrpcServiceCore::CheckAccess(auth::ApiGroup group, const grpc::Serv
   if (auto it = metadata.find(grpc::string_ref(restriction->header)); it != metadata.end()) {
     presented = std::string_view(it->second.data(), it->second.size());
   }
-  switch (policy->Check(group, presented)) {
-    case auth::Verdict::kAllowed:
-      return grpc::Status::OK;
-    case auth::Verdict::kMissing:
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth::kRefusalMessage));
-    case auth::Verdict::kWrong:
-      break;
-  }
-  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(auth::kRefusalMessage));
+  const auth::Verdict verdict = policy->Check(group, presented);
+  if (verdict == auth::Verdict::kAllowed) return grpc::Status::OK;
+  return grpc::Status(
+      verdict == auth::Verdict::kMissing ? grpc::StatusCode::UNAUTHENTICATED : grpc::StatusCode::PERMISSION_DENIED,
+      policy->RefusalMessage(group, verdict));
 }
 
 bool GrpcServiceCore::ModelControlLocked() const {

@@ -200,7 +200,8 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
         }
         const auth::Verdict verdict = options_.access_policy->Check(*group, presented);
         if (verdict != auth::Verdict::kAllowed) {
-          return reply(ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403, auth::kRefusalMessage));
+          return reply(ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403,
+                                     options_.access_policy->RefusalMessage(*group, verdict)));
         }
       }
     }
