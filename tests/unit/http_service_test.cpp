@@ -330,6 +330,28 @@ TEST_F(HttpServiceTest, CompressedRequestAndResponse) {
   EXPECT_THAT(b.body, HasSubstr("exceeds the limit of 1048576 bytes"));
 }
 
+// As Triton: clients that send Accept-Encoding without decompressing
+// (tritonclient.http.aio) must read every other answer as it is.
+TEST_F(HttpServiceTest, OnlySuccessfulInferResponsesAreCompressed) {
+  for (const char* target : {"/v2", "/v2/health/live", "/v2/health/ready", "/v2/models/simple",
+                             "/v2/models/simple/versions/1", "/v2/models/simple/config", "/v2/models/simple/ready",
+                             "/v2/models/simple/stats", "/v2/models/stats", "/v2/models/nope", "/v2/nope"}) {
+    HttpRequest req = Req("GET", target);
+    req.accept_encoding = "gzip, deflate";
+    const std::optional<HttpResponse> r = Call(std::move(req));
+    ASSERT_TRUE(r) << target;
+    EXPECT_EQ(r->content_encoding, "") << target;
+  }
+  EXPECT_EQ(Post("/v2/repository/index", "{}", std::nullopt, "", "gzip").content_encoding, "");
+  const HttpResponse refused = Post("/v2/models/simple/infer", R"({"inputs":[]})", std::nullopt, "", "gzip");
+  EXPECT_EQ(refused.status, 400u);
+  EXPECT_EQ(refused.content_encoding, "");
+  EXPECT_THAT(refused.body, HasSubstr("expects 1 input"));
+  EXPECT_EQ(Post("/v2/models/simple/infer", kInferJson, std::nullopt, "", "gzip").content_encoding, "gzip");
+  EXPECT_EQ(Post("/v2/models/simple/versions/1/infer", kInferJson, std::nullopt, "", "deflate").content_encoding,
+            "deflate");
+}
+
 TEST_F(HttpServiceTest, BinaryOutputCompressedKeepsJsonLength) {
   const std::string body = R"({"parameters":{"binary_data_output":true},)"
                            R"("inputs":[{"name":"INPUT0","datatype":"INT32","shape":[1,2],"data":[1,2]}]})";
