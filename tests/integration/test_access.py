@@ -205,7 +205,7 @@ def test_explicit_model_control_refused_by_default(repo, launch):
     assert srv.repository_index()  # the index stays open
     with grpcclient.InferenceServerClient(srv.grpc_url) as c:
         _expect_grpc_error(lambda: c.load_model("add_sub_fp32"), "PERMISSION_DENIED")
-    assert srv.get("/v2/models/add_sub_fp32/ready").status_code == 400  # nothing was loaded
+    assert srv.get("/v2/models/add_sub_fp32/ready").status_code == 404  # nothing was loaded
 
 
 def test_explicit_model_control_with_repository_key(repo, launch):

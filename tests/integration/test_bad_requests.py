@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from harness import assert_error, binary_infer_body
+from harness import assert_error, binary_infer_body, error_message
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("server_still_serves")]
 
@@ -41,11 +41,16 @@ def test_well_formed_request_succeeds(server):
 # ---------------------------------------------------------------- model / version
 
 def test_unknown_model(server):
-    assert_error(server.infer_raw("no_such_model", body()), 400, "no_such_model")
+    """Triton's status and words (its example clients match the beginning)."""
+    r = server.infer_raw("no_such_model", body())
+    assert_error(r, 404)
+    assert error_message(r) == "Request for unknown model: 'no_such_model' is not found"
 
 
 def test_unknown_version(server):
-    assert_error(server.infer_raw(MODEL, body(), version="99"), 400, MODEL, "99")
+    r = server.infer_raw(MODEL, body(), version="99")
+    assert_error(r, 404)
+    assert error_message(r) == f"Request for unknown model: '{MODEL}' version 99 is not found"
 
 
 def test_non_numeric_version(server):

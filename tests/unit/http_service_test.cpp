@@ -159,16 +159,21 @@ TEST_F(HttpServiceTest, ModelMetadataPrependsTheBatchDimension) {
             R"("outputs":[{"name":"OUT_INPUT0","datatype":"INT32","shape":[-1,16]}]})");
   EXPECT_EQ(Get("/v2/models/simple/versions/1").status, 200u);
   auto unknown = Get("/v2/models/nope");
-  EXPECT_EQ(unknown.status, 400u);
-  EXPECT_THAT(unknown.body, HasSubstr("unknown model 'nope'"));
+  EXPECT_EQ(unknown.status, 404u);
+  EXPECT_THAT(unknown.body, HasSubstr("Request for unknown model: 'nope' is not found"));
   EXPECT_EQ(Get("/v2/models/broken").status, 503u);
 }
 
 TEST_F(HttpServiceTest, ModelReady) {
   EXPECT_EQ(Get("/v2/models/simple/ready").status, 200u);
   EXPECT_EQ(Get("/v2/models/simple/versions/1/ready").status, 200u);
-  EXPECT_EQ(Get("/v2/models/simple/versions/2/ready").status, 400u);
-  EXPECT_EQ(Get("/v2/models/broken/ready").status, 400u);
+  const HttpResponse unknown_version = Get("/v2/models/simple/versions/2/ready");
+  EXPECT_EQ(unknown_version.status, 404u);
+  EXPECT_THAT(unknown_version.body, HasSubstr("Request for unknown model: 'simple' version 2 is not found"));
+  EXPECT_EQ(Get("/v2/models/nope/ready").status, 404u);
+  const HttpResponse not_ready = Get("/v2/models/broken/ready");
+  EXPECT_EQ(not_ready.status, 400u);
+  EXPECT_THAT(not_ready.body, HasSubstr("Request for unknown model: 'broken' has no available versions: "));
 }
 
 TEST_F(HttpServiceTest, ConfigPrintsInt64AsNumbersAndDefaults) {
@@ -205,7 +210,8 @@ TEST_F(HttpServiceTest, Statistics) {
   EXPECT_EQ(m["batch_stats"][0]["batch_size"].GetUint64(), 4u);
   EXPECT_EQ(m["batch_stats"][0]["compute_infer"]["ns"].GetUint64(), 300u);
   EXPECT_EQ(Get("/v2/models/stats").status, 200u);
-  EXPECT_EQ(Get("/v2/models/nope/stats").status, 400u);
+  EXPECT_EQ(Get("/v2/models/nope/stats").status, 404u);
+  EXPECT_EQ(Get("/v2/models/nope/config").status, 404u);
 }
 
 // A statistics read that lands between the scheduler's adds to the three
@@ -298,8 +304,8 @@ TEST_F(HttpServiceTest, InferCompletesLaterOnThePostedQueue) {
 
 TEST_F(HttpServiceTest, InferErrorsMapToStatusCodes) {
   auto unknown = Post("/v2/models/nope/infer", kInferJson);
-  EXPECT_EQ(unknown.status, 400u);
-  EXPECT_THAT(unknown.body, HasSubstr("unknown model 'nope'"));
+  EXPECT_EQ(unknown.status, 404u);
+  EXPECT_THAT(unknown.body, HasSubstr("Request for unknown model: 'nope' is not found"));
   EXPECT_EQ(Post("/v2/models/broken/infer", kInferJson).status, 503u);
   auto model_level = Post("/v2/models/simple/infer", R"({"inputs":[]})");
   EXPECT_EQ(model_level.status, 400u);

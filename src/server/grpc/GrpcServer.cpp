@@ -89,8 +89,10 @@ grpc::Status GrpcServiceCore::ServerReady(const inference::ServerReadyRequest&,
 
 grpc::Status GrpcServiceCore::ModelReady(const inference::ModelReadyRequest& request,
                                          inference::ModelReadyResponse* response) {
-  // As Triton: an unknown or unavailable model is simply not ready.
+  // As Triton, a model or version it does not know is an error (NOT_FOUND,
+  // "Request for unknown model: ..."); one it knows is ready or not.
   Result<std::shared_ptr<Model>> model = repository_->GetModel(request.name(), request.version());
+  if (!model.ok() && model.status().code() == StatusCode::kNotFound) return ToGrpcStatus(model.status());
   response->set_ready(!stopping() && model.ok() && model.value()->ready());
   return grpc::Status::OK;
 }

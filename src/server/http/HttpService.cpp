@@ -274,8 +274,9 @@ HttpResponse HttpService::HandleModelGet(const std::string& model, const std::st
   }
   auto m = repository_->GetModel(model, version);
   if (action == "ready") {
-    // Triton: 200 when ready, 400 otherwise (unknown or not ready).
-    if (!m.ok()) return ErrorResponse(400, m.status().message());
+    // 200 when ready; 404 for a model or version it does not know (as
+    // Triton), 400 for one that is not ready.
+    if (!m.ok()) return ErrorResponse(m.status().code() == StatusCode::kNotFound ? 404 : 400, m.status().message());
     return (*m)->ready() ? EmptyResponse(200) : ErrorResponse(400, "model '" + model + "' is not ready");
   }
   if (!m.ok()) return ErrorResponse(m.status());
