@@ -32,7 +32,8 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--http-max-json-depth", f.http_max_json_depth,
-                 "Deepest nesting of objects and arrays in an infer request's JSON (deeper: 400)")
+                 "Deepest nesting of objects and arrays in an infer request's JSON (deeper: 400). "
+                 "Each input's 'data' is also held to Triton's limit of 100 nested arrays")
       ->check(CLI::Range(size_t{2}, http::kMaxJsonDepthLimit))
       ->capture_default_str();
   app.add_option("--max-tensor-elements", f.max_tensor_elements,
