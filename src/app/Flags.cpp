@@ -152,7 +152,7 @@ void AddSecurityFlags(CLI::App& app, Flags& f) {
                  "GET /metrics (--metrics-port) is never restricted");
   app.add_option("--grpc-restricted-protocol", f.grpc_restricted_protocol,
                  "As --http-restricted-api for gRPC, as Triton: calls carry the metadata key "
-                 "triton-grpc-protocol-<key> (what tritonclient's headers= sends for that name). Refusals "
+                 "triton-grpc-protocol-<key> (tritonclient: headers={'triton-grpc-protocol-<key>': ...}). Refusals "
                  "say \"This protocol is restricted, expecting header 'triton-grpc-protocol-<key>'\": "
                  "UNAUTHENTICATED (key absent) or PERMISSION_DENIED (wrong value)");
   app.add_option("--allow-unauthenticated-model-control", f.allow_unauthenticated_model_control,
