@@ -32,7 +32,8 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--http-max-json-depth", f.http_max_json_depth,
-                 "Deepest nesting of objects and arrays in an infer request's JSON (deeper: 400)")
+                 "Deepest nesting of objects and arrays in an infer request's JSON (deeper: 400). "
+                 "Each input's 'data' is also held to Triton's limit of 100 nested arrays")
       ->check(CLI::Range(size_t{2}, http::kMaxJsonDepthLimit))
       ->capture_default_str();
   app.add_option("--max-tensor-elements", f.max_tensor_elements,
@@ -144,14 +145,16 @@ void AddSecurityFlags(CLI::App& app, Flags& f) {
   const std::string groups =
       "health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace, logging";
   app.add_option("--http-restricted-api", f.http_restricted_api,
-                 "<group>[,<group>...]:<header>=<value> (repeatable; Triton's syntax). HTTP calls to "
-                 "those API groups must carry the header with exactly that value; others stay open. "
-                 "Groups: " + groups + ". A refusal says only 'this API is restricted; the request lacks "
-                 "valid credentials': 401 when the header is absent, 403 when its value is wrong. "
+                 "<group>[,<group>...]:<key>=<value> (repeatable; Triton's syntax). HTTP calls to "
+                 "those API groups must carry the header <key> with exactly that value; others stay open. "
+                 "Groups: " + groups + ". A refusal says \"This API is restricted, expecting header "
+                 "'<key>'\" (never the value): 401 when the header is absent, 403 when its value is wrong. "
                  "GET /metrics (--metrics-port) is never restricted");
   app.add_option("--grpc-restricted-protocol", f.grpc_restricted_protocol,
-                 "As --http-restricted-api for gRPC: the header is a metadata key (lowercase). Refusals "
-                 "are UNAUTHENTICATED (key absent) or PERMISSION_DENIED (wrong value)");
+                 "As --http-restricted-api for gRPC, as Triton: calls carry the metadata key "
+                 "triton-grpc-protocol-<key> (tritonclient: headers={'triton-grpc-protocol-<key>': ...}). Refusals "
+                 "say \"This protocol is restricted, expecting header 'triton-grpc-protocol-<key>'\": "
+                 "UNAUTHENTICATED (key absent) or PERMISSION_DENIED (wrong value)");
   app.add_option("--allow-unauthenticated-model-control", f.allow_unauthenticated_model_control,
                  "Unlike Triton, ortserve refuses model load/unload (HTTP 403, gRPC PERMISSION_DENIED) "
                  "in --model-control-mode=explicit unless the model-repository group is restricted "

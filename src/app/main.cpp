@@ -94,9 +94,9 @@ struct AccessPolicies {
 
 // Both restricted-API policies, after checking that TLS files come with TLS.
 Result<AccessPolicies> ParseAccessFlags(const Flags& flags) {
-  auto http_policy = auth::AccessPolicy::Parse(flags.http_restricted_api, "--http-restricted-api");
+  auto http_policy = auth::AccessPolicy::Parse(flags.http_restricted_api, auth::Protocol::kHttp);
   if (!http_policy.ok()) return http_policy.status();
-  auto grpc_policy = auth::AccessPolicy::Parse(flags.grpc_restricted_protocol, "--grpc-restricted-protocol");
+  auto grpc_policy = auth::AccessPolicy::Parse(flags.grpc_restricted_protocol, auth::Protocol::kGrpc);
   if (!grpc_policy.ok()) return grpc_policy.status();
   if (!flags.http_use_ssl &&
       (!flags.http_server_cert.empty() || !flags.http_server_key.empty() || !flags.http_root_cert.empty())) {

@@ -10,7 +10,7 @@ namespace ortserve {
 enum class StatusCode {
   kOk,
   kInvalidArgument,   // bad request content: HTTP 400, gRPC INVALID_ARGUMENT
-  kNotFound,          // unknown model/version: HTTP 400 (as Triton), INVALID_ARGUMENT
+  kNotFound,          // unknown model/version: HTTP 404, NOT_FOUND (as Triton)
   kUnavailable,       // overload, model not ready, shutting down: 503, UNAVAILABLE
   kUnsupported,       // unsupported encoding/feature: 501, UNIMPLEMENTED
   kDeadlineExceeded,  // request timeout expired: 504? Triton uses 400/UNAVAILABLE; see http mapping

@@ -32,6 +32,18 @@ const char* ModelControlModeName(ModelControlMode mode) {
   return "unknown";
 }
 
+Status UnknownModelError(const std::string& name, const std::string& version) {
+  return NotFound("Request for unknown model: '" + name + "'" + (version.empty() ? "" : " version " + version) +
+                  " is not found");
+}
+
+Status ModelNotReadyError(const std::string& name, const std::string& version, const std::string& reason) {
+  std::string message = "Request for unknown model: '" + name + "'";
+  message += version.empty() ? " has no available versions" : " version " + version + " is not at ready state";
+  if (!reason.empty()) message += ": " + reason;
+  return Unavailable(std::move(message));
+}
+
 std::string ModelControlDisabledMessage(ModelControlMode mode) {
   if (mode == ModelControlMode::kPoll) {
     return "explicit model load / unload is not allowed if polling is enabled "

@@ -61,8 +61,9 @@ class ModelRepository {
   virtual void LoadAll() = 0;
 
   // A ready model version. `version` empty: the newest ready version allowed by
-  // the version policy. kNotFound names the model/version when there is none;
-  // kUnavailable when it exists but is not ready.
+  // the version policy. kNotFound when there is no such model or version,
+  // kUnavailable when it exists but is not ready (UnknownModelError,
+  // ModelNotReadyError).
   virtual Result<std::shared_ptr<Model>> GetModel(const std::string& name,
                                                   const std::string& version) const = 0;
 
@@ -113,5 +114,19 @@ class ModelRepository {
 
 // Why explicit load/unload is refused in `mode` (Triton's wording).
 std::string ModelControlDisabledMessage(ModelControlMode mode);
+
+// What GetModel answers when it finds no ready model, in Triton's words
+// (triton-inference-server/core, ModelRepositoryManager::GetModel and
+// ModelLifeCycle::GetModel), which Triton's clients and tests match by their
+// beginning, "Request for unknown model":
+//   no such model or version (kNotFound):
+//     "Request for unknown model: 'm' is not found"
+//     "Request for unknown model: 'm' version 3 is not found"
+//   known but not ready (kUnavailable), with ortserve's reason after it:
+//     "Request for unknown model: 'm' has no available versions: <reason>"
+//     "Request for unknown model: 'm' version 3 is not at ready state: <reason>"
+// `version` empty: the request named no version.
+Status UnknownModelError(const std::string& name, const std::string& version);
+Status ModelNotReadyError(const std::string& name, const std::string& version, const std::string& reason);
 
 }  // namespace ortserve

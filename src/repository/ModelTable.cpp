@@ -13,16 +13,15 @@ std::string KeptReason(const std::string& why) {
 Result<std::shared_ptr<Model>> ModelTable::Find(const std::string& name, const std::string& version) const {
   ReaderLock lock(mu_);
   auto it = models_.find(name);
-  if (it == models_.end()) return NotFound("unknown model '" + name + "'");
+  if (it == models_.end()) return UnknownModelError(name, "");
   const ModelRecord& record = it->second;
   if (version.empty()) return FindUnversioned(name, record);
   for (const auto& [number, v] : record.versions) {
     if (std::to_string(number) != version) continue;
     if (v.state == ModelState::kReady) return std::shared_ptr<Model>(v.model);
-    return Unavailable("model '" + name + "' version '" + version + "' is not ready" +
-                       (v.reason.empty() ? "" : ": " + v.reason));
+    return ModelNotReadyError(name, version, v.reason);
   }
-  return NotFound("unknown version '" + version + "' of model '" + name + "'");
+  return UnknownModelError(name, version);
 }
 
 Result<std::shared_ptr<Model>> ModelTable::FindUnversioned(const std::string& name, const ModelRecord& record) const {
@@ -40,7 +39,7 @@ Result<std::shared_ptr<Model>> ModelTable::FindUnversioned(const std::string& na
   for (auto v = record.versions.rbegin(); reason.empty() && v != record.versions.rend(); ++v) {
     reason = v->second.reason;
   }
-  return Unavailable("model '" + name + "' is not ready" + (reason.empty() ? "" : ": " + reason));
+  return ModelNotReadyError(name, "", reason);
 }
 
 std::shared_ptr<ServedModel> ModelTable::LatestReady(const std::string& name) const {

@@ -23,9 +23,9 @@ Result<std::shared_ptr<Model>> FakeRepository::GetModel(const std::string& name,
     return it->second;
   }
   for (const ModelIndexEntry& entry : unavailable_) {
-    if (entry.name == name) return Unavailable("model '" + name + "' is not ready: " + entry.reason);
+    if (entry.name == name) return ModelNotReadyError(name, version, entry.reason);
   }
-  return NotFound("unknown model '" + name + "'" + (version.empty() ? "" : " version '" + version + "'"));
+  return UnknownModelError(name, version);
 }
 
 std::vector<ModelIndexEntry> FakeRepository::Index() const {

@@ -25,9 +25,13 @@ from tritonclient.utils import InferenceServerException
 from harness import (Server, error_message, infer_inputs, make_test_models, metric,
                      model_file, start_server)
 
-REFUSAL = "this API is restricted; the request lacks valid credentials"
 INFER_KEY, INFER_SECRET = "infer-key", "s3cret-Value:with=signs"
 GRPC_KEY, GRPC_SECRET = "rpc-key", "g-secret"
+# Triton's clients send a gRPC restriction's key with this prefix
+# (Triton's src/grpc/grpc_server.h, kRestrictedProtocolHeaderTemplate).
+GRPC_HEADER = "triton-grpc-protocol-" + GRPC_KEY
+HTTP_REFUSAL = f"This API is restricted, expecting header '{INFER_KEY}'"
+GRPC_REFUSAL = f"This protocol is restricted, expecting header '{GRPC_HEADER}'"
 MODELS = ["add_sub_fp32"]
 
 
@@ -109,10 +113,11 @@ def test_http_restricted_inference(restricted, repo, reference):
     assert wrong.status_code == 403, wrong.text
     prefix = restricted.infer_raw("add_sub_fp32", body, headers={INFER_KEY: INFER_SECRET[:-1]})
     assert prefix.status_code == 403, prefix.text
+    assert error_message(missing) == HTTP_REFUSAL + "; the request does not carry it"
+    for r in (wrong, prefix):
+        assert error_message(r) == HTTP_REFUSAL + "; the request carries it with another value"
     for r in (missing, wrong, prefix):
-        msg = error_message(r)
-        assert msg == REFUSAL
-        assert INFER_KEY not in msg and INFER_SECRET not in msg
+        assert INFER_SECRET not in r.text and INFER_SECRET[:-1] not in r.text
     # Header names are case-insensitive in HTTP; the value is exact.
     ok = restricted.infer_raw("add_sub_fp32", body, headers={"Infer-Key": INFER_SECRET})
     assert ok.status_code == 200, ok.text
@@ -123,7 +128,8 @@ def test_http_restricted_inference(restricted, repo, reference):
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), ref["OUTPUT0"])
         with pytest.raises(InferenceServerException) as e:
             c.infer("add_sub_fp32", infer_inputs({"INPUT0": ("FP32", a), "INPUT1": ("FP32", b)}))
-        assert REFUSAL in str(e.value)
+        # What Triton's L0_http/http_restricted_api_test.py matches.
+        assert e.value.message().startswith("This API is restricted")
         # Every other group stays open on HTTP.
         assert c.is_server_live() and c.is_server_ready() and c.is_model_ready("add_sub_fp32")
         assert c.get_server_metadata()["name"]
@@ -140,16 +146,19 @@ def test_grpc_restricted_inference_and_statistics(restricted, repo, reference):
     with grpcclient.InferenceServerClient(restricted.grpc_url) as c:
         infer = lambda headers=None: c.infer("add_sub_fp32", _grpc_inputs(a, b), headers=headers)  # noqa: E731
         msg = _expect_grpc_error(infer, "UNAUTHENTICATED")
-        assert msg == REFUSAL
-        msg = _expect_grpc_error(lambda: infer({GRPC_KEY: "nope"}), "PERMISSION_DENIED")
-        assert msg == REFUSAL and GRPC_KEY not in msg
+        assert msg == GRPC_REFUSAL + "; the request does not carry it"
+        msg = _expect_grpc_error(lambda: infer({GRPC_HEADER: "nope"}), "PERMISSION_DENIED")
+        assert msg == GRPC_REFUSAL + "; the request carries it with another value"
+        assert GRPC_SECRET not in msg
+        # As Triton: only the prefixed key opens it, the bare key does not.
+        _expect_grpc_error(lambda: infer({GRPC_KEY: GRPC_SECRET}), "UNAUTHENTICATED")
         # The HTTP key does not open gRPC: each protocol has its own policy.
         _expect_grpc_error(lambda: infer({INFER_KEY: INFER_SECRET}), "UNAUTHENTICATED")
-        result = infer({GRPC_KEY: GRPC_SECRET})
+        result = infer({GRPC_HEADER: GRPC_SECRET})
         ref = reference.run(model_file(repo, "add_sub_fp32"), {"INPUT0": a, "INPUT1": b})
         np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), ref["OUTPUT1"])
         _expect_grpc_error(lambda: c.get_inference_statistics("add_sub_fp32"), "UNAUTHENTICATED")
-        assert c.get_inference_statistics("add_sub_fp32", headers={GRPC_KEY: GRPC_SECRET}).model_stats
+        assert c.get_inference_statistics("add_sub_fp32", headers={GRPC_HEADER: GRPC_SECRET}).model_stats
         # Open groups.
         assert c.is_server_live() and c.is_server_ready() and c.is_model_ready("add_sub_fp32")
         assert c.get_model_metadata("add_sub_fp32").name == "add_sub_fp32"
@@ -159,7 +168,7 @@ def test_grpc_restricted_inference_and_statistics(restricted, repo, reference):
 
 def test_grpc_restricted_stream_infer(restricted):
     a, b = _inputs()
-    for headers, expect_ok in (({}, False), ({GRPC_KEY: GRPC_SECRET}, True)):
+    for headers, expect_ok in (({}, False), ({GRPC_KEY: GRPC_SECRET}, False), ({GRPC_HEADER: GRPC_SECRET}, True)):
         results = []
         with grpcclient.InferenceServerClient(restricted.grpc_url) as c:
             c.start_stream(callback=lambda result, error: results.append((result, error)), headers=headers)
@@ -176,6 +185,7 @@ def test_grpc_restricted_stream_infer(restricted):
         else:
             assert results and results[0][1] is not None, results
             assert "UNAUTHENTICATED" in str(results[0][1].status()), results[0][1]
+            assert results[0][1].message().startswith(GRPC_REFUSAL), results[0][1]
 
 
 def test_unknown_route_is_still_404_on_a_restricted_server(restricted):
@@ -195,7 +205,7 @@ def test_explicit_model_control_refused_by_default(repo, launch):
     assert srv.repository_index()  # the index stays open
     with grpcclient.InferenceServerClient(srv.grpc_url) as c:
         _expect_grpc_error(lambda: c.load_model("add_sub_fp32"), "PERMISSION_DENIED")
-    assert srv.get("/v2/models/add_sub_fp32/ready").status_code == 400  # nothing was loaded
+    assert srv.get("/v2/models/add_sub_fp32/ready").status_code == 404  # nothing was loaded
 
 
 def test_explicit_model_control_with_repository_key(repo, launch):
@@ -211,7 +221,9 @@ def test_explicit_model_control_with_repository_key(repo, launch):
         assert c.is_model_ready("add_sub_fp32")
     with grpcclient.InferenceServerClient(srv.grpc_url) as c:
         _expect_grpc_error(lambda: c.unload_model("add_sub_fp32"), "UNAUTHENTICATED")
-        c.unload_model("add_sub_fp32", headers={"admin-key": "gadm"})
+        _expect_grpc_error(lambda: c.unload_model("add_sub_fp32", headers={"admin-key": "gadm"}),
+                           "UNAUTHENTICATED")
+        c.unload_model("add_sub_fp32", headers={"triton-grpc-protocol-admin-key": "gadm"})
     srv._poll_until(lambda: srv.get("/v2/models/add_sub_fp32/ready").status_code == 400, 60, "unloaded")
 
 

@@ -8,7 +8,7 @@ import struct
 import numpy as np
 import pytest
 
-from harness import assert_error, binary_infer_body
+from harness import assert_error, binary_infer_body, error_message
 
 pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("server_still_serves")]
 
@@ -41,11 +41,16 @@ def test_well_formed_request_succeeds(server):
 # ---------------------------------------------------------------- model / version
 
 def test_unknown_model(server):
-    assert_error(server.infer_raw("no_such_model", body()), 400, "no_such_model")
+    """Triton's status and words (its example clients match the beginning)."""
+    r = server.infer_raw("no_such_model", body())
+    assert_error(r, 404)
+    assert error_message(r) == "Request for unknown model: 'no_such_model' is not found"
 
 
 def test_unknown_version(server):
-    assert_error(server.infer_raw(MODEL, body(), version="99"), 400, MODEL, "99")
+    r = server.infer_raw(MODEL, body(), version="99")
+    assert_error(r, 404)
+    assert error_message(r) == f"Request for unknown model: '{MODEL}' version 99 is not found"
 
 
 def test_non_numeric_version(server):
@@ -68,7 +73,32 @@ def test_json_not_an_object(server):
 
 def test_deeply_nested_json(server):
     deep = b'{"inputs": ' + b"[" * 10000 + b"]" * 10000 + b"}"
-    assert_error(server.infer_raw(MODEL, deep), 400, pattern=r"json|depth|nest")
+    r = server.infer_raw(MODEL, deep)
+    assert_error(r, 400, "--http-max-json-depth")
+    assert error_message(r).startswith("JSON nesting depth exceeds maximum allowed limit (128)")
+
+
+def _nested(depth: int, value: str):
+    for _ in range(depth):
+        value = f"[{value}]"
+    return json.loads(value)
+
+
+@pytest.mark.parametrize("model,datatype,value,depth,served", [
+    ("identity_bytes", "BYTES", '"hello"', 120, False), ("identity_bytes", "BYTES", '"hello"', 50, True),
+    ("identity_int64", "INT64", "123", 120, False), ("identity_int64", "INT64", "123", 50, True),
+    ("identity_int64", "INT64", "123", 99, True), ("identity_int64", "INT64", "123", 100, False),
+])
+def test_data_nesting_at_tritons_limit(server, model, datatype, value, depth, served):
+    """Triton's L0_http test_json_recursion_depth_limit: 'data' arrays nested
+    `depth` deep around one element, shape [1, 1]."""
+    r = server.infer_raw(model, {"inputs": [{"name": "INPUT0", "datatype": datatype, "shape": [1, 1],
+                                             "data": _nested(depth, value)}]})
+    if served:
+        assert r.status_code == 200, r.text
+        assert r.json()["outputs"][0]["data"] == [json.loads(value)]
+    else:
+        assert_error(r, 400, "JSON nesting depth exceeds maximum allowed limit (100)", "'INPUT0'")
 
 
 # ---------------------------------------------------------------- input set

@@ -45,8 +45,8 @@ def test_async_infer_error_reaches_callback(grpc_client, server_still_serves):
     result, error = results.get(timeout=GRPC_TIMEOUT_S)
     assert result is None
     assert isinstance(error, InferenceServerException)
-    assert error.status() == "StatusCode.INVALID_ARGUMENT", (error.status(), error.message())
-    assert "no_such_model" in error.message()
+    assert error.status() == "StatusCode.NOT_FOUND", (error.status(), error.message())
+    assert error.message() == "Request for unknown model: 'no_such_model' is not found"
 
 
 def test_async_infer_demo_models(demo_grpc_client, reference):

@@ -34,22 +34,25 @@ class TestBadRequests:
     def test_unknown_model(self, stub):
         req = add_sub_raw()
         req.model_name = "no_such_model"
-        expect_rpc_error(stub.ModelInfer, req, BAD, "no_such_model")
+        expect_rpc_error(stub.ModelInfer, req, grpc.StatusCode.NOT_FOUND,
+                         "Request for unknown model: 'no_such_model' is not found")
 
     def test_unknown_version(self, stub):
         req = add_sub_raw()
         req.model_version = "99"
-        expect_rpc_error(stub.ModelInfer, req, BAD, "add_sub_fp32", "99")
+        expect_rpc_error(stub.ModelInfer, req, grpc.StatusCode.NOT_FOUND,
+                         "Request for unknown model: 'add_sub_fp32' version 99 is not found")
 
     def test_non_numeric_version(self, stub):
         req = add_sub_raw()
         req.model_version = "abc"
-        expect_rpc_error(stub.ModelInfer, req, BAD, pattern=r"abc|version")
+        expect_rpc_error(stub.ModelInfer, req, grpc.StatusCode.NOT_FOUND, pattern=r"abc|version")
 
     def test_version_outside_policy(self, stub):
         req = raw_request("versioned_add", raw_tensor("INPUT0", "FP32", [1, 4]), version="1",
                           raw=[bytes(16)])
-        expect_rpc_error(stub.ModelInfer, req, BAD, "versioned_add")
+        expect_rpc_error(stub.ModelInfer, req, grpc.StatusCode.NOT_FOUND,
+                         "Request for unknown model: 'versioned_add' version 1 is not found")
 
     def test_unparseable_message(self, server):
         """Bytes that are not a ModelInferRequest: an error, not a crash."""

@@ -46,7 +46,8 @@ def test_model_metadata(demo_grpc_client):
 def test_model_metadata_unknown_model(grpc_client):
     with pytest.raises(InferenceServerException) as info:
         grpc_client.get_model_metadata("does_not_exist")
-    assert "does_not_exist" in info.value.message()
+    assert info.value.status() == "StatusCode.NOT_FOUND"
+    assert info.value.message() == "Request for unknown model: 'does_not_exist' is not found"
 
 
 def test_model_config(demo_grpc_client):
@@ -70,9 +71,14 @@ def test_model_ready(grpc_client, demo_grpc_client):
         assert demo_grpc_client.is_model_ready(model), model
         assert demo_grpc_client.is_model_ready(model, "1"), model
     assert grpc_client.is_model_ready("versioned_add", "3")
-    assert not grpc_client.is_model_ready("versioned_add", "1")
     assert not grpc_client.is_model_ready("corrupt_model")
-    assert not grpc_client.is_model_ready("does_not_exist")
+    # As Triton: a model or version it does not know is an error, not "not ready".
+    for model, version, words in (("versioned_add", "1", "'versioned_add' version 1 is not found"),
+                                  ("does_not_exist", "", "'does_not_exist' is not found")):
+        with pytest.raises(InferenceServerException) as info:
+            grpc_client.is_model_ready(model, version)
+        assert info.value.status() == "StatusCode.NOT_FOUND"
+        assert info.value.message() == "Request for unknown model: " + words
 
 
 def test_repository_index(grpc_client):

@@ -99,12 +99,17 @@ def test_model_ready(demo_server, demo_client, model):
     assert demo_client.is_model_ready(model)
 
 
-def test_unknown_model_not_ready(server):
-    assert server.get("/v2/models/does_not_exist/ready").status_code != 200
+def test_unknown_model_not_ready(server, client):
+    r = server.get("/v2/models/does_not_exist/ready")
+    assert r.status_code == 404
+    assert r.json()["error"] == "Request for unknown model: 'does_not_exist' is not found"
+    assert not client.is_model_ready("does_not_exist")
 
 
 def test_failed_model_not_ready(server):
-    assert server.get("/v2/models/corrupt_model/ready").status_code != 200
+    r = server.get("/v2/models/corrupt_model/ready")
+    assert r.status_code == 400
+    assert r.json()["error"].startswith("Request for unknown model: 'corrupt_model' has no available versions: ")
 
 
 def test_stats_json_shape(demo_server, demo_client):

@@ -232,8 +232,8 @@ def test_version_outside_policy_is_not_served(server):
     assert server.get("/v2/models/versioned_add/versions/3/ready").status_code == 200
     body = {"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [0, 0, 0, 0]}]}
     r = server.infer_raw("versioned_add", body, version="1")
-    assert r.status_code == 400, r.text
-    assert "versioned_add" in r.json()["error"]
+    assert r.status_code == 404, r.text
+    assert r.json()["error"] == "Request for unknown model: 'versioned_add' version 1 is not found"
     versions = set(server.get("/v2/models/versioned_add").json()["versions"])
     assert versions == {"2", "3"}
 

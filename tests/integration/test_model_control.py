@@ -134,7 +134,9 @@ def test_explicit_mode_http_load_reload_unload(explicit_server):
 def test_explicit_mode_grpc_load_unload(explicit_server):
     srv, repo = explicit_server
     client = grpcclient.InferenceServerClient(srv.grpc_url)
-    assert not client.is_model_ready("addk")
+    with pytest.raises(InferenceServerException) as never_loaded:  # as Triton: not loaded, not known
+        client.is_model_ready("addk")
+    assert never_loaded.value.message() == "Request for unknown model: 'addk' is not found"
     client.load_model("addk")
     assert client.is_model_ready("addk")
     assert infer_k(httpclient.InferenceServerClient(srv.url)) == 1.0

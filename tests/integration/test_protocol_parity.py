@@ -22,6 +22,8 @@ pytestmark = pytest.mark.timeout(180)
 SERVING = ["add_sub_fp32", "identity_bytes", "identity_3d_fp32", "versioned_add", "autocomplete_linear",
            "backend_only"]
 FAILING = "corrupt_model"
+# An unknown model, a version the policy does not serve, a model that failed to load.
+ERROR_CASES = [("does_not_exist", ""), ("versioned_add", "1"), (FAILING, "")]
 
 
 def _write_backend_only(repo) -> None:
@@ -161,15 +163,15 @@ def test_model_metadata_versions_and_platform(parity_server, clients):
         assert get("autocomplete_linear")["platform"] == "onnxruntime_onnx"
 
 
-@pytest.mark.parametrize("model,version", [("does_not_exist", ""), ("versioned_add", "1"), (FAILING, "")])
+@pytest.mark.parametrize("model,version", ERROR_CASES)
 def test_model_metadata_errors_agree(parity_server, clients, model, version):
     _, grpc_client = clients
     path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "")
     status, http_message = _http_error(parity_server, path)
     code, grpc_message = _grpc_error(lambda: grpc_client.get_model_metadata(model, version))
     assert http_message == grpc_message
-    assert model in http_message
-    assert (status, code) in ((400, "StatusCode.INVALID_ARGUMENT"), (503, "StatusCode.UNAVAILABLE"))
+    assert http_message.startswith(f"Request for unknown model: '{model}' ")
+    assert (status, code) in ((404, "StatusCode.NOT_FOUND"), (503, "StatusCode.UNAVAILABLE"))
 
 
 # ---------------------------------------------------------------- model config
@@ -210,11 +212,61 @@ def test_statistics_agree(parity_server, clients):
     assert add_sub["inference_stats"]["fail"]["count"] == 1
 
 
-@pytest.mark.parametrize("model,version", [("does_not_exist", ""), ("versioned_add", "1"), (FAILING, "")])
+@pytest.mark.parametrize("model,version", ERROR_CASES)
 def test_statistics_errors_agree(parity_server, clients, model, version):
     _, grpc_client = clients
     path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "") + "/stats"
     status, http_message = _http_error(parity_server, path)
     code, grpc_message = _grpc_error(lambda: grpc_client.get_inference_statistics(model, version))
     assert http_message == grpc_message
-    assert (status, code) in ((400, "StatusCode.INVALID_ARGUMENT"), (503, "StatusCode.UNAVAILABLE"))
+    assert http_message.startswith(f"Request for unknown model: '{model}' ")
+    assert (status, code) in ((404, "StatusCode.NOT_FOUND"), (503, "StatusCode.UNAVAILABLE"))
+
+
+# ---------------------------------------------------------------- config, infer and ready errors
+
+def _versioned(model: str, version: str) -> str:
+    return f"/v2/models/{model}" + (f"/versions/{version}" if version else "")
+
+
+@pytest.mark.parametrize("model,version", ERROR_CASES)
+def test_model_config_errors_agree(parity_server, clients, model, version):
+    _, grpc_client = clients
+    status, http_message = _http_error(parity_server, _versioned(model, version) + "/config")
+    code, grpc_message = _grpc_error(lambda: grpc_client.get_model_config(model, version))
+    assert http_message == grpc_message
+    assert http_message.startswith(f"Request for unknown model: '{model}' ")
+    assert (status, code) in ((404, "StatusCode.NOT_FOUND"), (503, "StatusCode.UNAVAILABLE"))
+
+
+@pytest.mark.parametrize("model,version", ERROR_CASES)
+def test_infer_errors_agree(parity_server, clients, model, version):
+    _, grpc_client = clients
+    x = np.zeros((1, 4), np.float32)
+    body = {"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": x.ravel().tolist()}]}
+    r = parity_server.infer_raw(model, body, version=version or None)
+    inp = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+    inp.set_data_from_numpy(x)
+    code, grpc_message = _grpc_error(lambda: grpc_client.infer(model, [inp], model_version=version))
+    assert r.json()["error"] == grpc_message
+    assert grpc_message.startswith(f"Request for unknown model: '{model}' ")
+    assert (r.status_code, code) in ((404, "StatusCode.NOT_FOUND"), (503, "StatusCode.UNAVAILABLE"))
+
+
+@pytest.mark.parametrize("model,version", ERROR_CASES[:2])
+def test_model_ready_of_an_unknown_model_is_an_error_on_both(parity_server, clients, model, version):
+    _, grpc_client = clients
+    status, http_message = _http_error(parity_server, _versioned(model, version) + "/ready")
+    code, grpc_message = _grpc_error(lambda: grpc_client.is_model_ready(model, version))
+    assert http_message == grpc_message
+    assert http_message.startswith(f"Request for unknown model: '{model}' ")
+    assert (status, code) == (404, "StatusCode.NOT_FOUND")
+
+
+def test_model_ready_of_a_failed_model_is_not_ready_on_both(parity_server, clients):
+    http, grpc_client = clients
+    status, http_message = _http_error(parity_server, f"/v2/models/{FAILING}/ready")
+    assert status == 400
+    assert http_message.startswith(f"Request for unknown model: '{FAILING}' has no available versions: ")
+    assert not http.is_model_ready(FAILING)
+    assert not grpc_client.is_model_ready(FAILING)

@@ -9,12 +9,15 @@ clients are in test_triton_sequence_examples.py.
 """
 from __future__ import annotations
 
+import asyncio
 import pathlib
 
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+import tritonclient.http.aio as aioclient
+from tritonclient.utils import InferenceServerException
 
 from harness import Reference, model_file, start_server
 
@@ -102,3 +105,42 @@ def test_simple_async_infer_client(examples_server):
         result = p.get_result()
         assert result.get_response()["id"] == str(i)
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), input0 + input1)
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_wrong_model_name_as_the_example_clients_check_it(examples_server, protocol):
+    """simple_http_infer_client.py infers "wrong_model_name" and needs the
+    message to start with "Request for unknown model";
+    simple_{http,grpc}_health_metadata.py ask for its metadata and need those
+    words in the message."""
+    module = httpclient if protocol == "http" else grpcclient
+    url = examples_server.url if protocol == "http" else examples_server.grpc_url
+    client = module.InferenceServerClient(url)
+    input0, input1 = _example_inputs(np.int32)
+    with pytest.raises(InferenceServerException) as infer_error:
+        _infer(module, client, "wrong_model_name", input0, input1, "INT32")
+    assert infer_error.value.message().startswith("Request for unknown model"), infer_error.value.message()
+    with pytest.raises(InferenceServerException) as metadata_error:
+        client.get_model_metadata("wrong_model_name")
+    assert "Request for unknown model" in metadata_error.value.message()
+
+
+async def _aio_wrong_model_name(url: str) -> str:
+    input0, input1 = _example_inputs(np.int32)
+    async with aioclient.InferenceServerClient(url) as client:
+        inputs = [httpclient.InferInput("INPUT0", [1, 16], "INT32"), httpclient.InferInput("INPUT1", [1, 16], "INT32")]
+        inputs[0].set_data_from_numpy(input0, binary_data=False)
+        inputs[1].set_data_from_numpy(input1, binary_data=True)
+        outputs = [httpclient.InferRequestedOutput("OUTPUT0", binary_data=True),
+                   httpclient.InferRequestedOutput("OUTPUT1", binary_data=False)]
+        try:
+            await client.infer("wrong_model_name", inputs, outputs=outputs, query_params={"test_1": 1, "test_2": 2})
+        except InferenceServerException as ex:
+            return ex.message()
+    return ""
+
+
+def test_wrong_model_name_with_the_aio_example_client(examples_server):
+    """simple_http_aio_infer_client.py's check of the same error."""
+    message = asyncio.run(_aio_wrong_model_name(examples_server.url))
+    assert message.startswith("Request for unknown model"), message

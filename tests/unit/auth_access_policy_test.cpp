@@ -14,14 +14,14 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-AccessPolicy MustParse(std::vector<std::string> specs) {
-  auto p = AccessPolicy::Parse(specs, "--http-restricted-api");
+AccessPolicy MustParse(std::vector<std::string> specs, Protocol protocol = Protocol::kHttp) {
+  auto p = AccessPolicy::Parse(specs, protocol);
   EXPECT_TRUE(p.ok()) << p.status().message();
   return p.ok() ? std::move(p).value() : AccessPolicy();
 }
 
 std::string ParseError(std::vector<std::string> specs) {
-  auto p = AccessPolicy::Parse(specs, "--http-restricted-api");
+  auto p = AccessPolicy::Parse(specs, Protocol::kHttp);
   EXPECT_FALSE(p.ok());
   return p.ok() ? "" : p.status().message();
 }
@@ -68,9 +68,13 @@ TEST(AccessPolicyTest, BadSyntaxGivesClearErrors) {
   EXPECT_THAT(ParseError({"inference"}), HasSubstr("missing ':'"));
   EXPECT_THAT(ParseError({"inference:key"}), HasSubstr("missing '='"));
   EXPECT_THAT(ParseError({":key=v"}), HasSubstr("no API group"));
-  EXPECT_THAT(ParseError({"inference:=v"}), HasSubstr("header name"));
-  EXPECT_THAT(ParseError({"inference:bad key=v"}), HasSubstr("header name"));
-  EXPECT_THAT(ParseError({"inference:grpc-timeout=v"}), HasSubstr("header name"));
+  EXPECT_THAT(ParseError({"inference:=v"}), HasSubstr("key '' is empty or invalid"));
+  EXPECT_THAT(ParseError({"inference:bad key=v"}), HasSubstr("key 'bad key'"));
+  EXPECT_THAT(ParseError({"inference:grpc-timeout=v"}), HasSubstr("key 'grpc-timeout'"));
+  EXPECT_THAT(ParseError({"inference"}), HasSubstr("--http-restricted-api"));
+  auto grpc = AccessPolicy::Parse({"inference"}, Protocol::kGrpc);
+  ASSERT_FALSE(grpc.ok());
+  EXPECT_THAT(grpc.status().message(), HasSubstr("--grpc-restricted-protocol"));
   EXPECT_THAT(ParseError({"inference:key="}), HasSubstr("value must not be empty"));
   const std::string unknown = ParseError({"inference,infer:key=v"});
   EXPECT_THAT(unknown, HasSubstr("unknown API group 'infer'"));
@@ -83,7 +87,29 @@ TEST(AccessPolicyTest, ErrorsNeverEchoTheSecret) {
   EXPECT_THAT(ParseError({"inference=topsecret"}), Not(HasSubstr("topsecret")));
   EXPECT_THAT(ParseError({"nope:key=topsecret"}), Not(HasSubstr("topsecret")));
   EXPECT_THAT(ParseError({"inference:bad key=topsecret"}), Not(HasSubstr("topsecret")));
-  EXPECT_THAT(std::string(kRefusalMessage), Not(HasSubstr("key")));
+}
+
+TEST(AccessPolicyTest, GrpcKeysCarryTritonsPrefix) {
+  const AccessPolicy p = MustParse({"inference,health:Infer-Key=abc"}, Protocol::kGrpc);
+  EXPECT_EQ(p.RestrictionFor(ApiGroup::kInference)->header, "triton-grpc-protocol-infer-key");
+  EXPECT_EQ(p.HeaderNames(), (std::vector<std::string>{"triton-grpc-protocol-infer-key"}));
+  // Over HTTP the key is the header, as Triton's --http-restricted-api.
+  EXPECT_EQ(MustParse({"inference:Infer-Key=abc"}).RestrictionFor(ApiGroup::kInference)->header, "infer-key");
+}
+
+TEST(AccessPolicyTest, RefusalsUseTritonsWordsAndNameTheHeaderButNeverTheValue) {
+  const AccessPolicy http = MustParse({"inference:admin-key=topsecret"});
+  EXPECT_EQ(http.RefusalMessage(ApiGroup::kInference, Verdict::kMissing),
+            "This API is restricted, expecting header 'admin-key'; the request does not carry it");
+  EXPECT_EQ(http.RefusalMessage(ApiGroup::kInference, Verdict::kWrong),
+            "This API is restricted, expecting header 'admin-key'; the request carries it with another value");
+  const AccessPolicy grpc = MustParse({"inference:admin-key=topsecret"}, Protocol::kGrpc);
+  for (Verdict v : {Verdict::kMissing, Verdict::kWrong}) {
+    const std::string message = grpc.RefusalMessage(ApiGroup::kInference, v);
+    EXPECT_THAT(message, ::testing::StartsWith(
+                             "This protocol is restricted, expecting header 'triton-grpc-protocol-admin-key'"));
+    EXPECT_THAT(message, Not(HasSubstr("topsecret")));
+  }
 }
 
 TEST(AccessPolicyTest, ConstantTimeEqualsIsEquality) {

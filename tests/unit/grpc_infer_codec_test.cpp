@@ -178,7 +178,7 @@ TEST(GrpcInferCodecTest, MalformedSequenceParametersAreInvalidArgumentNamingTheP
 }
 
 TEST(GrpcInferCodecTest, StatusCodesMapInOnePlace) {
-  EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kNotFound), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kNotFound), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kUnavailable), grpc::StatusCode::UNAVAILABLE);
   EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kUnsupported), grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kInternal), grpc::StatusCode::INTERNAL);

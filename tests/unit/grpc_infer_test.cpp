@@ -104,8 +104,8 @@ TEST_F(GrpcServerTest, InferWithRawBytesTensor) {
 TEST_F(GrpcServerTest, BadRequestsAreInvalidArgumentWithAMessage) {
   inference::ModelInferResponse response;
   grpc::Status status = Infer(AddOneRequest("no_such_model", "x"), &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(status.error_message().find("no_such_model"), std::string::npos);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(), "Request for unknown model: 'no_such_model' is not found");
 
   inference::ModelInferRequest two_raw = AddOneRequest("add_one", "x");
   two_raw.add_raw_input_contents("extra");

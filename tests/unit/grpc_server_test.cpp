@@ -35,10 +35,12 @@ TEST_F(GrpcServerTest, LivenessAndReadinessFollowTheRepository) {
   grpc::ClientContext model_ctx;
   ASSERT_TRUE(stub_->ModelReady(&model_ctx, model_request, &model_ready).ok());
   EXPECT_TRUE(model_ready.ready());
+  // As Triton: a model it does not know is an error, not "not ready".
   model_request.set_name("nope");
   grpc::ClientContext unknown_ctx;
-  ASSERT_TRUE(stub_->ModelReady(&unknown_ctx, model_request, &model_ready).ok());
-  EXPECT_FALSE(model_ready.ready());
+  const grpc::Status unknown = stub_->ModelReady(&unknown_ctx, model_request, &model_ready);
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(unknown.error_message(), "Request for unknown model: 'nope' is not found");
 }
 
 TEST_F(GrpcServerTest, HealthCheckIsServingOnlyWhenReady) {
@@ -90,8 +92,8 @@ TEST_F(GrpcServerTest, ModelMetadataPrependsTheBatchDimension) {
   request.set_name("missing");
   grpc::ClientContext ctx3;
   grpc::Status status = stub_->ModelMetadata(&ctx3, request, &metadata);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(status.error_message().find("missing"), std::string::npos);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(status.error_message(), "Request for unknown model: 'missing' is not found");
 }
 
 TEST_F(GrpcServerTest, ModelConfigIsTheConfigProto) {

@@ -53,7 +53,7 @@ struct ExplicitRepository : FakeRepository {
 class HttpAccessTest : public ::testing::Test {
  protected:
   void MakeService(std::vector<std::string> specs, bool allow_model_control = false) {
-    auto policy = auth::AccessPolicy::Parse(specs, "--http-restricted-api");
+    auto policy = auth::AccessPolicy::Parse(specs, auth::Protocol::kHttp);
     ASSERT_TRUE(policy.ok()) << policy.status().message();
     service = std::make_unique<HttpService>(
         HttpServiceOptions{.server_version = "1",
@@ -90,11 +90,11 @@ TEST_F(HttpAccessTest, RestrictedGroupNeedsTheExactHeaderValue) {
   EXPECT_EQ(wrong.status, 403u);
   const HttpResponse longer = Call("GET", "/v2/models/stats", {{"infer-key", "s3cret!"}});
   EXPECT_EQ(longer.status, 403u);
-  // One generic message: neither header name nor value, same for both cases.
-  EXPECT_EQ(missing.body, wrong.body);
-  EXPECT_THAT(missing.body, HasSubstr(std::string(auth::kRefusalMessage)));
-  EXPECT_THAT(missing.body, Not(HasSubstr("infer-key")));
+  // Triton's words, naming the header and never the value.
+  EXPECT_THAT(missing.body, HasSubstr("This API is restricted, expecting header 'infer-key'; the request does not"));
+  EXPECT_THAT(wrong.body, HasSubstr("This API is restricted, expecting header 'infer-key'; the request carries it"));
   EXPECT_THAT(missing.body, Not(HasSubstr("s3cret")));
+  EXPECT_THAT(wrong.body, Not(HasSubstr("s3cre")));
   // The right value gets through to routing (the model does not exist: 400).
   EXPECT_EQ(Call("POST", "/v2/models/m/infer", {{"infer-key", "s3cret"}}).status, 400u);
   EXPECT_EQ(Call("GET", "/v2/models/stats", {{"infer-key", "s3cret"}}).status, 200u);

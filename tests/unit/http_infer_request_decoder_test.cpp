@@ -294,16 +294,42 @@ TEST(HttpInferRequestDecoder, JsonDepthIsConfigurable) {
   const std::string five = Body(Input("x", "FP32", "[1,1]", "[[1]]"));
   EXPECT_TRUE(Decode(five, std::nullopt, {.max_json_depth = 5}).ok());
   ExpectError(Decode(five, std::nullopt, {.max_json_depth = 4}), 400,
-              "nested deeper than 4 levels (--http-max-json-depth)");
+              "JSON nesting depth exceeds maximum allowed limit (4): the request JSON nests objects and arrays "
+              "deeper (--http-max-json-depth)");
   // Alternating depths on one thread reuse or replace its parser correctly.
   EXPECT_TRUE(Decode(five, std::nullopt, {.max_json_depth = 5}).ok());
   ExpectError(Decode(five, std::nullopt, {.max_json_depth = kMaxJsonDepthLimit + 1}), 500, "max_json_depth");
 }
 
+std::string Nested(size_t arrays, const std::string& leaf) {
+  return std::string(arrays, '[') + leaf + std::string(arrays, ']');
+}
+
+// Triton's HTTP_MAX_JSON_NESTING_DEPTH: 99 arrays around an element pass, 100
+// do not, whatever --http-max-json-depth allows; the depth is named before a
+// wrong element count.
+TEST(HttpInferRequestDecoder, DataNestingFollowsTritonsLimit) {
+  const InferDecodeOptions deep_ok = {.max_json_depth = kMaxJsonDepthLimit};
+  for (const auto& [dtype, leaf] : std::vector<std::pair<std::string, std::string>>{
+           {"INT64", "123"}, {"FP32", "1.5"}, {"BYTES", R"("hello")"}}) {
+    SCOPED_TRACE(dtype);
+    auto ok = Decode(Body(Input("x", dtype, "[1,1]", Nested(99, leaf))), std::nullopt, deep_ok);
+    EXPECT_TRUE(ok.ok()) << ok.status().message();
+    ExpectError(Decode(Body(Input("x", dtype, "[1,1]", Nested(100, leaf))), std::nullopt, deep_ok), 400,
+                "JSON nesting depth exceeds maximum allowed limit (100): input 'x' nests its 'data' arrays deeper");
+    ExpectError(Decode(Body(Input("x", dtype, "[1,1]", Nested(120, leaf)))), 400, "maximum allowed limit (100)");
+    ExpectError(Decode(Body(Input("x", dtype, "[1,3]", Nested(100, leaf))), std::nullopt, deep_ok), 400,
+                "maximum allowed limit (100)");
+  }
+  // An empty array 99 arrays deep holds nothing at depth 100.
+  EXPECT_EQ(Decode(Body(Input("x", "INT64", "[0,0]", Nested(100, ""))), std::nullopt, deep_ok).status().code(),
+            StatusCode::kOk);
+}
+
 TEST(HttpInferRequestDecoder, DeepJsonIsRejected) {
   std::string deep(200, '[');
   deep += std::string(200, ']');
-  ExpectError(Decode(Body(Input("x", "FP32", "[1]", deep))), 400, "nested deeper than 64 levels");
+  ExpectError(Decode(Body(Input("x", "FP32", "[1]", deep))), 400, "maximum allowed limit (128)");
   // A hostile body of only brackets, with no object around it.
   ExpectError(Decode(std::string(100000, '[')), 400, "");
 }

@@ -159,16 +159,21 @@ TEST_F(HttpServiceTest, ModelMetadataPrependsTheBatchDimension) {
             R"("outputs":[{"name":"OUT_INPUT0","datatype":"INT32","shape":[-1,16]}]})");
   EXPECT_EQ(Get("/v2/models/simple/versions/1").status, 200u);
   auto unknown = Get("/v2/models/nope");
-  EXPECT_EQ(unknown.status, 400u);
-  EXPECT_THAT(unknown.body, HasSubstr("unknown model 'nope'"));
+  EXPECT_EQ(unknown.status, 404u);
+  EXPECT_THAT(unknown.body, HasSubstr("Request for unknown model: 'nope' is not found"));
   EXPECT_EQ(Get("/v2/models/broken").status, 503u);
 }
 
 TEST_F(HttpServiceTest, ModelReady) {
   EXPECT_EQ(Get("/v2/models/simple/ready").status, 200u);
   EXPECT_EQ(Get("/v2/models/simple/versions/1/ready").status, 200u);
-  EXPECT_EQ(Get("/v2/models/simple/versions/2/ready").status, 400u);
-  EXPECT_EQ(Get("/v2/models/broken/ready").status, 400u);
+  const HttpResponse unknown_version = Get("/v2/models/simple/versions/2/ready");
+  EXPECT_EQ(unknown_version.status, 404u);
+  EXPECT_THAT(unknown_version.body, HasSubstr("Request for unknown model: 'simple' version 2 is not found"));
+  EXPECT_EQ(Get("/v2/models/nope/ready").status, 404u);
+  const HttpResponse not_ready = Get("/v2/models/broken/ready");
+  EXPECT_EQ(not_ready.status, 400u);
+  EXPECT_THAT(not_ready.body, HasSubstr("Request for unknown model: 'broken' has no available versions: "));
 }
 
 TEST_F(HttpServiceTest, ConfigPrintsInt64AsNumbersAndDefaults) {
@@ -205,7 +210,8 @@ TEST_F(HttpServiceTest, Statistics) {
   EXPECT_EQ(m["batch_stats"][0]["batch_size"].GetUint64(), 4u);
   EXPECT_EQ(m["batch_stats"][0]["compute_infer"]["ns"].GetUint64(), 300u);
   EXPECT_EQ(Get("/v2/models/stats").status, 200u);
-  EXPECT_EQ(Get("/v2/models/nope/stats").status, 400u);
+  EXPECT_EQ(Get("/v2/models/nope/stats").status, 404u);
+  EXPECT_EQ(Get("/v2/models/nope/config").status, 404u);
 }
 
 // A statistics read that lands between the scheduler's adds to the three
@@ -298,8 +304,8 @@ TEST_F(HttpServiceTest, InferCompletesLaterOnThePostedQueue) {
 
 TEST_F(HttpServiceTest, InferErrorsMapToStatusCodes) {
   auto unknown = Post("/v2/models/nope/infer", kInferJson);
-  EXPECT_EQ(unknown.status, 400u);
-  EXPECT_THAT(unknown.body, HasSubstr("unknown model 'nope'"));
+  EXPECT_EQ(unknown.status, 404u);
+  EXPECT_THAT(unknown.body, HasSubstr("Request for unknown model: 'nope' is not found"));
   EXPECT_EQ(Post("/v2/models/broken/infer", kInferJson).status, 503u);
   auto model_level = Post("/v2/models/simple/infer", R"({"inputs":[]})");
   EXPECT_EQ(model_level.status, 400u);
@@ -328,6 +334,28 @@ TEST_F(HttpServiceTest, CompressedRequestAndResponse) {
   auto b = Post("/v2/models/simple/infer", *bomb, std::nullopt, "gzip");
   EXPECT_EQ(b.status, 413u);
   EXPECT_THAT(b.body, HasSubstr("exceeds the limit of 1048576 bytes"));
+}
+
+// As Triton: clients that send Accept-Encoding without decompressing
+// (tritonclient.http.aio) must read every other answer as it is.
+TEST_F(HttpServiceTest, OnlySuccessfulInferResponsesAreCompressed) {
+  for (const char* target : {"/v2", "/v2/health/live", "/v2/health/ready", "/v2/models/simple",
+                             "/v2/models/simple/versions/1", "/v2/models/simple/config", "/v2/models/simple/ready",
+                             "/v2/models/simple/stats", "/v2/models/stats", "/v2/models/nope", "/v2/nope"}) {
+    HttpRequest req = Req("GET", target);
+    req.accept_encoding = "gzip, deflate";
+    const std::optional<HttpResponse> r = Call(std::move(req));
+    ASSERT_TRUE(r) << target;
+    EXPECT_EQ(r->content_encoding, "") << target;
+  }
+  EXPECT_EQ(Post("/v2/repository/index", "{}", std::nullopt, "", "gzip").content_encoding, "");
+  const HttpResponse refused = Post("/v2/models/simple/infer", R"({"inputs":[]})", std::nullopt, "", "gzip");
+  EXPECT_EQ(refused.status, 400u);
+  EXPECT_EQ(refused.content_encoding, "");
+  EXPECT_THAT(refused.body, HasSubstr("expects 1 input"));
+  EXPECT_EQ(Post("/v2/models/simple/infer", kInferJson, std::nullopt, "", "gzip").content_encoding, "gzip");
+  EXPECT_EQ(Post("/v2/models/simple/versions/1/infer", kInferJson, std::nullopt, "", "deflate").content_encoding,
+            "deflate");
 }
 
 TEST_F(HttpServiceTest, BinaryOutputCompressedKeepsJsonLength) {

@@ -224,6 +224,7 @@ TEST_F(TempRepository, VersionPolicies) {
   EXPECT_FALSE(FindIndexEntry(index, "latest", "0"));
   EXPECT_EQ(repo.GetModel("latest", "").value()->version(), "10");
   EXPECT_EQ(repo.GetModel("latest", "2").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(repo.GetModel("latest", "2").status().message(), "Request for unknown model: 'latest' version 2 is not found");
 
   EXPECT_EQ(FindIndexEntry(index, "all", "1")->state, ModelState::kReady);
   EXPECT_EQ(FindIndexEntry(index, "all", "2")->state, ModelState::kReady);
@@ -233,6 +234,10 @@ TEST_F(TempRepository, VersionPolicies) {
   EXPECT_EQ(FindIndexEntry(index, "specific", "2")->state, ModelState::kReady);
   EXPECT_FALSE(FindIndexEntry(index, "specific", "1"));
   EXPECT_EQ(FindIndexEntry(index, "specific", "5")->state, ModelState::kUnavailable);
+  const Status not_ready = repo.GetModel("specific", "5").status();
+  EXPECT_EQ(not_ready.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(not_ready.message().rfind("Request for unknown model: 'specific' version 5 is not at ready state: ", 0), 0u)
+      << not_ready.message();
 
   EXPECT_EQ(FindIndexEntry(index, "custom_file", "1")->state, ModelState::kReady);
 }
@@ -247,7 +252,7 @@ TEST_F(TempRepository, ClientNamesAreNeverPaths) {
     EXPECT_FALSE(model.ok()) << name << " / " << version;
     EXPECT_EQ(model.status().code(), StatusCode::kNotFound) << name << " / " << version;
   }
-  EXPECT_NE(repo.GetModel("nope", "").status().message().find("'nope'"), std::string::npos);
+  EXPECT_EQ(repo.GetModel("nope", "").status().message(), "Request for unknown model: 'nope' is not found");
 }
 
 TEST_F(TempRepository, ConfiguredWarmupAndThreadParameters) {

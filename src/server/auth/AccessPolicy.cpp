@@ -74,9 +74,15 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return CRYPTO_memcmp(da.data(), db.data(), da.size()) == 0;
 }
 
-Result<AccessPolicy> AccessPolicy::Parse(const std::vector<std::string>& specs, std::string_view flag) {
+std::string_view RestrictionFlag(Protocol protocol) {
+  return protocol == Protocol::kGrpc ? "--grpc-restricted-protocol" : "--http-restricted-api";
+}
+
+Result<AccessPolicy> AccessPolicy::Parse(const std::vector<std::string>& specs, Protocol protocol) {
   AccessPolicy policy;
-  const std::string syntax = " (expected " + std::string(flag) + "=<group>[,<group>...]:<header>=<value>)";
+  policy.protocol_ = protocol;
+  const std::string_view flag = RestrictionFlag(protocol);
+  const std::string syntax = " (expected " + std::string(flag) + "=<group>[,<group>...]:<key>=<value>)";
   for (const std::string& spec : specs) {
     const size_t colon = spec.find(':');
     // Never echo the part after ':' (it holds the secret).
@@ -85,14 +91,15 @@ Result<AccessPolicy> AccessPolicy::Parse(const std::vector<std::string>& specs, 
     if (colon == std::string::npos) return InvalidArgument(where + ": missing ':' after the API groups" + syntax);
     const std::string_view rest = std::string_view(spec).substr(colon + 1);
     const size_t eq = rest.find('=');
-    if (eq == std::string_view::npos) return InvalidArgument(where + ": missing '=' between header and value" + syntax);
-    std::string header(Trim(rest.substr(0, eq)));
-    for (char& c : header) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (eq == std::string_view::npos) return InvalidArgument(where + ": missing '=' between key and value" + syntax);
+    std::string key(Trim(rest.substr(0, eq)));
+    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const std::string_view value = rest.substr(eq + 1);
-    if (!ValidHeaderName(header)) {
-      return InvalidArgument(where + ": header name '" + header +
+    if (!ValidHeaderName(key)) {
+      return InvalidArgument(where + ": key '" + key +
                              "' is empty or invalid (letters, digits, '-', '_', '.'; not 'grpc-...')" + syntax);
     }
+    const std::string header = protocol == Protocol::kGrpc ? std::string(kGrpcRestrictedKeyPrefix) + key : key;
     if (value.empty()) return InvalidArgument(where + ": the header value must not be empty" + syntax);
 
     const int index = static_cast<int>(policy.restrictions_.size());
@@ -141,6 +148,17 @@ Verdict AccessPolicy::Check(ApiGroup group, std::optional<std::string_view> pres
   const auto digest = Digest(*presented);
   return CRYPTO_memcmp(digest.data(), r->value_digest.data(), digest.size()) == 0 ? Verdict::kAllowed
                                                                                    : Verdict::kWrong;
+}
+
+std::string AccessPolicy::RefusalMessage(ApiGroup group, Verdict verdict) const {
+  const Restriction* r = RestrictionFor(group);
+  const std::string header = r ? r->header : std::string();
+  std::string message = protocol_ == Protocol::kGrpc ? "This protocol is restricted, expecting header '"
+                                                     : "This API is restricted, expecting header '";
+  message += header;
+  message += verdict == Verdict::kMissing ? "'; the request does not carry it"
+                                          : "'; the request carries it with another value";
+  return message;
 }
 
 Result<std::string> ReadPemFile(const std::string& path, PemKind kind, std::string_view flag) {

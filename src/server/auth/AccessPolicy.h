@@ -1,15 +1,17 @@
 #pragma once
 // Restricted APIs (--http-restricted-api / --grpc-restricted-protocol), with
-// Triton's syntax: "<group>[,<group>...]:<header>=<value>", repeatable. A call
-// to a restricted group must carry <header> (an HTTP header, or a gRPC
-// metadata key) with exactly <value>. Groups not named by any spec are open.
+// Triton's syntax: "<group>[,<group>...]:<key>=<value>", repeatable. A call
+// to a restricted group must carry the header with exactly <value>: over HTTP
+// the header <key>, over gRPC the metadata key "triton-grpc-protocol-<key>"
+// (Triton's kRestrictedProtocolHeaderTemplate; its clients send that form).
+// Groups not named by any spec are open.
 //
 // Secrets: the expected value is kept only as its SHA-256 digest, and a
 // presented value is hashed and compared with CRYPTO_memcmp, so neither the
 // position of the first wrong byte nor the expected length shows in the time
-// a refusal takes. Refusals never name the header or the value (see
-// kRefusalMessage): a missing header and a wrong one differ only in the status
-// code (HTTP 401/403, gRPC UNAUTHENTICATED/PERMISSION_DENIED).
+// a refusal takes. A refusal (RefusalMessage) names the header in Triton's
+// words, never the value; a missing header and a wrong one also differ in the
+// status code (HTTP 401/403, gRPC UNAUTHENTICATED/PERMISSION_DENIED).
 //
 // An AccessPolicy is immutable after Parse() and safe to share across threads.
 #include <array>
@@ -40,9 +42,12 @@ inline constexpr size_t kApiGroupCount = 9;
 std::string_view ApiGroupName(ApiGroup group);
 std::optional<ApiGroup> ParseApiGroup(std::string_view name);
 
-// The one message of every refusal.
-inline constexpr std::string_view kRefusalMessage =
-    "this API is restricted; the request lacks valid credentials";
+// Which front end a policy guards: its flag, the prefix of its header names
+// and the words of its refusals follow Triton's.
+enum class Protocol : uint8_t { kHttp, kGrpc };
+
+// "triton-grpc-protocol-": what Triton puts before a gRPC restriction's key.
+inline constexpr std::string_view kGrpcRestrictedKeyPrefix = "triton-grpc-protocol-";
 
 // Explicit model control refuses load/unload unless the model-repository
 // group is restricted (or --allow-unauthenticated-model-control=true); the
@@ -59,6 +64,10 @@ enum class Verdict : uint8_t {
   kWrong,    // present with another value: HTTP 403, gRPC PERMISSION_DENIED
 };
 
+// The flag that sets `protocol`'s policy: "--http-restricted-api" or
+// "--grpc-restricted-protocol".
+std::string_view RestrictionFlag(Protocol protocol);
+
 // Equality of two byte strings in time that depends only on their lengths
 // (not on where they differ): both are hashed with SHA-256, and the digests
 // compared with CRYPTO_memcmp.
@@ -67,17 +76,17 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b);
 class AccessPolicy {
  public:
   struct Restriction {
-    std::string header;  // lowercase
+    std::string header;  // lowercase; over gRPC with kGrpcRestrictedKeyPrefix
     std::array<unsigned char, 32> value_digest{};
   };
 
   // No restriction: every group open.
   AccessPolicy() = default;
 
-  // Parses the specs of one flag; `flag` names it in errors. Errors: empty
+  // Parses the specs of `protocol`'s flag (named in errors). Errors: empty
   // group list, unknown group (lists the valid ones), a group named twice,
-  // missing ':' or '=', empty or invalid header name, empty value.
-  static Result<AccessPolicy> Parse(const std::vector<std::string>& specs, std::string_view flag);
+  // missing ':' or '=', empty or invalid key, empty value.
+  static Result<AccessPolicy> Parse(const std::vector<std::string>& specs, Protocol protocol);
 
   bool empty() const { return restrictions_.empty(); }
   bool restricted(ApiGroup group) const { return index_[static_cast<size_t>(group)] >= 0; }
@@ -92,7 +101,15 @@ class AccessPolicy {
   // `presented`: the value of RestrictionFor(group)->header in the call, if any.
   Verdict Check(ApiGroup group, std::optional<std::string_view> presented) const;
 
+  // Why a call to `group` was refused with `verdict` (not kAllowed): Triton's
+  // words ("This API is restricted, expecting header '<key>'" over HTTP,
+  // "This protocol is restricted, expecting header
+  // 'triton-grpc-protocol-<key>'" over gRPC), then whether the header was
+  // absent or held another value. Never the value.
+  std::string RefusalMessage(ApiGroup group, Verdict verdict) const;
+
  private:
+  Protocol protocol_ = Protocol::kHttp;
   std::vector<Restriction> restrictions_;
   std::array<int, kApiGroupCount> index_ = {-1, -1, -1, -1, -1, -1, -1, -1, -1};
 };

@@ -228,7 +228,7 @@ grpc::StatusCode ToGrpcCode(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return grpc::StatusCode::OK;
     case StatusCode::kInvalidArgument: return grpc::StatusCode::INVALID_ARGUMENT;
-    case StatusCode::kNotFound: return grpc::StatusCode::INVALID_ARGUMENT;
+    case StatusCode::kNotFound: return grpc::StatusCode::NOT_FOUND;
     case StatusCode::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
     case StatusCode::kUnsupported: return grpc::StatusCode::UNIMPLEMENTED;
     case StatusCode::kDeadlineExceeded: return grpc::StatusCode::DEADLINE_EXCEEDED;

@@ -16,7 +16,8 @@
 namespace ortserve::grpcfe {
 
 // The one place where core status codes become gRPC codes:
-//   kInvalidArgument, kNotFound (unknown model/version) -> INVALID_ARGUMENT
+//   kInvalidArgument -> INVALID_ARGUMENT
+//   kNotFound (unknown model/version) -> NOT_FOUND (as Triton's GrpcStatusUtil)
 //   kUnavailable (overload, not ready, shutting down)   -> UNAVAILABLE
 //   kUnsupported -> UNIMPLEMENTED, kDeadlineExceeded -> DEADLINE_EXCEEDED,
 //   kCancelled -> CANCELLED, kPayloadTooLarge -> RESOURCE_EXHAUSTED,

@@ -62,15 +62,11 @@ grpc::Status GrpcServiceCore::CheckAccess(auth::ApiGroup group, const grpc::Serv
   if (auto it = metadata.find(grpc::string_ref(restriction->header)); it != metadata.end()) {
     presented = std::string_view(it->second.data(), it->second.size());
   }
-  switch (policy->Check(group, presented)) {
-    case auth::Verdict::kAllowed:
-      return grpc::Status::OK;
-    case auth::Verdict::kMissing:
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(auth::kRefusalMessage));
-    case auth::Verdict::kWrong:
-      break;
-  }
-  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(auth::kRefusalMessage));
+  const auth::Verdict verdict = policy->Check(group, presented);
+  if (verdict == auth::Verdict::kAllowed) return grpc::Status::OK;
+  return grpc::Status(
+      verdict == auth::Verdict::kMissing ? grpc::StatusCode::UNAUTHENTICATED : grpc::StatusCode::PERMISSION_DENIED,
+      policy->RefusalMessage(group, verdict));
 }
 
 bool GrpcServiceCore::ModelControlLocked() const {
@@ -93,8 +89,10 @@ grpc::Status GrpcServiceCore::ServerReady(const inference::ServerReadyRequest&,
 
 grpc::Status GrpcServiceCore::ModelReady(const inference::ModelReadyRequest& request,
                                          inference::ModelReadyResponse* response) {
-  // As Triton: an unknown or unavailable model is simply not ready.
+  // As Triton, a model or version it does not know is an error (NOT_FOUND,
+  // "Request for unknown model: ..."); one it knows is ready or not.
   Result<std::shared_ptr<Model>> model = repository_->GetModel(request.name(), request.version());
+  if (!model.ok() && model.status().code() == StatusCode::kNotFound) return ToGrpcStatus(model.status());
   response->set_ready(!stopping() && model.ok() && model.value()->ready());
   return grpc::Status::OK;
 }

@@ -40,8 +40,8 @@ class GrpcServiceCore {
   bool ServerReady() const;
 
   // OK when `group` is open or the call carries the restriction's metadata
-  // with the right value; else UNAUTHENTICATED (absent) or PERMISSION_DENIED
-  // (wrong), both with auth::kRefusalMessage.
+  // (triton-grpc-protocol-<key>) with the right value; else UNAUTHENTICATED
+  // (absent) or PERMISSION_DENIED (wrong), with the policy's RefusalMessage.
   grpc::Status CheckAccess(auth::ApiGroup group, const grpc::ServerContextBase& context) const;
   // Explicit mode without a restricted model-repository group and without
   // allow_unauthenticated_model_control: load/unload are refused.

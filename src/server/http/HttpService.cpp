@@ -48,8 +48,13 @@ Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const Ht
   return DecodeInferRequest(std::move(body), header_length, options.decode);
 }
 
-// The response to an infer request that the model answered with `result`.
-HttpResponse EncodeInferResult(const Result<InferenceResponse>& result, bool listed, bool binary_default) {
+// The response to an infer request that the model answered with `result`,
+// compressed as `accept_encoding` allows. As Triton, only an infer response
+// that succeeded is ever compressed: clients that send Accept-Encoding without
+// decompressing (tritonclient.http.aio's aiohttp session) read every other
+// answer, errors included, as it is.
+HttpResponse EncodeInferResult(const Result<InferenceResponse>& result, bool listed, bool binary_default,
+                               std::string_view accept_encoding) {
   if (!result.ok()) return HttpService::ErrorResponse(result.status());
   auto enc = EncodeInferResponse(result.value(), listed, binary_default);
   if (!enc.ok()) return HttpService::ErrorResponse(enc.status());
@@ -60,6 +65,7 @@ HttpResponse EncodeInferResult(const Result<InferenceResponse>& result, bool lis
     r.content_type = "application/octet-stream";
     r.tail = std::move(enc->binary);
   }
+  CompressResponse(&r, accept_encoding);
   return r;
 }
 
@@ -174,10 +180,7 @@ HttpResponse HttpService::ErrorResponse(unsigned http_status, std::string_view m
 }
 
 void HttpService::Handle(HttpRequest request, RequestContext context) {
-  auto reply = [&](HttpResponse r) {
-    CompressResponse(&r, request.accept_encoding);
-    context.reply(std::move(r));
-  };
+  auto reply = [&](HttpResponse r) { context.reply(std::move(r)); };
   auto path = SplitPath(request.target);
   if (!path) return reply(ErrorResponse(400, "malformed percent-escape in the request path"));
   const std::vector<std::string>& p = *path;
@@ -200,7 +203,8 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
         }
         const auth::Verdict verdict = options_.access_policy->Check(*group, presented);
         if (verdict != auth::Verdict::kAllowed) {
-          return reply(ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403, auth::kRefusalMessage));
+          return reply(ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403,
+                                     options_.access_policy->RefusalMessage(*group, verdict)));
         }
       }
     }
@@ -223,7 +227,7 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
     }
     if (n == 5 && p[2] == "models" && (p[4] == "load" || p[4] == "unload")) {
       if (!post) return reply(MethodNotAllowed(request, "POST"));
-      return HandleModelControl(request, p[3], p[4] == "load", std::move(context));
+      return HandleModelControl(p[3], p[4] == "load", std::move(context));
     }
   }
 
@@ -270,8 +274,9 @@ HttpResponse HttpService::HandleModelGet(const std::string& model, const std::st
   }
   auto m = repository_->GetModel(model, version);
   if (action == "ready") {
-    // Triton: 200 when ready, 400 otherwise (unknown or not ready).
-    if (!m.ok()) return ErrorResponse(400, m.status().message());
+    // 200 when ready; 404 for a model or version it does not know (as
+    // Triton), 400 for one that is not ready.
+    if (!m.ok()) return ErrorResponse(m.status().code() == StatusCode::kNotFound ? 404 : 400, m.status().message());
     return (*m)->ready() ? EmptyResponse(200) : ErrorResponse(400, "model '" + model + "' is not ready");
   }
   if (!m.ok()) return ErrorResponse(m.status());
@@ -303,34 +308,26 @@ HttpResponse HttpService::HandleRepositoryIndex(const HttpRequest& request) {
   return JsonResponse(RepositoryIndexJson(repository_->Index(), ready_only));
 }
 
-void HttpService::HandleModelControl(const HttpRequest& request, const std::string& model, bool load,
-                                     RequestContext context) {
+void HttpService::HandleModelControl(const std::string& model, bool load, RequestContext context) {
   // The body ({"parameters": {...}}) is accepted and ignored: ortserve reads
   // config and files from the repository only.
   if (repository_->control_mode() != ModelControlMode::kExplicit) {
     // Triton answers 400 here.
-    HttpResponse r = ErrorResponse(400, ModelControlDisabledMessage(repository_->control_mode()));
-    CompressResponse(&r, request.accept_encoding);
-    return context.reply(std::move(r));
+    return context.reply(ErrorResponse(400, ModelControlDisabledMessage(repository_->control_mode())));
   }
   if (!options_.allow_unauthenticated_model_control &&
       !(options_.access_policy && options_.access_policy->restricted(auth::ApiGroup::kModelRepository))) {
-    HttpResponse r = ErrorResponse(403, auth::ModelControlNeedsAuthMessage("--http-restricted-api"));
-    CompressResponse(&r, request.accept_encoding);
-    return context.reply(std::move(r));
+    return context.reply(ErrorResponse(403, auth::ModelControlNeedsAuthMessage("--http-restricted-api")));
   }
   // The load runs on the repository's loader thread; the reply is posted back
   // to this connection's I/O thread when it is done.
   admission_->in_flight().Add();
   auto done = [post = std::move(context.post), reply = std::move(context.reply),
-               accept = request.accept_encoding, admission = admission_](Status status) {
-    post([reply, status, accept] {
+               admission = admission_](Status status) {
+    post([reply, status] {
       // Triton answers a failed load or unload with 400.
-      HttpResponse r = status.ok() ? EmptyResponse(200)
-                                   : ErrorResponse(status.code() == StatusCode::kUnavailable ? 503 : 400,
-                                                   status.message());
-      CompressResponse(&r, accept);
-      reply(std::move(r));
+      reply(status.ok() ? EmptyResponse(200)
+                        : ErrorResponse(status.code() == StatusCode::kUnavailable ? 503 : 400, status.message()));
     });
     admission->in_flight().Done();
   };
@@ -347,7 +344,6 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   tracing::CompletionReport report = admission_->StartReport(request.traceparent);
   auto fail = [&](const Status& st) {
     HttpResponse r = ErrorResponse(st);
-    CompressResponse(&r, request.accept_encoding);
     if (report) ReportInfer(report, {}, model, version, r, bytes_in, nullptr);
     context.reply(std::move(r));
   };
@@ -379,8 +375,7 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
       post([reply = std::move(reply), shared, listed, binary_default, accept = std::move(accept),
             report = std::move(report), id = std::move(id), model = std::move(model), version = std::move(version),
             bytes_in] {
-        HttpResponse r = EncodeInferResult(*shared, listed, binary_default);
-        CompressResponse(&r, accept);
+        HttpResponse r = EncodeInferResult(*shared, listed, binary_default, accept);
         if (report) {
           ReportInfer(report, id, model, version, r, bytes_in, shared->ok() ? &shared->value() : nullptr);
         }

@@ -110,8 +110,7 @@ class HttpService {
   HttpResponse HandleModelGet(const std::string& model, const std::string& version, std::string_view action);
   HttpResponse HandleStats(const std::string& model, const std::string& version);
   HttpResponse HandleRepositoryIndex(const HttpRequest& request);
-  void HandleModelControl(const HttpRequest& request, const std::string& model, bool load,
-                          RequestContext context);
+  void HandleModelControl(const std::string& model, bool load, RequestContext context);
   HttpResponse Ready();
 
   HttpServiceOptions options_;
@@ -121,7 +120,8 @@ class HttpService {
   std::shared_ptr<common::InferAdmission> admission_;
 };
 
-// Compresses the response in place when the client accepts gzip/deflate.
+// Compresses the response in place when the client accepts gzip/deflate
+// (the service does so only for an infer response that succeeded).
 void CompressResponse(HttpResponse* response, std::string_view accept_encoding);
 
 // The API group of a request path (SplitPath's output), as Triton maps it;

@@ -6,7 +6,7 @@ unsigned HttpStatusFor(StatusCode code) {
   switch (code) {
     case StatusCode::kOk: return 200;
     case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kNotFound: return 400;
+    case StatusCode::kNotFound: return 404;
     case StatusCode::kUnavailable: return 503;
     case StatusCode::kUnsupported: return 501;
     case StatusCode::kDeadlineExceeded: return 504;

@@ -2,8 +2,8 @@
 // The one place where a Status becomes an HTTP status code.
 //
 //   kInvalidArgument  400   bad request content
-//   kNotFound         400   unknown model/version (Triton answers 400, and
-//                           tritonclient treats any non-200 as the error)
+//   kNotFound         404   unknown model/version (as Triton's
+//                           HttpCodeFromError for TRITONSERVER_ERROR_NOT_FOUND)
 //   kUnavailable      503   overload, model not ready, shutting down
 //   kUnsupported      501   unsupported Content-Encoding / feature
 //   kPayloadTooLarge  413   body or decoded body over max_input_size

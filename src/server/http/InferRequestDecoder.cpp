@@ -95,7 +95,8 @@ bool ToBoolByte(element e, uint8_t* v) {
 
 // Writes a (possibly nested) data array's leaves in order, in one pass: the
 // count is checked as it goes (too_many) and after (index), not by a counting
-// pass before. Fixed-size types are walked by a loop specialised for the
+// pass before; the nesting as it goes (too_deep: Triton's limit, checked once
+// per array, not per leaf). Fixed-size types are walked by a loop specialised for the
 // type (the datatype is dispatched once per input, not once per element, and
 // an element's conversion is a bool, not a Status); the message for a bad
 // element is built only when there is one.
@@ -107,6 +108,7 @@ struct LeafWriter {
   uint64_t limit;   // the leaves the shape holds; `out` has room for exactly these
   uint64_t index = 0;
   bool too_many = false;  // the data has a leaf past `limit` (Walk stopped there)
+  bool too_deep = false;  // an element lies kMaxJsonDataDepth arrays deep (Walk stopped there)
 
   Status Walk(element data) {
     switch (dtype) {
@@ -135,13 +137,15 @@ struct LeafWriter {
   template <typename T>
   Status WalkAs(element data, Converter<T> convert) {
     element bad;
-    if (WalkFixed<T>(data, convert, &bad)) return Status::Ok();
-    return LeafError(bad);
+    if (WalkFixed<T>(data, convert, &bad, 0)) return Status::Ok();
+    return too_deep ? DepthError() : LeafError(bad);
   }
 
-  // False at the first leaf that does not convert (*bad, data[index]).
+  // False at the first leaf that does not convert (*bad, data[index]), or at
+  // the first array whose elements lie too deep (too_deep). `depth`: how many
+  // arrays hold `e`, as Triton counts them (the data itself is at depth 0).
   template <typename T>
-  bool WalkFixed(element e, Converter<T> convert, element* bad) {
+  bool WalkFixed(element e, Converter<T> convert, element* bad, size_t depth) {
     array arr;
     if (e.get_array().get(arr) != simdjson::SUCCESS) {
       if (index == limit) {
@@ -157,17 +161,25 @@ struct LeafWriter {
       ++index;
       return true;
     }
+    if (depth + 1 >= kMaxJsonDataDepth && arr.begin() != arr.end()) {
+      too_deep = true;
+      return false;
+    }
     for (element child : arr) {
-      if (!WalkFixed<T>(child, convert, bad)) return false;
+      if (!WalkFixed<T>(child, convert, bad, depth + 1)) return false;
       if (too_many) break;
     }
     return true;
   }
 
-  Status WalkBytes(element e) {
+  Status WalkBytes(element e, size_t depth = 0) {
     if (array arr; e.get_array().get(arr) == simdjson::SUCCESS) {
+      if (depth + 1 >= kMaxJsonDataDepth && arr.begin() != arr.end()) {
+        too_deep = true;
+        return DepthError();
+      }
       for (element child : arr) {
-        ORTSERVE_RETURN_IF_ERROR(WalkBytes(child));
+        ORTSERVE_RETURN_IF_ERROR(WalkBytes(child, depth + 1));
         if (too_many) break;
       }
       return Status::Ok();
@@ -187,6 +199,11 @@ struct LeafWriter {
     bytes_out->append(s);
     ++index;
     return Status::Ok();
+  }
+
+  Status DepthError() const {
+    return InvalidArgument("JSON nesting depth exceeds maximum allowed limit (" + std::to_string(kMaxJsonDataDepth) +
+                           "): input " + Quote(input) + " nests its 'data' arrays deeper");
   }
 
   Status Bad(element e, const char* expected) const {
@@ -266,8 +283,8 @@ Result<Shape> ParseShape(std::string_view input, element e) {
 
 Status JsonError(simdjson::error_code err, size_t max_depth) {
   if (err == simdjson::DEPTH_ERROR)
-    return InvalidArgument("request JSON is nested deeper than " + std::to_string(max_depth) +
-                           " levels (--http-max-json-depth)");
+    return InvalidArgument("JSON nesting depth exceeds maximum allowed limit (" + std::to_string(max_depth) +
+                           "): the request JSON nests objects and arrays deeper (--http-max-json-depth)");
   if (err == simdjson::NUMBER_ERROR) {
     // The DOM parser fails the whole document, so the tensor can't be named.
     return InvalidArgument(
@@ -354,7 +371,7 @@ Status DecodeJsonData(element data, std::string_view name, std::string_view dtyp
   // bad element.
   const auto walk = [&](LeafWriter& w) -> Status {
     Status status = w.Walk(data);
-    if (status.ok() && !w.too_many && w.index == count) return status;
+    if (w.too_deep || (status.ok() && !w.too_many && w.index == count)) return status;
     uint64_t leaves = 0;
     CountLeaves(data, &leaves);
     if (leaves == count) return status;

@@ -31,8 +31,15 @@ namespace ortserve::http {
 // The deepest JSON nesting a decoder may be configured to accept: the data
 // walk recurses once per level, so this bounds its stack.
 inline constexpr size_t kMaxJsonDepthLimit = 1024;
-// --http-max-json-depth's default.
-inline constexpr size_t kDefaultMaxJsonDepth = 64;
+// --http-max-json-depth's default: above what Triton's data limit lets
+// through (a request's 3 levels around its data, then 99 arrays), so that
+// every request Triton accepts is parsed.
+inline constexpr size_t kDefaultMaxJsonDepth = 128;
+// Triton's limit on an input's JSON 'data' (HTTP_MAX_JSON_NESTING_DEPTH in
+// its src/common.h): no element may lie this many arrays deep, the data
+// itself being at depth 0. The refusal is Triton's "JSON nesting depth exceeds
+// maximum allowed limit (100)", then the input's name.
+inline constexpr size_t kMaxJsonDataDepth = 100;
 
 struct InferDecodeOptions {
   // No decoded tensor may be larger than this (JSON data expands: "1," is two
@@ -41,7 +48,8 @@ struct InferDecodeOptions {
   // No input may have more elements than this (checked from its shape).
   uint64_t max_tensor_elements = common::kDefaultMaxTensorElements;
   // JSON nested deeper than this (objects and arrays together) is rejected;
-  // in [2, kMaxJsonDepthLimit].
+  // in [2, kMaxJsonDepthLimit]. Each input's 'data' is also held to
+  // kMaxJsonDataDepth, whatever this is.
   size_t max_json_depth = kDefaultMaxJsonDepth;
 };
 
