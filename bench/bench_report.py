@@ -96,20 +96,20 @@ def comparison_lines(args, report_dir):
     return L
 
 
-# Benches with a report of their own (their make target, their file in results/, the line of it
-# that says what they found), linked from RESULTS.md so that its reader finds them.
+# Benches with a report of their own (their make target, their file in results/, how the lines of
+# it that say what they found begin), linked from RESULTS.md so that its reader finds them.
 OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of the oldest strategy")]
 
 
 def other_bench_lines(report_dir):
-    """One entry per OTHER_BENCHES report that exists: its link and its headline line."""
+    """One entry per OTHER_BENCHES report that exists: its link and its headline lines."""
     L = []
     for command, name, headline_start in OTHER_BENCHES:
         report = Path(report_dir) / "results" / name
         if not report.exists():
             continue
         text = report.read_text().splitlines()
-        headline = next((line for line in text if line.startswith(headline_start)), "")
+        headline = " ".join(line for line in text if line.startswith(headline_start))
         measured = next((line.split(",")[0] for line in text if line.startswith("Commit ")), "")
         L += [f"- [{name}](results/{name}) (`{command}`; {measured}): {headline}"]
     return ["## Other benches", ""] + L + [""] if L else []

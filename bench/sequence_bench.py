@@ -63,8 +63,10 @@ def parse_args(argv=None):
     ap.add_argument("--warmup-chunks", type=int, default=4, help="per stream, before each point")
     ap.add_argument("--thread-budget", type=int, default=2, help="the server's --thread-budget and "
                     "the in-process session's intra-op threads")
-    ap.add_argument("--queue-delay-us", type=int, default=1000,
-                    help="the oldest strategy's max_queue_delay_microseconds")
+    ap.add_argument("--queue-delay-us", type=int, default=0,
+                    help="the oldest strategy's max_queue_delay_microseconds (default Triton's, 0: a batch "
+                         "runs with what is queued when the instance is free; docs/decisions.md, \"Sequence "
+                         "batcher: one queue and one worker per instance\", says what 1000 costs)")
     ap.add_argument("--pa-window-ms", type=int, default=2000,
                     help="perf_analyzer's measurement window (3 per point); 0: no perf_analyzer points")
     ap.add_argument("--wrk-duration", type=int, default=6, help="seconds per wrk point; 0: no wrk points")
