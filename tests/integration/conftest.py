@@ -14,8 +14,8 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2_grpc as pbg
 
 from grpc_helpers import grpc_check_add_sub_fp32
-from harness import (DEMO_REPO, SMALL_BODY_LIMIT, Reference, check_add_sub_fp32, make_test_models,
-                     start_server)
+from harness import (DEMO_REPO, SMALL_BODY_LIMIT, TRITON_EXAMPLES, Reference, check_add_sub_fp32,
+                     make_test_models, start_server)
 
 
 
@@ -88,6 +88,21 @@ def launch(log_dir, request):
             errors.append(e)
     if errors:
         raise errors[0]
+
+
+@pytest.fixture(scope="session")
+def examples_server(log_dir):
+    """Triton's example repository (harness.TRITON_EXAMPLES) as it is, all five models READY: the
+    stateless ones of test_triton_examples.py and the sequence ones of
+    test_triton_sequence_examples.py."""
+    if not (TRITON_EXAMPLES / "simple" / "config.pbtxt").exists():
+        pytest.skip(f"Triton's example repository is not at {TRITON_EXAMPLES}")
+    srv = start_server(TRITON_EXAMPLES.resolve(), log_dir, "triton_examples", strict_readiness=False)
+    try:
+        srv.wait_models_ready(["simple", "simple_int8", "simple_string", "simple_sequence", "simple_dyna_sequence"])
+        yield srv
+    finally:
+        srv.stop()
 
 
 @pytest.fixture(scope="session")

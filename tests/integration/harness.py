@@ -38,6 +38,10 @@ HTTP_TIMEOUT_S = 60 * TIMEOUT_SCALE       # bound on any single request in the t
 SMALL_BODY_LIMIT = 1 << 20  # --http-max-input-size of the body-limit server
 
 
+# Triton's quick-start model repository, served unchanged by the examples tests.
+TRITON_EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "triton-examples"
+
+
 def ortserve_binary() -> pathlib.Path:
     return pathlib.Path(os.environ.get("ORTSERVE_BIN", REPO_ROOT / "build" / "ortserve"))
 

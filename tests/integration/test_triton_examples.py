@@ -10,7 +10,6 @@ clients are in test_triton_sequence_examples.py.
 from __future__ import annotations
 
 import asyncio
-import pathlib
 
 import numpy as np
 import pytest
@@ -19,28 +18,11 @@ import tritonclient.http as httpclient
 import tritonclient.http.aio as aioclient
 from tritonclient.utils import InferenceServerException
 
-from harness import Reference, model_file, start_server
+from harness import TRITON_EXAMPLES, model_file
 
 pytestmark = pytest.mark.timeout(180)
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "triton-examples"
-
-
-@pytest.fixture(scope="module")
-def examples_server(log_dir):
-    if not (EXAMPLES / "simple" / "config.pbtxt").exists():
-        pytest.skip(f"Triton's example repository is not at {EXAMPLES}")
-    srv = start_server(EXAMPLES.resolve(), log_dir, "triton_examples", strict_readiness=False)
-    try:
-        srv.wait_models_ready(["simple", "simple_int8", "simple_string"])
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture(scope="module")
-def reference():
-    return Reference()
+EXAMPLES = TRITON_EXAMPLES
 
 
 def _example_inputs(dtype):

@@ -34,7 +34,6 @@ OUTPUT = READY * (INPUT + START + END * CORRID)).
 from __future__ import annotations
 
 import asyncio
-import pathlib
 import queue
 import uuid
 from functools import partial
@@ -47,35 +46,18 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from grpc_helpers import GRPC_TIMEOUT_S
-from harness import HTTP_TIMEOUT_S, Reference, model_file, start_server
-from sequence_helpers import INVALID, SequenceClient, int32, wait_loaded
+from harness import HTTP_TIMEOUT_S, TRITON_EXAMPLES, Reference, model_file
+from sequence_helpers import INVALID, SequenceClient, int32
 
 pytestmark = pytest.mark.timeout(180)
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "triton-examples"
+EXAMPLES = TRITON_EXAMPLES
 SEQUENCE_MODELS = ["simple_sequence", "simple_dyna_sequence"]
 
 # The clients' data (identical in the four of them).
 VALUES = [11, 7, 5, 3, 2, 0, 1]
 INT_SEQUENCE_ID0 = 1000  # + FLAGS.offset * 2, offset 0
 INT_SEQUENCE_ID1 = 1001
-
-
-@pytest.fixture(scope="module")
-def examples_server(log_dir):
-    if not (EXAMPLES / "simple_sequence" / "config.pbtxt").exists():
-        pytest.skip(f"Triton's example repository is not at {EXAMPLES}")
-    srv = start_server(EXAMPLES.resolve(), log_dir, "triton_sequence_examples", strict_readiness=False)
-    try:
-        wait_loaded(srv, SEQUENCE_MODELS)
-        yield srv
-    finally:
-        srv.stop()
-
-
-@pytest.fixture(scope="module")
-def reference():
-    return Reference()
 
 
 class Flow:
