@@ -202,11 +202,14 @@ bool SequenceBatcher::NextBatch(uint32_t instance, Work* work) {
   }
 }
 
-const std::vector<QueuedRequest*>& SequenceBatcher::Heads(uint32_t instance) {
+std::vector<QueuedRequest*>& SequenceBatcher::Heads(uint32_t instance,
+                                                    std::vector<QueuedRequest*>* in_arrival_order) {
   std::vector<QueuedRequest*>& heads = heads_[instance];
   heads.assign(options_.sequence.slots_per_instance, nullptr);
-  queues_[instance].Scan([&heads](QueuedRequest& entry) {
-    if (heads[entry.slot] == nullptr) heads[entry.slot] = &entry;
+  queues_[instance].Scan([&](QueuedRequest& entry) {
+    if (heads[entry.slot] != nullptr) return true;
+    heads[entry.slot] = &entry;
+    if (in_arrival_order) in_arrival_order->push_back(&entry);
     return true;
   });
   return heads;
@@ -215,7 +218,7 @@ const std::vector<QueuedRequest*>& SequenceBatcher::Heads(uint32_t instance) {
 bool SequenceBatcher::PlanDirect(uint32_t instance, Clock::time_point now, Work* work, Clock::time_point* wake_at) {
   // Row r is slot r: the rows go up to the highest slot with a request that
   // stacks with the lowest one's; the others are padding.
-  std::vector<QueuedRequest*> rows = Heads(instance);
+  std::vector<QueuedRequest*>& rows = Heads(instance);
   const QueuedRequest* first = nullptr;
   size_t ready = 0;
   size_t count = 0;
@@ -252,15 +255,7 @@ bool SequenceBatcher::PlanOldest(uint32_t instance, Clock::time_point now, Work*
   // The candidates: each sequence's oldest request, oldest first (the queue
   // is in arrival order).
   std::vector<QueuedRequest*> candidates;
-  std::vector<QueuedRequest*>& seen = heads_[instance];
-  seen.assign(options_.sequence.slots_per_instance, nullptr);
-  queues_[instance].Scan([&](QueuedRequest& entry) {
-    if (seen[entry.slot] == nullptr) {
-      seen[entry.slot] = &entry;
-      candidates.push_back(&entry);
-    }
-    return true;
-  });
+  Heads(instance, &candidates);
   BatchPlan plan = planners_[instance].Plan(candidates, now, stopping_);
   if (plan.members.empty()) {
     *wake_at = plan.wake_at;
@@ -338,7 +333,8 @@ void SequenceBatcher::AddSequenceInputs(uint32_t instance, Work& work) const {
   const InferenceRequest* like = nullptr;
   for (const QueuedRequest& entry : work.batch)
     if (entry.request) like = like ? like : entry.request.get();
-  const std::vector<Tensor> padding_inputs = like->inputs;
+  const bool padded = std::find(work.padding.begin(), work.padding.end(), true) != work.padding.end();
+  const std::vector<Tensor> padding_inputs = padded ? like->inputs : std::vector<Tensor>{};
   const SequenceStates& states = *states_[instance];
   for (size_t r = 0; r < work.batch.size(); ++r) {
     QueuedRequest& entry = work.batch[r];

@@ -114,8 +114,11 @@ class SequenceBatcher final : public Scheduler {
       ORTSERVE_REQUIRES(mu_);
   bool PlanOldest(uint32_t instance, Clock::time_point now, Work* work, Clock::time_point* wake_at)
       ORTSERVE_REQUIRES(mu_);
-  // The first queued request of each slot of `instance`, in queue order.
-  const std::vector<QueuedRequest*>& Heads(uint32_t instance) ORTSERVE_REQUIRES(mu_);
+  // The first queued request of each slot of `instance`, by slot (null:
+  // none; the instance's scratch, the caller may change it), and the same in
+  // queue order into `in_arrival_order` when given.
+  std::vector<QueuedRequest*>& Heads(uint32_t instance, std::vector<QueuedRequest*>* in_arrival_order = nullptr)
+      ORTSERVE_REQUIRES(mu_);
   // Takes `members` (in order; null: a padding row) out of the queue.
   void TakeBatch(uint32_t instance, const std::vector<QueuedRequest*>& members, Clock::time_point now, Work* work)
       ORTSERVE_REQUIRES(mu_);
