@@ -65,6 +65,60 @@ Status ApplyBackendConfig(const std::string& arg, AutoCompletePolicy* policy) {
   return Status::Ok();
 }
 
+// Triton's ParseCacheConfigOption: "<cache>,<setting>=<value>". Only the
+// local cache exists here, and its one setting is size (bytes).
+Status ApplyCacheConfig(const std::string& arg, uint64_t* bytes) {
+  const size_t comma = arg.find(',');
+  if (comma == 0 || comma == std::string::npos) {
+    return InvalidArgument("No cache specified. --cache-config option format is <cache name>,<setting>=<value>. "
+                           "Got " + arg);
+  }
+  const size_t equals = arg.find('=', comma + 1);
+  if (equals == std::string::npos) {
+    return InvalidArgument("--cache-config option format is '<cache name>,<setting>=<value>'. Got " + arg);
+  }
+  const std::string cache = arg.substr(0, comma);
+  const std::string setting = arg.substr(comma + 1, equals - comma - 1);
+  const std::string value = arg.substr(equals + 1);
+  if (cache != "local") {
+    return InvalidArgument("--cache-config=" + arg + ": ortserve has only the 'local' cache (in process), not '" +
+                           cache + "'");
+  }
+  if (setting != "size") {
+    return InvalidArgument("--cache-config=" + arg + ": the local cache's only setting is size (bytes), not '" +
+                           setting + "'");
+  }
+  uint64_t parsed = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+  if (error != std::errc() || end != value.data() + value.size()) {
+    return InvalidArgument("--cache-config=" + arg + ": size must be a non-negative integer (bytes), got '" + value +
+                           "'");
+  }
+  *bytes = parsed;
+  return Status::Ok();
+}
+
+Result<uint64_t> ApplyCacheFlags(const CLI::App& app, const TritonFlags& f) {
+  const bool deprecated_size = app.count("--response-cache-byte-size") > 0;
+  if (deprecated_size && !f.cache_config.empty()) {
+    return InvalidArgument("Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. "
+                           "Please provide one or the other.");
+  }
+  uint64_t bytes = 0;
+  if (deprecated_size) {
+    if (f.response_cache_byte_size < 0) return InvalidArgument("--response-cache-byte-size must not be negative");
+    bytes = static_cast<uint64_t>(f.response_cache_byte_size);
+    spdlog::warn("'--response-cache-byte-size' has been deprecated! Please use '--cache-config' instead. The "
+                 "equivalent --cache-config CLI args would be: '--cache-config=local,size={}'",
+                 bytes);
+  }
+  for (const std::string& arg : f.cache_config) ORTSERVE_RETURN_IF_ERROR(ApplyCacheConfig(arg, &bytes));
+  if (bytes > 0) {
+    spdlog::info("response cache: local, {} bytes (models opt in with response_cache {{ enable: true }})", bytes);
+  }
+  return bytes;
+}
+
 }  // namespace
 
 void AddTritonFlags(CLI::App& app, TritonFlags& f) {
@@ -96,10 +150,22 @@ void AddTritonFlags(CLI::App& app, TritonFlags& f) {
   app.add_option("--repoagent-directory", f.repoagent_directory,
                  "Triton's; accepted without effect: ortserve has no repository agents")
       ->group(kGroup);
+  app.add_option("--cache-config", f.cache_config,
+                 "local,size=BYTES: the response cache (Triton's flag; only the in-process 'local' cache exists). "
+                 "One LRU cache shared by every model whose config has response_cache { enable: true }; 0 or "
+                 "absent: no cache")
+      ->group(kGroup);
+  app.add_option("--response-cache-byte-size", f.response_cache_byte_size,
+                 "Triton's deprecated form of --cache-config local,size=BYTES")
+      ->group(kGroup);
+  app.add_option("--cache-directory", f.cache_directory,
+                 "Triton's; accepted without effect: the local cache is built into ortserve")
+      ->group(kGroup);
 }
 
-Result<AutoCompletePolicy> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f) {
-  AutoCompletePolicy policy;
+Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f) {
+  TritonSettings settings;
+  AutoCompletePolicy& policy = settings.auto_complete;
   if (app.count("--strict-model-config") > 0) {
     spdlog::warn("'--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.");
   }
@@ -109,10 +175,13 @@ Result<AutoCompletePolicy> ApplyTritonFlags(const CLI::App& app, const TritonFla
   }
   for (const std::string& arg : f.backend_config) ORTSERVE_RETURN_IF_ERROR(ApplyBackendConfig(arg, &policy));
   for (const char* name : {"--allow-client-shm", "--model-load-thread-count", "--backend-directory",
-                           "--repoagent-directory"}) {
+                           "--repoagent-directory", "--cache-directory"}) {
     if (app.count(name) > 0) spdlog::info("{}: accepted without effect (see --help)", name);
   }
-  return policy;
+  auto cache_bytes = ApplyCacheFlags(app, f);
+  if (!cache_bytes.ok()) return cache_bytes.status();
+  settings.response_cache_bytes = cache_bytes.value();
+  return settings;
 }
 
 }  // namespace ortserve::app

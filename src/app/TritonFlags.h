@@ -3,6 +3,7 @@
 // src/command_line_parser.cc): registered beside ortserve's own, honoured
 // where they mean something here, accepted with one log line where they do
 // not, so that a Triton command line starts ortserve unchanged.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,15 +22,26 @@ struct TritonFlags {
   int model_load_thread_count = 4;
   std::string backend_directory;
   std::string repoagent_directory;
+  std::vector<std::string> cache_config;  // "<cache>,<setting>=<value>"
+  int64_t response_cache_byte_size = 0;  // deprecated in Triton: --cache-config local,size=N
+  std::string cache_directory;
+};
+
+// What the flags set.
+struct TritonSettings {
+  AutoCompletePolicy auto_complete;
+  uint64_t response_cache_bytes = 0;  // 0: no response cache
 };
 
 // Registers them on `app` in the group "Triton compatibility".
 void AddTritonFlags(CLI::App& app, TritonFlags& f);
 
-// What the flags set: the auto-complete policy. Logs one line per flag that
-// is accepted without effect (and Triton's deprecation warning for
-// --strict-model-config). kInvalidArgument in Triton's words for a
-// malformed --backend-config or a bad default-max-batch-size.
-Result<AutoCompletePolicy> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f);
+// What the flags set: the auto-complete policy and the response cache. Logs
+// one line per flag that is accepted without effect (and Triton's
+// deprecation warnings for --strict-model-config and
+// --response-cache-byte-size). kInvalidArgument in Triton's words for a
+// malformed --backend-config or --cache-config, a bad default-max-batch-size
+// or cache size, a cache other than 'local', or both cache flags at once.
+Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f);
 
 }  // namespace ortserve::app

@@ -41,7 +41,7 @@ sigset_t BlockShutdownSignals() {
   return set;
 }
 
-Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, const AutoCompletePolicy& auto_complete) {
+Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, const TritonSettings& triton) {
   const ModelControlMode control_mode = flags.model_control_mode == "explicit" ? ModelControlMode::kExplicit
                                         : flags.model_control_mode == "poll"   ? ModelControlMode::kPoll
                                                                                : ModelControlMode::kNone;
@@ -55,7 +55,8 @@ Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, cons
                                   .poll_interval = std::chrono::seconds(flags.repository_poll_secs),
                                   .startup_models = flags.load_models,
                                   .model_cache_dir = flags.model_cache_dir,
-                                  .auto_complete = auto_complete});
+                                  .response_cache_bytes = triton.response_cache_bytes,
+                                  .auto_complete = triton.auto_complete});
 }
 
 // What both front ends report completed requests to.
@@ -166,8 +167,8 @@ struct Server {
 };
 
 // Repository, observability and both front ends, created but not started.
-Status Build(const Flags& flags, const AutoCompletePolicy& auto_complete, Server* s) {
-  auto repository = MakeRepository(flags, auto_complete);
+Status Build(const Flags& flags, const TritonSettings& triton, Server* s) {
+  auto repository = MakeRepository(flags, triton);
   if (!repository.ok()) return repository.status();
   s->repository = std::move(repository).value();
   auto observability = MakeObservability(flags);
@@ -285,13 +286,13 @@ int main(int argc, char** argv) {
   spdlog::info("ortserve {} with ONNX Runtime {}, malloc: {}", ORTSERVE_VERSION, ortserve::OrtVersion(),
                malloc_name);
 
-  auto auto_complete = ApplyTritonFlags(app, flags.triton);
-  if (!auto_complete.ok()) {
-    spdlog::critical("{}", auto_complete.status().message());
+  auto triton = ApplyTritonFlags(app, flags.triton);
+  if (!triton.ok()) {
+    spdlog::critical("{}", triton.status().message());
     return 1;
   }
   Server server;
-  ortserve::Status st = Build(flags, auto_complete.value(), &server);
+  ortserve::Status st = Build(flags, triton.value(), &server);
   if (st.ok()) st = Start(flags, malloc_name, &server);
   if (!st.ok()) {
     spdlog::critical("{}", st.message());

@@ -60,6 +60,15 @@ struct SequenceParameters {
   bool has_id() const { return id != 0 || !string_id.empty(); }
 };
 
+// The response cache's key of a request (repository/ResponseCache.h): the
+// serialized model version, inputs and requested outputs, and their hash.
+struct ResponseCacheKey {
+  uint64_t hash = 0;
+  std::string bytes;        // empty: the request's answer is not cached
+  uint64_t lookup_ns = 0;   // what finding out it was a miss took
+  bool empty() const { return bytes.empty(); }
+};
+
 struct InferenceRequest {
   std::string model_name;
   std::string model_version;  // empty: chosen by the model's version policy
@@ -77,6 +86,9 @@ struct InferenceRequest {
   // Null unless the front end traces this request (core/Trace.h says who
   // writes what); shared with the front end, which emits the spans.
   std::shared_ptr<RequestTrace> trace;
+  // Set by a served model whose answers are cached, when the cache had none
+  // for this request: the answer is stored under it once computed.
+  ResponseCacheKey cache_key;
   CompletionCallback on_complete;
 };
 

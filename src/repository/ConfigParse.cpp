@@ -66,6 +66,7 @@ const std::set<std::string>& SupportedLeaves() {
       "dynamic_batching.preferred_batch_size", "dynamic_batching.max_queue_delay_microseconds",
       "dynamic_batching.priority_levels", "dynamic_batching.default_priority_level",
       "dynamic_batching.default_queue_policy", "dynamic_batching.priority_queue_policy",
+      "response_cache.enable",
   };
   return kLeaves;
 }
@@ -74,7 +75,7 @@ const std::set<std::string>& SupportedContainers() {
   static const std::set<std::string> kContainers = {
       "input", "output", "instance_group", "optimization", "dynamic_batching",
       "model_transaction_policy", "sequence_batching", "sequence_batching.direct", "sequence_batching.oldest",
-      "sequence_batching.state"};
+      "sequence_batching.state", "response_cache"};
   return kContainers;
 }
 

@@ -44,6 +44,22 @@ Status CheckFallbackAtLoad(const Candidate& c, const FallbackLookup* fallbacks) 
   return Status::Ok();
 }
 
+// The cache the model's answers go to: null unless its config enables
+// response_cache and the server has a cache (then it says so once).
+Result<std::shared_ptr<ResponseCache>> ResponseCacheFor(const Candidate& c, const ModelBuildContext& context) {
+  if (!c.config.response_cache().enable()) return std::shared_ptr<ResponseCache>();
+  if (c.sequence_options) {
+    return Unavailable("Response Cache does not currently support model " + c.name +
+                       " with sequence batching scheduler. Please disable the response cache.");
+  }
+  if (!context.response_cache) {
+    spdlog::warn("model '{}': response_cache is enabled but the server has no cache (--cache-config "
+                 "local,size=BYTES); its answers are not cached",
+                 Label(c));
+  }
+  return context.response_cache;
+}
+
 Result<Instances> CreateInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir) {
   Instances instances;
   for (size_t i = 0; i < c.instances.size(); ++i) {
@@ -125,7 +141,9 @@ std::string SchedulingText(const Candidate& c) {
            std::to_string(s.slots_per_instance * c.instances.size()) + " slots, " + std::to_string(s.states.size()) +
            " implicit state(s))";
   }
-  return c.config.has_dynamic_batching() ? ", dynamic batching" : "";
+  std::string text = c.config.has_dynamic_batching() ? ", dynamic batching" : "";
+  if (c.config.response_cache().enable()) text += ", response cache";
+  return text;
 }
 
 }  // namespace
@@ -134,13 +152,16 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
                                                 const ModelBuildContext& context) {
   const auto start = std::chrono::steady_clock::now();
   ORTSERVE_RETURN_IF_ERROR(CheckFallbackAtLoad(c, context.fallbacks.get()));
+  auto cache = ResponseCacheFor(c, context);
+  if (!cache.ok()) return cache.status();
   auto instances = CreateInstances(c, plan, context.model_cache_dir);
   if (!instances.ok()) return instances.status();
   ORTSERVE_RETURN_IF_ERROR(WarmUp(c, instances.value()));
   for (auto& instance : instances.value()) instance->FinishWarmup();
 
   const std::vector<std::string> outputs = instances.value().front()->OutputNames();
-  auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks);
+  auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks,
+                                             std::move(cache).value());
   auto scheduler = MakeScheduler(c, plan, context, std::move(instances).value(), model.get());
   if (!scheduler.ok()) return scheduler.status();
   const auto elapsed = std::chrono::steady_clock::now() - start;

@@ -10,6 +10,7 @@
 #include "core/Status.h"
 #include "repository/FallbackRouter.h"
 #include "repository/ModelPreparation.h"
+#include "repository/ResponseCache.h"
 #include "repository/ServedModel.h"
 #include "repository/ThreadPlan.h"
 #include "scheduler/ComputeSlots.h"
@@ -23,6 +24,8 @@ struct ModelBuildContext {
   std::shared_ptr<ComputeSlots> compute_slots;
   // How the built model finds its fallback at request time.
   std::shared_ptr<const FallbackLookup> fallbacks;
+  // The server's response cache (--cache-config); null: none.
+  std::shared_ptr<ResponseCache> response_cache;
 };
 
 // Builds `candidate` with `plan`'s threads.

@@ -10,6 +10,7 @@
 #include "repository/ModelDirectory.h"
 #include "repository/ModelLoader.h"
 #include "repository/ModelTable.h"
+#include "repository/ResponseCache.h"
 
 namespace ortserve {
 
@@ -78,9 +79,11 @@ class ModelRepositoryImpl final : public ModelRepository {
       : options_(std::move(options)),
         fallbacks_(std::make_shared<FallbackLookup>(
             [this](const std::string& name) { return table_.LatestReady(name); })),
+        cache_(options_.response_cache_bytes > 0 ? std::make_shared<ResponseCache>(options_.response_cache_bytes)
+                                                 : nullptr),
         loader_(&options_, &table_,
                 ModelBuildContext{options_.model_cache_dir, std::make_shared<ComputeSlots>(options_.thread_budget),
-                                  fallbacks_}) {}
+                                  fallbacks_, cache_}) {}
   ~ModelRepositoryImpl() override { Shutdown(); }
 
   void LoadAll() override {
@@ -107,6 +110,10 @@ class ModelRepositoryImpl final : public ModelRepository {
 
   std::vector<std::shared_ptr<Model>> ReadyModels() const override { return table_.ReadyModels(); }
   bool AllModelsReady() const override { return table_.AllReady(); }
+  std::optional<ResponseCacheUsage> CacheUsage() const override {
+    if (!cache_) return std::nullopt;
+    return cache_->Usage();
+  }
 
   using ModelRepository::Shutdown;
   void Shutdown(Clock::time_point abandon_at) override {
@@ -132,6 +139,7 @@ class ModelRepositoryImpl final : public ModelRepository {
   const RepositoryOptions options_;
   ModelTable table_;
   const std::shared_ptr<FallbackLookup> fallbacks_;
+  const std::shared_ptr<ResponseCache> cache_;  // null: none
   ModelLoader loader_;  // last: its thread starts once everything above exists
 };
 

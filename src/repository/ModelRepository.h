@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,25 @@ struct RepositoryOptions {
   // Where TensorRT engine and timing caches live, shared by all instances of
   // a model and kept across restarts. Empty: <temp dir>/ortserve-model-cache.
   std::string model_cache_dir;
+  // The response cache's capacity (--cache-config local,size=BYTES); 0: no
+  // cache, and models that enable response_cache are served without one.
+  uint64_t response_cache_bytes = 0;
   // Config auto-complete (--disable-auto-complete-config,
   // --backend-config=default-max-batch-size=N).
   AutoCompletePolicy auto_complete;
+};
+
+// The response cache's state (--cache-config local,size=BYTES), for the
+// metrics endpoint. Hits and misses of every model together; each model's
+// own are in its statistics (cache_hit, cache_miss).
+struct ResponseCacheUsage {
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t entries = 0;
+  uint64_t insertions = 0;
+  uint64_t evictions = 0;  // entries dropped to make room (not those of unloaded versions)
+  uint64_t hits = 0;
+  uint64_t misses = 0;
 };
 
 class ModelRepository {
@@ -73,6 +90,8 @@ class ModelRepository {
   virtual std::vector<std::shared_ptr<Model>> ReadyModels() const = 0;
   // True when every model found in the repository is ready.
   virtual bool AllModelsReady() const = 0;
+  // The response cache's state; nullopt when the server has none.
+  virtual std::optional<ResponseCacheUsage> CacheUsage() const { return std::nullopt; }
 
   // Stops the loader thread (queued loads/unloads answer kUnavailable), then
   // every scheduler after its in-flight requests finish -- or, at

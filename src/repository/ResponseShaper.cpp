@@ -33,12 +33,21 @@ ResponseShaper::ResponseShaper(std::shared_ptr<const inference::ModelConfig> con
 Status ResponseShaper::Shape(const InferenceRequest& request, InferenceResponse* response) const {
   if (request.requested_outputs.empty()) {
     if (!config_order_.empty()) KeepConfigOutputs(response);
-    response->requested.reserve(response->outputs.size());
-    for (const Tensor& t : response->outputs) response->requested.push_back({t.name, false});
   } else {
     ORTSERVE_RETURN_IF_ERROR(KeepRequested(request.requested_outputs, response));
   }
+  NameRequested(request, response);
   return any_reshape_ ? ApplyOutputReshape(*config_, response) : Status::Ok();
+}
+
+void ResponseShaper::NameRequested(const InferenceRequest& request, InferenceResponse* response) {
+  if (!request.requested_outputs.empty()) {
+    response->requested = request.requested_outputs;
+    return;
+  }
+  response->requested.clear();
+  response->requested.reserve(response->outputs.size());
+  for (const Tensor& t : response->outputs) response->requested.push_back({t.name, false});
 }
 
 void ResponseShaper::KeepConfigOutputs(InferenceResponse* response) const {
@@ -63,7 +72,6 @@ Status ResponseShaper::KeepRequested(const std::vector<RequestedOutput>& wanted,
     kept.push_back(std::move(response->outputs[index]));
   }
   response->outputs = std::move(kept);
-  response->requested = wanted;
   return Status::Ok();
 }
 

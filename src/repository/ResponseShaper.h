@@ -23,6 +23,10 @@ class ResponseShaper {
   // kInternal naming the output when the model did not produce it or its
   // reshape does not fit.
   Status Shape(const InferenceRequest& request, InferenceResponse* response) const;
+  // Fills `response->requested` for outputs already in request order: the
+  // request's requested outputs, or every output (not binary) when it named
+  // none.
+  static void NameRequested(const InferenceRequest& request, InferenceResponse* response);
 
  private:
   void KeepConfigOutputs(InferenceResponse* response) const;

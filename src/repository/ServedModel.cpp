@@ -1,6 +1,8 @@
 #include "repository/ServedModel.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 
 #include "repository/ConfigParse.h"
 #include "repository/RequestValidator.h"
@@ -15,15 +17,23 @@ std::unique_ptr<const FallbackRouter> MakeRouter(const inference::ModelConfig* c
   return std::make_unique<const FallbackRouter>(config, stats, std::move(name), std::move(fallbacks));
 }
 
+uint64_t NanosSince(Clock::time_point start) {
+  const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
+  return static_cast<uint64_t>(std::max<int64_t>(0, elapsed.count()));
+}
+
 }  // namespace
 
 ServedModel::ServedModel(inference::ModelConfig config, std::string version,
-                         std::vector<std::string> instance_outputs, std::shared_ptr<const FallbackLookup> fallbacks)
+                         std::vector<std::string> instance_outputs, std::shared_ptr<const FallbackLookup> fallbacks,
+                         std::shared_ptr<ResponseCache> cache)
     : config_(std::make_shared<const inference::ModelConfig>(std::move(config))),
       version_(std::move(version)),
       stats_(config_->max_batch_size()),
       shaper_(config_, std::move(instance_outputs)),
-      fallback_(MakeRouter(config_.get(), &stats_, std::move(fallbacks))) {}
+      fallback_(MakeRouter(config_.get(), &stats_, std::move(fallbacks))),
+      cache_(std::move(cache)),
+      cache_owner_(cache_ ? ResponseCache::NewOwnerId() : 0) {}
 
 ServedModel::~ServedModel() { Shutdown(); }
 
@@ -35,6 +45,8 @@ void ServedModel::Start(std::unique_ptr<Scheduler> scheduler) {
 void ServedModel::Shutdown(Clock::time_point abandon_at) {
   state_.store(ModelState::kUnloading, std::memory_order_release);
   if (scheduler_) scheduler_->Shutdown(abandon_at);
+  // After the scheduler: no answer is stored once its entries are gone.
+  if (cache_) cache_->DropOwner(cache_owner_);
 }
 
 void ServedModel::Infer(std::unique_ptr<InferenceRequest> request) {
@@ -60,8 +72,46 @@ void ServedModel::Serve(std::unique_ptr<InferenceRequest> request, bool may_fall
     const RequestOutcome outcome = OutcomeOfFailure(admitted);  // invalid_input, or rejected when not ready
     return Refuse(std::move(request->on_complete), request->arrival_time, std::move(admitted), outcome);
   }
+  if (cache_ && AnsweredFromCache(request)) return;
   if (!kept) return scheduler_->Submit(std::move(request));
   ScheduleWithFallback(std::move(request), std::move(kept));
+}
+
+bool ServedModel::AnsweredFromCache(std::unique_ptr<InferenceRequest>& request) {
+  const Clock::time_point start = Clock::now();
+  ResponseCacheKey key = ResponseCache::KeyOf(cache_owner_, *request);
+  std::optional<std::vector<Tensor>> outputs = cache_->Lookup(key);
+  const uint64_t lookup_ns = NanosSince(start);
+  if (!outputs) {
+    key.lookup_ns = lookup_ns;
+    request->cache_key = std::move(key);
+    return false;
+  }
+  InferenceResponse response;
+  response.model_name = name();
+  response.model_version = version_;
+  response.id = request->id;
+  response.outputs = std::move(outputs).value();
+  ResponseShaper::NameRequested(*request, &response);
+  // As Triton counts a hit: a success and a cache hit, no inference or execution.
+  const uint64_t request_ns = NanosSince(request->arrival_time);
+  stats_.cache_hit.Add(lookup_ns);
+  stats_.success.Add(request_ns);
+  stats_.request_duration.Observe(request_ns);
+  stats_.CountOutcome(RequestOutcome::kSuccess);
+  CompletionCallback done = std::move(request->on_complete);
+  request.reset();
+  if (done) done(std::move(response));
+  return true;
+}
+
+void ServedModel::StoreInCache(const ResponseCacheKey& key, const InferenceResponse& response) {
+  const Clock::time_point start = Clock::now();
+  cache_->Insert(key, response.outputs);
+  // As Triton counts a miss: lookup and insertion, added to the request's time.
+  const uint64_t miss_ns = key.lookup_ns + NanosSince(start);
+  stats_.cache_miss.Add(miss_ns);
+  stats_.success.Add(miss_ns, /*n=*/0);
 }
 
 void ServedModel::ScheduleWithFallback(std::unique_ptr<InferenceRequest> request,
@@ -99,6 +149,7 @@ void ServedModel::Complete(std::unique_ptr<InferenceRequest> request, Result<Inf
   if (result.ok()) {
     if (Status shaped = shaper_.Shape(*request, &result.value()); !shaped.ok()) result = std::move(shaped);
   }
+  if (result.ok() && !request->cache_key.empty()) StoreInCache(request->cache_key, result.value());
   CompletionCallback done = std::move(request->on_complete);
   request.reset();  // the inputs are no longer needed: release them before answering
   if (done) done(std::move(result));

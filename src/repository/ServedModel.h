@@ -2,11 +2,14 @@
 // One loaded model version and its request path, each stage in one call:
 //   admit     readiness, validation against the config (RequestValidator),
 //             input reshape;
+//   cache     with `response_cache { enable: true }` and a server cache: an
+//             answer the cache holds is sent at once (ResponseCache);
 //   schedule  the model's Scheduler (the dynamic batcher today), or the
 //             fallback model (FallbackRouter) when the request would wait
 //             too long or finds the queue full;
 //   shape     the scheduler's result cut to what the request asked for
-//             (ResponseShaper), then the client's on_complete.
+//             (ResponseShaper), stored in the cache when it missed, then the
+//             client's on_complete.
 // A request refused on the way is answered here, counted once in the
 // model's statistics; what the scheduler accepts, it counts.
 //
@@ -23,6 +26,7 @@
 #include "core/ModelStatistics.h"
 #include "repository/FallbackRouter.h"
 #include "repository/Model.h"
+#include "repository/ResponseCache.h"
 #include "repository/ResponseShaper.h"
 #include "scheduler/Scheduler.h"
 
@@ -31,9 +35,10 @@ namespace ortserve {
 class ServedModel final : public Model, private RequestCompleter {
  public:
   // `instance_outputs`: the outputs the instances produce, in their order.
-  // `fallbacks` null: the model has no fallback.
+  // `fallbacks` null: the model has no fallback. `cache` null: its answers
+  // are not cached.
   ServedModel(inference::ModelConfig config, std::string version, std::vector<std::string> instance_outputs,
-              std::shared_ptr<const FallbackLookup> fallbacks);
+              std::shared_ptr<const FallbackLookup> fallbacks, std::shared_ptr<ResponseCache> cache = nullptr);
   ~ServedModel() override;
 
   const std::string& name() const override { return config_->name(); }
@@ -49,8 +54,9 @@ class ServedModel final : public Model, private RequestCompleter {
   RequestCompleter* completer() { return this; }
   // Serves from here on (READY).
   void Start(std::unique_ptr<Scheduler> scheduler);
-  // Refuses new requests (not ready) and shuts the scheduler down
-  // (Scheduler::Shutdown). Idempotent.
+  // Refuses new requests (not ready), shuts the scheduler down
+  // (Scheduler::Shutdown) and drops this version's cached answers.
+  // Idempotent.
   void Shutdown(Clock::time_point abandon_at = Clock::time_point::max());
   // A request another model handed on (FallbackRouter): served here, never
   // handed on again.
@@ -60,6 +66,11 @@ class ServedModel final : public Model, private RequestCompleter {
   void Serve(std::unique_ptr<InferenceRequest> request, bool may_fall_back);
   // Readiness + validation + input reshape.
   Status Admit(InferenceRequest& request) const;
+  // Answers an admitted request from the cache when it holds its answer
+  // (true: `request` is consumed); otherwise leaves the key in the request.
+  bool AnsweredFromCache(std::unique_ptr<InferenceRequest>& request);
+  // Stores a computed answer under the key its miss left.
+  void StoreInCache(const ResponseCacheKey& key, const InferenceResponse& response);
   void ScheduleWithFallback(std::unique_ptr<InferenceRequest> request, std::shared_ptr<InferenceRequest> kept);
   // Answers a request this model refused, counted as `outcome`.
   void Refuse(CompletionCallback done, Clock::time_point arrival, Status status, RequestOutcome outcome);
@@ -71,6 +82,8 @@ class ServedModel final : public Model, private RequestCompleter {
   ModelStatistics stats_;  // outlives scheduler_ (declared before it)
   const ResponseShaper shaper_;
   const std::unique_ptr<const FallbackRouter> fallback_;  // null: none
+  const std::shared_ptr<ResponseCache> cache_;             // null: answers not cached
+  const uint64_t cache_owner_;                             // this version's entries in cache_
   std::atomic<ModelState> state_{ModelState::kLoading};
   std::unique_ptr<Scheduler> scheduler_;  // set once by Start, before READY
 };

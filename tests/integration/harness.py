@@ -477,9 +477,12 @@ def metric(srv, name: str, **labels) -> float:
     include `labels`."""
     text = requests.get(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=HTTP_TIMEOUT_S).text
     for line in text.splitlines():
-        if not line.startswith(name + "{"):
+        if line.startswith(name + " "):  # a sample without labels
+            got = {}
+        elif line.startswith(name + "{"):
+            got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(name):line.index("}") + 1]))
+        else:
             continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', line[len(name):line.index("}") + 1]))
         if all(got.get(k) == v for k, v in labels.items()):
             return float(line.rsplit(" ", 1)[1])
     raise AssertionError(f"no sample {name}{labels} in /metrics")

@@ -69,14 +69,15 @@ def test_other_models_serve_despite_failures(client, test_repo, reference):
 
 
 def test_unsupported_field_is_not_silently_ignored(server):
-    """response_cache is a real Triton field ortserve does not implement: it
-    must either refuse the model naming the field, or serve it and say so."""
+    """instance_group.rate_limiter is a real Triton field ortserve does not
+    implement: it must either refuse the model naming the field, or serve it
+    and say so."""
     entries = index_by_name(server)["unsupported_field"]
     if any(e["state"] == "READY" for e in entries):
-        assert "response_cache" in server.log_text()
+        assert "instance_group.rate_limiter" in server.log_text()
     else:
         reasons = " ".join(e.get("reason", "") for e in entries)
-        assert "response_cache" in reasons, entries
+        assert "instance_group.rate_limiter" in reasons, entries
 
 
 @pytest.fixture(scope="module")

@@ -158,7 +158,7 @@ def test_queue_configs(offline_repo):
     assert q2.instance_group[0].count == 1
     slow = parse_config(offline_repo / "slow")
     assert slow.dynamic_batching.default_queue_policy.allow_timeout_override
-    assert parse_config(offline_repo / "unsupported_field").response_cache.enable
+    assert parse_config(offline_repo / "unsupported_field").instance_group[0].HasField("rate_limiter")
     batching = parse_config(offline_repo / "mlp_batching")
     assert batching.dynamic_batching.max_queue_delay_microseconds >= 20000
 

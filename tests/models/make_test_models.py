@@ -30,7 +30,7 @@ Models that must load and serve:
                       allow_timeout_override (request "timeout" parameter).
   slow_queue2         the same ONNX with max_batch_size 1 and
                       default_queue_policy { max_queue_size: 2 } (overload).
-  unsupported_field   identity with response_cache { enable: true }: either
+  unsupported_field   identity with an instance_group rate_limiter: either
                       served with a log line naming the field, or UNAVAILABLE
                       with a reason naming it; never silently ignored.
 
@@ -266,7 +266,8 @@ def _builders() -> dict:
         slow_config("slow_queue2", 1, "max_queue_size: 2")))
     add("unsupported_field", lambda repo: demo.write_model(
         repo, "unsupported_field", build_identity("FP32", 2),
-        identity_config("unsupported_field", "FP32", 8, [-1], "response_cache { enable: true }")))
+        identity_config("unsupported_field", "FP32", 8, [-1],
+                        'instance_group [ { count: 1 kind: KIND_CPU rate_limiter { priority: 1 } } ]')))
 
     # ---- models that must fail to load
     add("corrupt_model", lambda repo: demo.write_model(

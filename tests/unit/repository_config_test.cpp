@@ -133,7 +133,7 @@ TEST(ModelConfigParse, IgnoredFieldsAreNamedOncePrecisely) {
   const std::vector<std::string> expected = {
       "input.allow_ragged_batch", "output.label_filename", "instance_group.rate_limiter",
       "optimization.cuda", "optimization.input_pinned_memory", "dynamic_batching.preserve_ordering",
-      "model_transaction_policy.decoupled", "batch_input", "response_cache"};
+      "model_transaction_policy.decoupled", "batch_input"};
   auto ignored = IgnoredConfigFields(config);
   std::sort(ignored.begin(), ignored.end());
   auto sorted_expected = expected;

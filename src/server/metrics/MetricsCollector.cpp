@@ -253,17 +253,57 @@ void RenderSequenceMetrics(PrometheusText& out, const std::vector<ModelView>& mo
   }
 }
 
+// The response cache: the server-wide state, and each model version's hits
+// and misses (Triton's cache_hit / cache_miss statistics). No families when
+// the server has no cache.
+void RenderResponseCache(PrometheusText& out, const ResponseCacheUsage& cache, const std::vector<ModelView>& models) {
+  struct Gauge {
+    const char* name;
+    const char* help;
+    uint64_t value;
+  };
+  const Gauge gauges[] = {
+      {"ortserve_response_cache_capacity_bytes", "The response cache's size (--cache-config local,size=BYTES).",
+       cache.capacity_bytes},
+      {"ortserve_response_cache_used_bytes", "Bytes the response cache's entries count against its size now.",
+       cache.used_bytes},
+      {"ortserve_response_cache_entries", "Answers held in the response cache now.", cache.entries},
+  };
+  for (const Gauge& g : gauges) {
+    out.Family(g.name, "gauge", g.help);
+    out.Sample(g.name, {}, g.value);
+  }
+  out.Family("ortserve_response_cache_evictions_total", "counter",
+             "Least recently used answers dropped to make room for new ones.");
+  out.Sample("ortserve_response_cache_evictions_total", {}, cache.evictions);
+  out.Family("ortserve_response_cache_lookups_total", "counter",
+             "Requests of models with response_cache enabled looked up in the cache, by result: hit (answered "
+             "from the cache) or miss (computed, then stored).");
+  for (const ModelView& m : models) {
+    const ModelStatistics& stats = m.model->stats();
+    const std::pair<const char*, const DurationStat*> results[] = {{"hit", &stats.cache_hit},
+                                                                   {"miss", &stats.cache_miss}};
+    for (const auto& [result, stat] : results) {
+      Labels labels = m.labels;
+      labels.emplace_back("result", result);
+      out.Sample("ortserve_response_cache_lookups_total", labels, stat->count.load(std::memory_order_relaxed));
+    }
+  }
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(sources)) {}
 
 std::string MetricsCollector::Render() const {
   if (!sources_.repository) return RenderMetrics(sources_, {}, {});
-  return RenderMetrics(sources_, sources_.repository->Index(), sources_.repository->ReadyModels());
+  return RenderMetrics(sources_, sources_.repository->Index(), sources_.repository->ReadyModels(),
+                       sources_.repository->CacheUsage());
 }
 
 std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
-                          const std::vector<std::shared_ptr<Model>>& ready_models) {
+                          const std::vector<std::shared_ptr<Model>>& ready_models,
+                          const std::optional<ResponseCacheUsage>& cache) {
   PrometheusText out;
   RenderServer(out, sources);
   RenderModelStates(out, index);
@@ -276,6 +316,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
   RenderModelCounters(out, models);
   RenderModelGauges(out, models);
   RenderSequenceMetrics(out, models);
+  if (cache) RenderResponseCache(out, *cache, models);
   return out.Take();
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,12 @@ struct MetricsSources {
   std::function<tracing::TraceExportCounters()> trace_export;
 };
 
-// The whole exposition for the given repository index (model states) and
-// ready models (everything per model version). `sources.repository` is not
-// read. Exposed for tests.
+// The whole exposition for the given repository index (model states),
+// ready models (everything per model version) and response cache (nullopt:
+// the server has none). `sources.repository` is not read. Exposed for tests.
 std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
-                          const std::vector<std::shared_ptr<Model>>& ready_models);
+                          const std::vector<std::shared_ptr<Model>>& ready_models,
+                          const std::optional<ResponseCacheUsage>& cache = std::nullopt);
 
 class MetricsCollector {
  public:
