@@ -140,7 +140,8 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   for (auto& instance : instances.value()) instance->FinishWarmup();
 
   const std::vector<std::string> outputs = instances.value().front()->OutputNames();
-  auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks);
+  auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks,
+                                             c.labels);
   auto scheduler = MakeScheduler(c, plan, context, std::move(instances).value(), model.get());
   if (!scheduler.ok()) return scheduler.status();
   const auto elapsed = std::chrono::steady_clock::now() - start;

@@ -18,11 +18,12 @@ std::unique_ptr<const FallbackRouter> MakeRouter(const inference::ModelConfig* c
 }  // namespace
 
 ServedModel::ServedModel(inference::ModelConfig config, std::string version,
-                         std::vector<std::string> instance_outputs, std::shared_ptr<const FallbackLookup> fallbacks)
+                         std::vector<std::string> instance_outputs, std::shared_ptr<const FallbackLookup> fallbacks,
+                         std::shared_ptr<const OutputLabels> labels)
     : config_(std::make_shared<const inference::ModelConfig>(std::move(config))),
       version_(std::move(version)),
       stats_(config_->max_batch_size()),
-      shaper_(config_, std::move(instance_outputs)),
+      shaper_(config_, std::move(instance_outputs), std::move(labels)),
       fallback_(MakeRouter(config_.get(), &stats_, std::move(fallbacks))) {}
 
 ServedModel::~ServedModel() { Shutdown(); }

@@ -31,9 +31,10 @@ namespace ortserve {
 class ServedModel final : public Model, private RequestCompleter {
  public:
   // `instance_outputs`: the outputs the instances produce, in their order.
-  // `fallbacks` null: the model has no fallback.
+  // `fallbacks` null: the model has no fallback. `labels`: its outputs'
+  // classification labels (null: none).
   ServedModel(inference::ModelConfig config, std::string version, std::vector<std::string> instance_outputs,
-              std::shared_ptr<const FallbackLookup> fallbacks);
+              std::shared_ptr<const FallbackLookup> fallbacks, std::shared_ptr<const OutputLabels> labels = nullptr);
   ~ServedModel() override;
 
   const std::string& name() const override { return config_->name(); }
