@@ -3,6 +3,7 @@
 // the labels file read at load; then through ResponseShaper, after an output
 // reshape.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -137,16 +138,18 @@ TEST(Classification, DataThatDoesNotMatchTheShapeIsInternal) {
 class LabelFiles : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ortserve_labels_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    // One folder per process and test: ctest runs the tests in parallel.
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = fs::temp_directory_path() / ("ortserve_labels_" + std::to_string(::getpid()) + "_" + test);
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "model");
   }
   void TearDown() override { fs::remove_all(dir_); }
   void Write(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
   static inference::ModelConfig Config(const std::string& label_filename) {
-    auto config = ParseModelConfig(R"(name: "m" output [ { name: "prob" data_type: TYPE_FP32 dims: [ 3 ] label_filename: ")" +
-                                   label_filename + R"(" }, { name: "plain" data_type: TYPE_FP32 dims: [ 3 ] } ])");
+    auto config = ParseModelConfig(
+        R"(name: "m" output [ { name: "prob" data_type: TYPE_FP32 dims: [ 3 ] label_filename: ")" + label_filename +
+        R"(" }, { name: "plain" data_type: TYPE_FP32 dims: [ 3 ] } ])");
     EXPECT_TRUE(config.ok()) << config.status().message();
     return config.value();
   }
