@@ -26,6 +26,10 @@ struct RequestedOutput {
   std::string name;
   // Front-end detail carried through untouched (HTTP binary_data flag).
   bool binary_data = false;
+  // Triton's classification extension: when above 0, the response carries,
+  // instead of the tensor, its top `classification` entries per batch row as
+  // a BYTES tensor of "value:index[:label]" (repository/Classification.h).
+  uint64_t classification = 0;
 };
 
 struct InferenceResponse {

@@ -60,6 +60,8 @@ const std::set<std::string>& SupportedLeaves() {
       // Informational in Triton too (layout hint for clients).
       "input.format",
       "output.name", "output.data_type", "output.dims", "output.reshape",
+      // The classification extension's labels (repository/Classification.h).
+      "output.label_filename",
       "instance_group.name", "instance_group.kind", "instance_group.count",
       "instance_group.gpus",
       "optimization.graph", "optimization.execution_accelerators",

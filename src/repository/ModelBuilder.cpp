@@ -161,7 +161,7 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
 
   const std::vector<std::string> outputs = instances.value().front()->OutputNames();
   auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks,
-                                             std::move(cache).value());
+                                             c.labels, std::move(cache).value());
   auto scheduler = MakeScheduler(c, plan, context, std::move(instances).value(), model.get());
   if (!scheduler.ok()) return scheduler.status();
   const auto elapsed = std::chrono::steady_clock::now() - start;

@@ -153,9 +153,14 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   Status status = CheckPlatform(&common.config);
   auto settings = status.ok() ? ReadSessionSettings(common.config) : Result<OrtSessionSettings>(status);
   auto instances = settings.ok() ? ExpandInstanceGroups(common.config) : Result<std::vector<InstanceSpec>>(settings.status());
-  if (!instances.ok()) {
-    for (int64_t v : selection.load) p.version_failures[v] = instances.status().message();
+  auto labels = instances.ok() ? OutputLabels::Read(common.config, dir) : Result<OutputLabels>(instances.status());
+  if (!labels.ok()) {
+    for (int64_t v : selection.load) p.version_failures[v] = labels.status().message();
     return p;
+  }
+  common.labels = std::make_shared<const OutputLabels>(std::move(labels).value());
+  for (const auto& out : common.config.output()) {
+    if (!out.label_filename().empty()) common.stamp += "|" + FileStamp(dir / out.label_filename());
   }
   common.settings = settings.value();
   common.instances = instances.value();

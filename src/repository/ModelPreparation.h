@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model_config.pb.h"
+#include "repository/Classification.h"
 #include "repository/ConfigAutoComplete.h"
 #include "repository/RuntimeConfig.h"
 #include "repository/ThreadPlan.h"
@@ -27,8 +28,9 @@ struct Candidate {
   int64_t version = 0;
   std::filesystem::path model_dir;
   std::string model_path;
-  std::string stamp;  // config + model file: what a reload compares
+  std::string stamp;  // config + label files + model file: what a reload compares
   inference::ModelConfig config;
+  std::shared_ptr<const OutputLabels> labels;  // the outputs' label_filename contents
   OrtSessionSettings settings;
   std::vector<InstanceSpec> instances;
   DynamicBatcherOptions batcher_options;  // models without sequence_batching

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "repository/Classification.h"
 #include "repository/ConfigTypes.h"
 #include "repository/SequenceConfig.h"
 
@@ -190,7 +191,8 @@ Status ValidateRequestedOutputs(const inference::ModelConfig& config, const Infe
   const auto& outputs = request.requested_outputs;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const RequestedOutput& out = outputs[i];
-    if (FindOutput(config, out.name) == nullptr) {
+    const inference::ModelOutput* found = FindOutput(config, out.name);
+    if (found == nullptr) {
       const char* state = IsStateOutput(config, out.name)
                               ? ": it is an implicit state output, which the server keeps (list it in the "
                                 "config's output to have it returned)"
@@ -200,6 +202,10 @@ Status ValidateRequestedOutputs(const inference::ModelConfig& config, const Infe
     }
     if (NamedAmong(outputs, i, out.name)) {
       return InvalidArgument("output '" + out.name + "' requested more than once for " + ModelLabel(config));
+    }
+    if (out.classification > 0) {
+      ORTSERVE_RETURN_IF_ERROR(CheckClassifiable("output '" + out.name + "' of " + ModelLabel(config),
+                                                 FromConfigDataType(found->data_type())));
     }
   }
   return Status::Ok();

@@ -13,7 +13,8 @@ namespace ortserve {
 // or dims (-1 in the config matches anything), batch size outside
 // [1, max_batch_size] or differing between inputs, data size that does not
 // match the shape (malformed BYTES length prefixes included), unknown or
-// duplicate requested outputs, a priority above the configured
+// duplicate requested outputs, classification asked of an output whose
+// datatype cannot be classified, a priority above the configured
 // priority_levels, an input that a sequence model's server feeds (control
 // and state inputs). The data-size check is the only one for both front ends:
 // their decoders frame tensors (HTTP binary data, gRPC raw_input_contents)

@@ -72,7 +72,7 @@ ResponseCacheKey ResponseCache::KeyOf(uint64_t owner, const InferenceRequest& re
     inputs.push_back(&t);
     size += t.name.size() + t.data.size() + (4 + t.shape.size()) * sizeof(uint64_t);
   }
-  for (const RequestedOutput& r : request.requested_outputs) size += r.name.size() + sizeof(uint64_t);
+  for (const RequestedOutput& r : request.requested_outputs) size += r.name.size() + 2 * sizeof(uint64_t);
   std::sort(inputs.begin(), inputs.end(), [](const Tensor* a, const Tensor* b) { return a->name < b->name; });
 
   ResponseCacheKey key;
@@ -81,7 +81,10 @@ ResponseCacheKey ResponseCache::KeyOf(uint64_t owner, const InferenceRequest& re
   AppendU64(&key.bytes, inputs.size());
   for (const Tensor* t : inputs) AppendTensor(&key.bytes, *t);
   AppendU64(&key.bytes, request.requested_outputs.size());
-  for (const RequestedOutput& r : request.requested_outputs) AppendText(&key.bytes, r.name);
+  for (const RequestedOutput& r : request.requested_outputs) {
+    AppendText(&key.bytes, r.name);
+    AppendU64(&key.bytes, r.classification);
+  }
   key.hash = std::hash<std::string_view>{}(key.bytes);
   return key;
 }

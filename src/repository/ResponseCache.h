@@ -8,7 +8,7 @@
 // - A key is the model version's owner id (one per ServedModel, so a
 //   reloaded or replaced version never finds the answers of the one before),
 //   every input (name, data type, shape and bytes, sorted by name) and the
-//   requested outputs in order. Keys are compared whole, not only by hash:
+//   requested outputs in order (with their classification counts). Keys are compared whole, not only by hash:
 //   a hit is always an answer to the same request.
 // - Insert copies the outputs into one buffer the entry owns, so an entry
 //   never keeps a batch's output (or a request body) alive and its bytes are

@@ -17,8 +17,8 @@ const inference::ModelOutput* FindOutput(const inference::ModelConfig& config, c
 }  // namespace
 
 ResponseShaper::ResponseShaper(std::shared_ptr<const inference::ModelConfig> config,
-                               std::vector<std::string> instance_outputs)
-    : config_(std::move(config)), instance_outputs_(std::move(instance_outputs)) {
+                               std::vector<std::string> instance_outputs, std::shared_ptr<const OutputLabels> labels)
+    : config_(std::move(config)), instance_outputs_(std::move(instance_outputs)), labels_(std::move(labels)) {
   any_reshape_ = HasOutputReshape(*config_);
   std::vector<std::string> config_names;
   for (const auto& out : config_->output()) config_names.push_back(out.name());
@@ -36,8 +36,9 @@ Status ResponseShaper::Shape(const InferenceRequest& request, InferenceResponse*
   } else {
     ORTSERVE_RETURN_IF_ERROR(KeepRequested(request.requested_outputs, response));
   }
+  if (any_reshape_) ORTSERVE_RETURN_IF_ERROR(ApplyOutputReshape(*config_, response));
   NameRequested(request, response);
-  return any_reshape_ ? ApplyOutputReshape(*config_, response) : Status::Ok();
+  return request.requested_outputs.empty() ? Status::Ok() : ClassifyRequested(response);
 }
 
 void ResponseShaper::NameRequested(const InferenceRequest& request, InferenceResponse* response) {
@@ -72,6 +73,19 @@ Status ResponseShaper::KeepRequested(const std::vector<RequestedOutput>& wanted,
     kept.push_back(std::move(response->outputs[index]));
   }
   response->outputs = std::move(kept);
+  return Status::Ok();
+}
+
+// After the reshape: Triton classifies the output as the client would have
+// received it.
+Status ResponseShaper::ClassifyRequested(InferenceResponse* response) const {
+  for (size_t i = 0; i < response->requested.size() && i < response->outputs.size(); ++i) {
+    const RequestedOutput& wanted = response->requested[i];
+    if (wanted.classification == 0) continue;
+    Tensor& output = response->outputs[i];
+    const std::vector<std::string>* labels = labels_ ? labels_->Find(output.name) : nullptr;
+    ORTSERVE_RETURN_IF_ERROR(Classify(wanted.classification, config_->max_batch_size() > 0, labels, &output));
+  }
   return Status::Ok();
 }
 

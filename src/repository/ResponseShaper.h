@@ -3,7 +3,8 @@
 // what the instances produced (every model output, in the instance's order)
 // to what the client asked for -- the requested outputs in request order
 // (all config outputs in config order when it named none), each output
-// reshaped back from its config `reshape` to [batch] + dims.
+// reshaped back from its config `reshape` to [batch] + dims, then replaced by
+// its classification when the request asked for one (Classification.h).
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,17 +12,20 @@
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
 #include "model_config.pb.h"
+#include "repository/Classification.h"
 
 namespace ortserve {
 
 class ResponseShaper {
  public:
   // `instance_outputs`: the names the instances produce, in their order.
-  ResponseShaper(std::shared_ptr<const inference::ModelConfig> config, std::vector<std::string> instance_outputs);
+  // `labels`: the outputs' classification labels; null when none has any.
+  ResponseShaper(std::shared_ptr<const inference::ModelConfig> config, std::vector<std::string> instance_outputs,
+                 std::shared_ptr<const OutputLabels> labels = nullptr);
 
   // `request` must have been admitted (its requested outputs exist). Fails
   // kInternal naming the output when the model did not produce it or its
-  // reshape does not fit.
+  // reshape does not fit, and as Classify() does for a classified output.
   Status Shape(const InferenceRequest& request, InferenceResponse* response) const;
   // Fills `response->requested` for outputs already in request order: the
   // request's requested outputs, or every output (not binary) when it named
@@ -31,9 +35,11 @@ class ResponseShaper {
  private:
   void KeepConfigOutputs(InferenceResponse* response) const;
   Status KeepRequested(const std::vector<RequestedOutput>& wanted, InferenceResponse* response) const;
+  Status ClassifyRequested(InferenceResponse* response) const;
 
   const std::shared_ptr<const inference::ModelConfig> config_;
   const std::vector<std::string> instance_outputs_;
+  const std::shared_ptr<const OutputLabels> labels_;  // may be null
   // The instance's index of each config output; empty when the two orders
   // are the same (then nothing is moved).
   std::vector<size_t> config_order_;

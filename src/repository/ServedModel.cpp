@@ -26,11 +26,11 @@ uint64_t NanosSince(Clock::time_point start) {
 
 ServedModel::ServedModel(inference::ModelConfig config, std::string version,
                          std::vector<std::string> instance_outputs, std::shared_ptr<const FallbackLookup> fallbacks,
-                         std::shared_ptr<ResponseCache> cache)
+                         std::shared_ptr<const OutputLabels> labels, std::shared_ptr<ResponseCache> cache)
     : config_(std::make_shared<const inference::ModelConfig>(std::move(config))),
       version_(std::move(version)),
       stats_(config_->max_batch_size()),
-      shaper_(config_, std::move(instance_outputs)),
+      shaper_(config_, std::move(instance_outputs), std::move(labels)),
       fallback_(MakeRouter(config_.get(), &stats_, std::move(fallbacks))),
       cache_(std::move(cache)),
       cache_owner_(cache_ ? ResponseCache::NewOwnerId() : 0) {}

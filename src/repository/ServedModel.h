@@ -35,10 +35,12 @@ namespace ortserve {
 class ServedModel final : public Model, private RequestCompleter {
  public:
   // `instance_outputs`: the outputs the instances produce, in their order.
-  // `fallbacks` null: the model has no fallback. `cache` null: its answers
-  // are not cached.
+  // `fallbacks` null: the model has no fallback. `labels`: its outputs'
+  // classification labels (null: none). `cache` null: its answers are not
+  // cached.
   ServedModel(inference::ModelConfig config, std::string version, std::vector<std::string> instance_outputs,
-              std::shared_ptr<const FallbackLookup> fallbacks, std::shared_ptr<ResponseCache> cache = nullptr);
+              std::shared_ptr<const FallbackLookup> fallbacks, std::shared_ptr<const OutputLabels> labels = nullptr,
+              std::shared_ptr<ResponseCache> cache = nullptr);
   ~ServedModel() override;
 
   const std::string& name() const override { return config_->name(); }

@@ -17,6 +17,8 @@ from grpc_helpers import grpc_check_add_sub_fp32
 from harness import (DEMO_REPO, SMALL_BODY_LIMIT, TRITON_EXAMPLES, Reference, check_add_sub_fp32,
                      make_test_models, start_server)
 
+import make_classification_models  # noqa: E402  (tests/models, on the path through harness)
+
 
 
 @pytest.fixture(scope="session")
@@ -100,6 +102,25 @@ def examples_server(log_dir):
     srv = start_server(TRITON_EXAMPLES.resolve(), log_dir, "triton_examples", strict_readiness=False)
     try:
         srv.wait_models_ready(["simple", "simple_int8", "simple_string", "simple_sequence", "simple_dyna_sequence"])
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def classification_repo(tmp_path_factory):
+    """The classification repository (tests/models/make_classification_models.py)."""
+    return make_classification_models.build_classification_repository(
+        tmp_path_factory.mktemp("classification_models"))
+
+
+@pytest.fixture(scope="session")
+def classification_server(classification_repo, log_dir):
+    """ortserve on the classification repository: the image classifiers of
+    test_classification.py and of Triton's image examples."""
+    srv = start_server(classification_repo, log_dir, "classification", strict_readiness=False)
+    try:
+        srv.wait_models_ready(make_classification_models.MODELS_THAT_SERVE)
         yield srv
     finally:
         srv.stop()

@@ -132,7 +132,7 @@ def test_server_metadata_agrees(parity_server, clients):
     _same(http_meta, grpc_meta)
     assert http_meta["name"] == "ortserve"
     # Only what is implemented, in Triton's order.
-    assert http_meta["extensions"] == ["sequence", "model_repository", "schedule_policy",
+    assert http_meta["extensions"] == ["classification", "sequence", "model_repository", "schedule_policy",
                                        "model_configuration", "binary_tensor_data", "parameters",
                                        "statistics"]
 

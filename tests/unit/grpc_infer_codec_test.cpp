@@ -177,6 +177,42 @@ TEST(GrpcInferCodecTest, MalformedSequenceParametersAreInvalidArgumentNamingTheP
                   .ok());
 }
 
+// Triton's classification extension: int64_param above 0, as tritonclient's
+// InferRequestedOutput(class_count=N) sends it; anything else is refused
+// with Triton's wording, naming the output.
+TEST(GrpcInferCodecTest, ClassificationParameterPerOutput) {
+  auto decode = [](const std::function<void(inference::InferParameter*)>& set, InferenceRequest* request) {
+    auto message = std::make_shared<inference::ModelInferRequest>();
+    message->set_model_name("m");
+    auto* output = message->add_outputs();
+    output->set_name("prob");
+    if (set) set(&(*output->mutable_parameters())["classification"]);
+    message->add_outputs()->set_name("plain");
+    return grpcfe::DecodeInferRequest(message, request);
+  };
+  InferenceRequest request;
+  ASSERT_TRUE(decode([](auto* p) { p->set_int64_param(5); }, &request).ok());
+  ASSERT_EQ(request.requested_outputs.size(), 2u);
+  EXPECT_EQ(request.requested_outputs[0].classification, 5u);
+  EXPECT_EQ(request.requested_outputs[1].classification, 0u);
+
+  const std::vector<std::pair<std::function<void(inference::InferParameter*)>, std::string>> bad = {
+      {[](auto* p) { p->set_int64_param(0); }, "output 'prob': invalid value for 'classification' parameter"},
+      {[](auto* p) { p->set_int64_param(-2); }, "got -2"},
+      {[](auto* p) { p->set_uint64_param(3); },
+       "output 'prob': invalid value type for 'classification' parameter, expected int64_param, got uint64_param"},
+      {[](auto* p) { p->set_string_param("3"); }, "got string_param"},
+  };
+  for (const auto& [set, expected] : bad) {
+    SCOPED_TRACE(expected);
+    InferenceRequest refused;
+    const Status status = decode(set, &refused);
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(grpcfe::ToGrpcCode(status.code()), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(status.message().find(expected), std::string::npos) << status.message();
+  }
+}
+
 TEST(GrpcInferCodecTest, StatusCodesMapInOnePlace) {
   EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kNotFound), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(grpcfe::ToGrpcCode(StatusCode::kUnavailable), grpc::StatusCode::UNAVAILABLE);

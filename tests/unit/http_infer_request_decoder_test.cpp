@@ -113,6 +113,7 @@ TEST(HttpInferRequestDecoder, IdParametersAndOutputs) {
   EXPECT_EQ(r->request->requested_outputs[0].name, "a");
   EXPECT_TRUE(r->request->requested_outputs[0].binary_data);   // request default
   EXPECT_FALSE(r->request->requested_outputs[1].binary_data);  // output overrides
+  EXPECT_EQ(r->request->requested_outputs[0].classification, 0u);
   auto none = Decode(Body(Input("x", "FP32", "[1]", "[1]")));
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->outputs_listed);
@@ -263,8 +264,25 @@ TEST(HttpInferRequestDecoder, WireLevelJsonErrors) {
   ExpectError(Decode(R"({"parameters":{"binary_data_output":1},"inputs":[]})"), 400, "'binary_data_output' must be a boolean");
   ExpectError(Decode(R"({"inputs":[],"outputs":[{"name":"y","parameters":{"binary_data":"yes"}}]})"), 400,
               "binary_data must be a boolean");
-  ExpectError(Decode(R"({"inputs":[],"outputs":[{"name":"y","parameters":{"classification":3}}]})"), 501,
-              "classification");
+  ExpectError(Decode(R"({"inputs":[],"outputs":[{"name":"y","parameters":{"classification":-3}}]})"), 400,
+              "output 'y': Unable to set 'classification': expected a non-negative integer");
+  ExpectError(Decode(R"({"inputs":[],"outputs":[{"name":"y","parameters":{"classification":2.5}}]})"), 400,
+              "'classification'");
+  ExpectError(Decode(R"({"inputs":[],"outputs":[{"name":"y","parameters":{"classification":"3"}}]})"), 400,
+              "got a string");
+}
+
+// Triton's classification extension: the number of classes per output; 0
+// asks for the tensor itself, as tritonclient's class_count=0 does.
+TEST(HttpInferRequestDecoder, ClassificationParameterPerOutput) {
+  auto r = Decode(R"({"inputs":[],"outputs":[{"name":"a","parameters":{"classification":3,"binary_data":true}},)"
+                  R"({"name":"b","parameters":{"classification":0}},{"name":"c"}]})");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->request->requested_outputs.size(), 3u);
+  EXPECT_EQ(r->request->requested_outputs[0].classification, 3u);
+  EXPECT_TRUE(r->request->requested_outputs[0].binary_data);
+  EXPECT_EQ(r->request->requested_outputs[1].classification, 0u);
+  EXPECT_EQ(r->request->requested_outputs[2].classification, 0u);
 }
 
 TEST(HttpInferRequestDecoder, SizeOverflowAndLimit) {

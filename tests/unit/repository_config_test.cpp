@@ -131,7 +131,7 @@ TEST(ModelConfigParse, IgnoredFieldsAreNamedOncePrecisely) {
     instance_group [ { count: 2 kind: KIND_CPU rate_limiter { priority: 1 } } ]
   )");
   const std::vector<std::string> expected = {
-      "input.allow_ragged_batch", "output.label_filename", "instance_group.rate_limiter",
+      "input.allow_ragged_batch", "instance_group.rate_limiter",
       "optimization.cuda", "optimization.input_pinned_memory", "dynamic_batching.preserve_ordering",
       "model_transaction_policy.decoupled", "batch_input"};
   auto ignored = IgnoredConfigFields(config);

@@ -42,6 +42,14 @@ TEST(ResponseCacheKey, InputOrderDoesNotMatterButEverythingElseDoes) {
   EXPECT_NE(ResponseCache::KeyOf(1, Request({a, b}, {"X", "Y"})).bytes,
             ResponseCache::KeyOf(1, Request({a, b}, {"Y", "X"})).bytes)
       << "requested output order";
+  InferenceRequest top3 = Request({a, b}, {"OUT"});
+  top3.requested_outputs[0].classification = 3;
+  EXPECT_NE(ResponseCache::KeyOf(1, Request({a, b}, {"OUT"})).bytes, ResponseCache::KeyOf(1, top3).bytes)
+      << "classification";
+  InferenceRequest binary = Request({a, b}, {"OUT"});
+  binary.requested_outputs[0].binary_data = true;
+  EXPECT_EQ(ResponseCache::KeyOf(1, Request({a, b}, {"OUT"})).bytes, ResponseCache::KeyOf(1, binary).bytes)
+      << "binary_data changes only the encoding";
 }
 
 TEST(ResponseCache, HitReturnsTheStoredBytesMissReturnsNothing) {

@@ -25,12 +25,13 @@ ServerMetadata DescribeServer(std::string_view version) {
   return ServerMetadata{
       .name = std::string(kServerName),
       .version = std::string(version),
-      // sequence: the sequence batcher and the correlation request
-      // parameters (sequence_id, sequence_start, sequence_end);
-      // model_repository: index, load and unload; schedule_policy: the
-      // timeout and priority request parameters; parameters: request and
-      // response parameters.
-      .extensions = {"sequence", "model_repository", "schedule_policy", "model_configuration",
+      // classification: an output's top classes (an output's
+      // "classification" parameter); sequence: the sequence batcher and the
+      // correlation request parameters (sequence_id, sequence_start,
+      // sequence_end); model_repository: index, load and unload;
+      // schedule_policy: the timeout and priority request parameters;
+      // parameters: request and response parameters.
+      .extensions = {"classification", "sequence", "model_repository", "schedule_policy", "model_configuration",
                      "binary_tensor_data", "parameters", "statistics"},
   };
 }

@@ -19,8 +19,8 @@ struct ServerMetadata {
   std::string name;
   std::string version;
   // The KServe/Triton protocol extensions ortserve implements, in Triton's
-  // order. Unimplemented ones (classification, shared memory, trace,
-  // logging) are left out so that clients do not try them.
+  // order. Unimplemented ones (shared memory, trace, logging) are left out
+  // so that clients do not try them.
   std::vector<std::string> extensions;
 };
 

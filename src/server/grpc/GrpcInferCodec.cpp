@@ -222,6 +222,26 @@ Status DecodeRequestParameters(const inference::ModelInferRequest& message, Infe
   return common::CheckSequenceParameters(out->sequence);
 }
 
+// Triton's classification parameter of a requested output: an int64_param
+// above 0 (the number of classes), worded as Triton words its refusals.
+Status DecodeClassification(const inference::ModelInferRequest::InferRequestedOutputTensor& output,
+                            RequestedOutput* requested) {
+  auto it = output.parameters().find("classification");
+  if (it == output.parameters().end()) return Status::Ok();
+  const inference::InferParameter& p = it->second;
+  if (p.parameter_choice_case() != inference::InferParameter::kInt64Param) {
+    return InvalidArgument("output '" + output.name() +
+                           "': invalid value type for 'classification' parameter, expected int64_param, got " +
+                           ParameterKind(p));
+  }
+  if (p.int64_param() <= 0) {
+    return InvalidArgument("output '" + output.name() + "': invalid value for 'classification' parameter, expected "
+                           "a number of classes above 0, got " + std::to_string(p.int64_param()));
+  }
+  requested->classification = static_cast<uint64_t>(p.int64_param());
+  return Status::Ok();
+}
+
 }  // namespace
 
 grpc::StatusCode ToGrpcCode(StatusCode code) {
@@ -298,10 +318,9 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
     if (output.parameters().contains("shared_memory_region")) {
       return Unsupported("output '" + output.name() + "': shared memory outputs are not supported");
     }
-    if (output.parameters().contains("classification")) {
-      return Unsupported("output '" + output.name() + "': the classification extension is not supported");
-    }
-    out->requested_outputs.push_back(RequestedOutput{output.name(), /*binary_data=*/true});
+    RequestedOutput requested{.name = output.name(), .binary_data = true};
+    ORTSERVE_RETURN_IF_ERROR(DecodeClassification(output, &requested));
+    out->requested_outputs.push_back(std::move(requested));
   }
   return Status::Ok();
 }

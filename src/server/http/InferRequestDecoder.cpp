@@ -461,7 +461,7 @@ Status DecodeRequestedOutputs(object top, DecodedInferRequest* out) {
           return InvalidArgument("output " + Quote(name) + ": binary_data must be a boolean");
       }
       if (element c; po.at_key("classification").get(c) == simdjson::SUCCESS)
-        return Unsupported("output " + Quote(name) + " requests classification, which ortserve does not support");
+        ORTSERVE_RETURN_IF_ERROR(DecodeClassificationParameter(c, name, &ro.classification));
     }
     req.requested_outputs.push_back(std::move(ro));
     ++i;

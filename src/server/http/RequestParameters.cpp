@@ -102,4 +102,11 @@ Status DecodeRequestParameters(simdjson::dom::object params, InferenceRequest* r
   return common::CheckSequenceParameters(req->sequence);
 }
 
+Status DecodeClassificationParameter(element value, std::string_view output, uint64_t* count) {
+  if (ToUnsigned(value, count)) return Status::Ok();
+  return InvalidArgument("output '" + std::string(output) +
+                         "': Unable to set 'classification': expected a non-negative integer (the number of classes), "
+                         "got " + DescribeGot(value));
+}
+
 }  // namespace ortserve::http

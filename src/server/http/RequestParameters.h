@@ -6,6 +6,9 @@
 // clients forward) are not ours to interpret and pass untouched.
 #include <simdjson.h>
 
+#include <cstdint>
+#include <string_view>
+
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
 
@@ -25,5 +28,11 @@ const char* DescribeJsonValue(simdjson::dom::element_type type);
 // A correlation parameter given twice is refused (the last one would
 // silently win, and a number and a string would both name the sequence).
 Status DecodeRequestParameters(simdjson::dom::object params, InferenceRequest* req, bool* binary_data_output);
+
+// An output's "classification" parameter (Triton's classification
+// extension) into *count: a non-negative integer; 0 asks for the tensor
+// itself, as in Triton. kInvalidArgument naming the output otherwise, with
+// Triton's "Unable to set 'classification'".
+Status DecodeClassificationParameter(simdjson::dom::element value, std::string_view output, uint64_t* count);
 
 }  // namespace ortserve::http
