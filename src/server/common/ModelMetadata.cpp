@@ -29,9 +29,10 @@ ServerMetadata DescribeServer(std::string_view version) {
       // parameters (sequence_id, sequence_start, sequence_end);
       // model_repository: index, load and unload; schedule_policy: the
       // timeout and priority request parameters; parameters: request and
-      // response parameters.
+      // response parameters; system_shared_memory: inputs and outputs in
+      // registered regions (with --allow-client-shm=true).
       .extensions = {"sequence", "model_repository", "schedule_policy", "model_configuration",
-                     "binary_tensor_data", "parameters", "statistics"},
+                     "system_shared_memory", "binary_tensor_data", "parameters", "statistics"},
   };
 }
 

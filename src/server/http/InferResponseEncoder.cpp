@@ -76,10 +76,23 @@ Status WriteData(JsonWriter& w, const Tensor& t, uint64_t count) {
   return Status::Ok();
 }
 
+void WriteSharedMemoryParameters(JsonWriter& w, const common::SharedMemoryPlacement& placed) {
+  w.Key("parameters");
+  w.StartObject();
+  w.Key(common::kShmRegionParameter);
+  w.String(placed.region);
+  w.Key(common::kShmOffsetParameter);
+  w.Int(placed.offset);
+  w.Key(common::kShmByteSizeParameter);
+  w.Int(placed.byte_size);
+  w.EndObject();
+}
+
 }  // namespace
 
 Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& response, bool outputs_listed,
-                                                 bool binary_data_output) {
+                                                 bool binary_data_output,
+                                                 const SharedMemoryPlacements* in_shared_memory) {
   EncodedInferResponse out;
   // JSON size guess: the fixed part plus, per output, name/shape and (if
   // JSON) ~12 characters per element.
@@ -134,7 +147,9 @@ Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& respon
     w.StartArray();
     for (int64_t d : t.shape) w.Int(d);
     w.EndArray();
-    if (binary) {
+    if (in_shared_memory && i < in_shared_memory->size() && (*in_shared_memory)[i]) {
+      WriteSharedMemoryParameters(w, *(*in_shared_memory)[i]);
+    } else if (binary) {
       w.Key("parameters");
       w.StartObject();
       w.Key("binary_data_size");
