@@ -11,6 +11,7 @@ each.
 from __future__ import annotations
 
 import pathlib
+import subprocess
 import threading
 import time
 import uuid
@@ -151,12 +152,15 @@ def test_add_sub_inputs_and_outputs_in_one_region_each(shm_server, shm_repo, ref
         out0 = result.get_output("OUTPUT0")
         shape0 = out0["shape"] if protocol == "http" else list(out0.shape)
         assert shape0 == [1, 16]
-        params = out0["parameters"] if protocol == "http" else {
-            k: (v.string_param or v.int64_param) for k, v in out0.parameters.items()}
-        assert params["shared_memory_region"] == out_name
-        assert params["shared_memory_byte_size"] == nbytes
         if protocol == "http":
-            assert "data" not in out0
+            # As Triton: no data and no parameters (clients read an output's
+            # parameters as binary_data_size).
+            assert "data" not in out0 and "parameters" not in out0, out0
+        else:
+            params = {k: (v.string_param or v.int64_param) for k, v in out0.parameters.items()}
+            assert params["shared_memory_region"] == out_name
+            assert params["shared_memory_byte_size"] == nbytes
+            assert result.get_response().raw_output_contents[0] == b""
         ref = reference.run(model_file(shm_repo, "add_sub_int32"), {"INPUT0": a, "INPUT1": b})
         got0 = shm.get_contents_as_numpy(out_handle, np.int32, [1, 16])
         got1 = shm.get_contents_as_numpy(out_handle, np.int32, [1, 16], offset=nbytes)
@@ -447,3 +451,22 @@ def test_unregister_while_requests_use_the_region(shm_server, shm_repo, referenc
     while server_maps(shm_server, out_key) or server_maps(shm_server, in_key):
         assert time.monotonic() < deadline, "the regions stayed mapped after their last request"
         time.sleep(0.02)
+
+
+# ----------------------------------------------------------------- perf_analyzer
+
+def test_perf_analyzer_shared_memory_system(shm_server, protocol, still_serves):
+    """perf_analyzer's --shared-memory system mode (it registers a region per
+    input and output, sends every request through them, unregisters at exit)."""
+    from harness import perf_analyzer_command
+    binary, env = perf_analyzer_command()
+    url = shm_server.url if protocol == "http" else shm_server.grpc_url
+    cmd = [str(binary), "-m", "add_sub_fp32", "-u", url, "-i", protocol, "--shared-memory", "system",
+           "--shape", "INPUT0:16", "--shape", "INPUT1:16", "--concurrency-range", "2",
+           "--measurement-mode", "count_windows", "--measurement-request-count", "50",
+           "--stability-percentage", "999", "--max-trials", "3"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=HTTP_TIMEOUT_S * 2)
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert "Throughput" in done.stdout, done.stdout[-2000:]
+    with make_client(shm_server, protocol) as client:
+        assert region_count(client, protocol) == 0

@@ -76,18 +76,6 @@ Status WriteData(JsonWriter& w, const Tensor& t, uint64_t count) {
   return Status::Ok();
 }
 
-void WriteSharedMemoryParameters(JsonWriter& w, const common::SharedMemoryPlacement& placed) {
-  w.Key("parameters");
-  w.StartObject();
-  w.Key(common::kShmRegionParameter);
-  w.String(placed.region);
-  w.Key(common::kShmOffsetParameter);
-  w.Int(placed.offset);
-  w.Key(common::kShmByteSizeParameter);
-  w.Int(placed.byte_size);
-  w.EndObject();
-}
-
 }  // namespace
 
 Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& response, bool outputs_listed,
@@ -148,7 +136,9 @@ Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& respon
     for (int64_t d : t.shape) w.Int(d);
     w.EndArray();
     if (in_shared_memory && i < in_shared_memory->size() && (*in_shared_memory)[i]) {
-      WriteSharedMemoryParameters(w, *(*in_shared_memory)[i]);
+      // Neither data nor parameters, as Triton: clients read an output's
+      // 'parameters' as binary data (tritonclient's C++ HTTP client, which
+      // perf_analyzer uses, fails on parameters without binary_data_size).
     } else if (binary) {
       w.Key("parameters");
       w.StartObject();

@@ -30,8 +30,8 @@ struct EncodedInferResponse {
 // are widened to floats. An output whose data does not match its shape is a
 // kInternal error (never read past a buffer). `in_shared_memory`, when
 // given, is parallel to response.outputs: an output placed in a shared memory
-// region is sent as its region, offset and byte size in 'parameters', without
-// data.
+// region is sent as name, datatype and shape only (no data, no parameters,
+// as Triton).
 using SharedMemoryPlacements = std::vector<std::optional<common::SharedMemoryPlacement>>;
 Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& response, bool outputs_listed,
                                                  bool binary_data_output,
