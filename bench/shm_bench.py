@@ -7,9 +7,10 @@ identity model whose input and output are 1 MiB (FP32 [262144]).
 
 Builds the model under bench/work/shm_repo, starts ortserve with
 --allow-client-shm=true on free ports, runs the four perf_analyzer loads one
-after the other (closed loop, the same concurrency), and prints a markdown
-table (throughput, p50 and p99 latency) and the exact commands. Short by
-design: one measurement window of --seconds per point.
+after the other (closed loop, the same concurrency), and writes
+bench/results/RESULTS-shared-memory.md (the ratios, a table of throughput, p50
+and p99 latency, the exact commands), also printed. Short by design: one
+measurement window of --seconds per point (`make bench-shm`).
 """
 import argparse
 import csv
@@ -30,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "bench" / "work"
 MODEL = "shm_identity"
 ELEMENTS = 262144  # 1 MiB of FP32
+REPORT = ROOT / "bench" / "results" / "RESULTS-shared-memory.md"
+# How the report's finding lines begin (bench_report.py's OTHER_BENCHES lists it).
+HEADLINE = "Shared memory over the wire"
 
 
 def build_repo(repo: Path) -> None:
@@ -83,6 +87,7 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=4)
     args = ap.parse_args()
 
+    load_at_start = os.getloadavg()[0]
     repo = WORK / "shm_repo"
     build_repo(repo)
     http_port, grpc_port = free_port(), free_port()
@@ -111,16 +116,43 @@ def main() -> int:
         server.terminate()
         server.wait(timeout=60)
 
-    print(f"| protocol | --shared-memory | infer/s | p50 ms | p99 ms |  (concurrency {args.concurrency}, "
-          f"{args.seconds} s windows, FP32 [{ELEMENTS}] in and out)")
-    print("|---|---|---:|---:|---:|")
-    for protocol, shm, row in rows:
-        print(f"| {protocol} | {shm} | {float(row['Inferences/Second']):.0f} | "
-              f"{float(row['p50 latency']) / 1000:.2f} | {float(row['p99 latency']) / 1000:.2f} |")
-    print("\nCommands:")
-    for c in commands:
-        print("    " + c)
+    report = render(rows, commands, args, load_at_start)
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(report)
+    print(report)
     return 0
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown CPU")
+    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip() or "unknown"
+    return f"Commit {commit}, {cpu} ({os.cpu_count()} cores)"
+
+
+def render(rows, commands, args, load_at_start) -> str:
+    by = {(protocol, shm): row for protocol, shm, row in rows}
+
+    def ratio(protocol):
+        wire, shm = by[(protocol, "none")], by[(protocol, "system")]
+        faster = float(shm["Inferences/Second"]) / float(wire["Inferences/Second"])
+        p99 = float(wire["p99 latency"]) / float(shm["p99 latency"])
+        return f"{ {'http': 'HTTP', 'grpc': 'gRPC'}[protocol]} {faster:.1f}x the throughput, p99 {p99:.1f}x lower"
+
+    L = ["# Shared memory: 1 MiB tensors through system shared memory and over the wire", "",
+         f"{machine()}, load average {load_at_start:.1f} at the start (other work shares the machine).", "",
+         f"{HEADLINE} (perf_analyzer, FP32 [{ELEMENTS}] in and out, concurrency {args.concurrency}): "
+         f"{ratio('http')}; {ratio('grpc')}.", "",
+         f"One closed-loop perf_analyzer load per row, {args.seconds} s measurement windows, the same "
+         "server; `none` sends the tensors in the request and response bodies (HTTP binary tensor data, "
+         "gRPC raw contents), `system` registers a region per input and output and sends only their names.", "",
+         "| protocol | --shared-memory | infer/s | p50 ms | p99 ms |", "|---|---|---:|---:|---:|"]
+    for protocol, shm, row in rows:
+        L.append(f"| {protocol} | {shm} | {float(row['Inferences/Second']):.0f} | "
+                 f"{float(row['p50 latency']) / 1000:.2f} | {float(row['p99 latency']) / 1000:.2f} |")
+    L += ["", "Commands (ports chosen free at run time):", ""] + ["    " + c for c in commands] + [""]
+    return "\n".join(L)
 
 
 if __name__ == "__main__":
