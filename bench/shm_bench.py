@@ -131,6 +131,14 @@ def machine() -> str:
     return f"Commit {commit}, {cpu} ({os.cpu_count()} cores)"
 
 
+def busy_note(load: float) -> str:
+    """The project publishes no figure from a busy machine without saying so (docs/decisions.md)."""
+    cores = os.cpu_count() or 1
+    if load <= 0.5 * cores:
+        return ""
+    return f" (a busy machine: load {load:.1f} on {cores} cores at the start; rerun `make bench-shm` on a quiet one)"
+
+
 def render(rows, commands, args, load_at_start) -> str:
     by = {(protocol, shm): row for protocol, shm, row in rows}
 
@@ -143,7 +151,7 @@ def render(rows, commands, args, load_at_start) -> str:
     L = ["# Shared memory: 1 MiB tensors through system shared memory and over the wire", "",
          f"{machine()}, load average {load_at_start:.1f} at the start (other work shares the machine).", "",
          f"{HEADLINE} (perf_analyzer, FP32 [{ELEMENTS}] in and out, concurrency {args.concurrency}): "
-         f"{ratio('http')}; {ratio('grpc')}.", "",
+         f"{ratio('http')}; {ratio('grpc')}{busy_note(load_at_start)}.", "",
          f"One closed-loop perf_analyzer load per row, {args.seconds} s measurement windows, the same "
          "server; `none` sends the tensors in the request and response bodies (HTTP binary tensor data, "
          "gRPC raw contents), `system` registers a region per input and output and sends only their names.", "",
