@@ -470,3 +470,55 @@ def test_perf_analyzer_shared_memory_system(shm_server, protocol, still_serves):
     assert "Throughput" in done.stdout, done.stdout[-2000:]
     with make_client(shm_server, protocol) as client:
         assert region_count(client, protocol) == 0
+
+
+def test_object_shrunk_under_a_queued_request_does_not_crash_the_server(shm_server, shm_repo, reference, regions,
+                                                                          still_serves):
+    """The client truncates its input object after its requests were admitted
+    (past every check): reading the lost pages would raise SIGBUS and end the
+    process; the server reads zeros instead, answers, and refuses the region
+    from then on."""
+    x = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 16)
+    in_name, in_key, in_handle = regions.create(4096)
+    out_name, out_key, out_handle = regions.create(16 * 4)
+    shm.set_shared_memory_region(in_handle, [x])
+    count = 3
+    with make_client(shm_server, "http") as client:
+        client.register_system_shared_memory(in_name, in_key, 4096)
+        client.register_system_shared_memory(out_name, out_key, 16 * 4)
+    results, errors = [], []
+
+    def one(slot):
+        try:
+            with make_client(shm_server, "http") as c:
+                results.append(shm_infer(c, "http", "very_slow", [("x", "FP32", [1, 16], in_name, x.nbytes, 0)],
+                                         [("y", out_name, 16, 16 * slot)]))
+        except Exception as e:  # noqa: BLE001  (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + HTTP_TIMEOUT_S
+    while metric(shm_server, "ortserve_pending_requests", model="very_slow") < count - 1:
+        assert time.monotonic() < deadline and not errors, errors
+        time.sleep(0.02)
+    with open(f"/dev/shm{in_key}", "r+b") as f:
+        f.truncate(0)
+    for t in threads:
+        t.join(HTTP_TIMEOUT_S)
+    assert shm_server.alive(), f"ortserve died; log tail:\n{shm_server.log_tail()}"
+    assert not errors, errors
+    # The queued requests read zeros where the object was cut off (the one
+    # running at the cut may have read x before it).
+    model = model_file(shm_repo, "very_slow")
+    zeros = reference.run(model, {"x": np.zeros((1, 16), np.float32)})["y"]
+    full = reference.run(model, {"x": x})["y"]
+    outputs = [shm.get_contents_as_numpy(out_handle, np.float32, [1, 4], offset=16 * i) for i in range(count)]
+    saw_zeros = [np.allclose(o, zeros, rtol=1e-5, atol=1e-6) for o in outputs]
+    for o, z in zip(outputs, saw_zeros):
+        assert z or np.allclose(o, full, rtol=1e-5, atol=1e-6), (o, zeros, full)
+    assert sum(saw_zeros) >= count - 1, (outputs, zeros)
+    with make_client(shm_server, "http") as client:
+        expect_error(lambda: shm_infer(client, "http", "very_slow",
+                                       [("x", "FP32", [1, 16], in_name, x.nbytes, 0)], []), "shrank")

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/common/SharedMemoryFaultGuard.h"
 #include "server/common/SharedMemoryParameters.h"
 
 namespace ortserve::common {
@@ -135,6 +136,24 @@ TEST(SharedMemoryRegistryTest, AShrunkObjectIsRefusedInsteadOfRead) {
   Status st = registry.View("r", 0, 16).status();
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("shrank"), std::string::npos);
+}
+
+TEST(SharedMemoryRegistryTest, AShrinkRacingAViewReadsZerosInsteadOfCrashing) {
+  SharedMemoryRegistry registry = Enabled();
+  ShmObject object(3 * 4096);
+  std::memset(object.bytes(), 7, 3 * 4096);
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 3 * 4096).ok());
+  auto view = registry.View("r", 0, 3 * 4096);
+  ASSERT_TRUE(view.ok());
+  // The client shrinks its object while the view is held: the pages past the
+  // new end would raise SIGBUS and end the process.
+  object.Truncate(4096);
+  const uint64_t before = SharedMemoryFaultsAnswered();
+  EXPECT_EQ(std::to_integer<int>(view->data[5000]), 0);
+  view->data[9000] = std::byte{1};  // a write goes nowhere, and does not crash
+  EXPECT_EQ(std::to_integer<int>(view->data[100]), 7);  // the page the object still holds
+  EXPECT_GT(SharedMemoryFaultsAnswered(), before);
+  EXPECT_EQ(registry.View("r", 0, 16).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(SharedMemoryRegistryTest, UnregisterUnmapsAfterTheLastView) {

@@ -10,6 +10,8 @@
 #include <limits>
 #include <utility>
 
+#include "server/common/SharedMemoryFaultGuard.h"
+
 namespace ortserve::common {
 
 // The mapping of one registered region: the pages from the page holding
@@ -20,6 +22,7 @@ class SharedMemoryMapping {
   SharedMemoryMapping(SharedMemoryRegionStatus status, int fd, void* base, size_t length, size_t delta)
       : status_(std::move(status)), fd_(fd), base_(base), length_(length), start_(static_cast<std::byte*>(base) + delta) {}
   ~SharedMemoryMapping() {
+    ReleaseSharedMemoryMapping(base_);
     munmap(base_, length_);
     close(fd_);
   }
@@ -136,8 +139,11 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
     close(*fd);
     return RegisterError(name, "unable to map shared memory object " + Quote(key) + ": " + why);
   }
-  regions_.emplace(name, std::make_shared<const SharedMemoryMapping>(
-                             SharedMemoryRegionStatus{name, key, offset, byte_size}, *fd, base, length, delta));
+  // The mapping owns base from here; protected until it is unmapped.
+  auto mapping = std::make_shared<const SharedMemoryMapping>(SharedMemoryRegionStatus{name, key, offset, byte_size},
+                                                             *fd, base, length, delta);
+  ProtectSharedMemoryMapping(base, length);
+  regions_.emplace(name, std::move(mapping));
   return Status::Ok();
 }
 

@@ -16,8 +16,9 @@
 // refused unless enabled (--allow-client-shm=true), and the number of regions
 // is bounded (--max-shm-regions). A client that shrinks its object after
 // registering would make a read past the object's new end fault (SIGBUS):
-// each View() re-checks the object's size, which leaves only a shrink racing
-// the request itself; docs/shared-memory.md says so.
+// each View() re-checks the object's size, and a shrink that races a request
+// already past that check is answered with zero pages
+// (SharedMemoryFaultGuard.h) instead of ending the process.
 //
 // Thread-safe: any thread may call any method.
 #include <cstddef>
