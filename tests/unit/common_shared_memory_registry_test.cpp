@@ -255,5 +255,21 @@ TEST(SharedMemoryParametersTest, BindsInputsInPlaceAndWritesOutputs) {
   EXPECT_NE((*outputs)->Write(response).status().message().find("should be at least 32 bytes"), std::string::npos);
 }
 
+TEST(SharedMemoryParametersTest, BytesInputsAreCopiedSoTheirPrefixesCannotChangeAfterValidation) {
+  SharedMemoryRegistry registry = Enabled();
+  ShmObject object(64);
+  const unsigned char bytes[] = {3, 0, 0, 0, 'a', 'b', 'c'};
+  std::memcpy(object.bytes(), bytes, sizeof bytes);
+  ASSERT_TRUE(registry.Register("r", object.key(), 0, 64).ok());
+  InferenceRequest request;
+  request.inputs.push_back(Tensor{"s", DataType::kBytes, {1}, {}});
+  SharedMemoryRefs refs;
+  refs.inputs.push_back({0, SharedMemoryRef{"r", 0, sizeof bytes}});
+  ASSERT_TRUE(BindSharedMemory(registry, refs, &request).ok());
+  object.bytes()[0] = 0xff;  // the client rewrites the length prefix
+  EXPECT_EQ(std::to_integer<int>(request.inputs[0].data.data()[0]), 3);
+  EXPECT_EQ(CountBytesElements(request.inputs[0].data.data(), request.inputs[0].data.size()), 1u);
+}
+
 }  // namespace
 }  // namespace ortserve::common

@@ -79,8 +79,12 @@ Result<std::shared_ptr<const SharedMemoryOutputs>> BindSharedMemory(const Shared
     if (!view.ok()) return view.status();
     Tensor& t = request->inputs.at(index);
     // Whether byte_size fits the shape and datatype is the request
-    // validator's check, as for every other way of sending data.
-    t.data = TensorData(view->owner(), view->data, view->size);
+    // validator's check, as for every other way of sending data. BYTES data
+    // is copied: the client can rewrite its region at any time, and the
+    // validator's proof that the length prefixes cover the data must still
+    // hold when the runtime walks them.
+    t.data = t.dtype == DataType::kBytes ? TensorData::Copy(view->data, view->size)
+                                         : TensorData(view->owner(), view->data, view->size);
   }
   if (refs.outputs.empty()) return std::shared_ptr<const SharedMemoryOutputs>();
   std::vector<SharedMemoryOutputs::Target> targets;

@@ -6,6 +6,9 @@
 //
 // Inputs are viewed in place: the tensor's TensorData points into the region
 // and keeps its mapping alive until the request is done with it (no copy).
+// BYTES inputs are the exception: they are copied, because the client may
+// rewrite its region at any time and the length prefixes, once validated,
+// are walked without further checks.
 // Outputs are copied into their regions when the response is encoded, on the
 // front end's thread; the response then names the region for each such
 // output and carries no data for it.
