@@ -96,6 +96,11 @@ soak: build
 bench-sequences: build
 	$(PY) bench/sequence_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(SEQ_BENCH_ARGS)
 
+# System shared memory against the same 1 MiB load over the wire (perf_analyzer).
+.PHONY: bench-shm
+bench-shm: build
+	$(PY) bench/shm_bench.py --binary $(BUILD_DIR)/ortserve $(SHM_BENCH_ARGS)
+
 # libFuzzer (clang, ASan+UBSan) on every tests/fuzz target, FUZZ_SECONDS each
 # (default 60), built in build-fuzz/; FUZZ_TARGETS="http_infer_request ..." for
 # a subset. Not part of `make test`, which replays the seed corpora instead

@@ -41,6 +41,11 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
                  "data is read (more: HTTP 413, gRPC RESOURCE_EXHAUSTED)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
       ->capture_default_str();
+  app.add_option("--max-shm-regions", f.max_shm_regions,
+                 "Most system shared memory regions registered at once, for the whole server (one more: HTTP 503, "
+                 "gRPC UNAVAILABLE); registration needs --allow-client-shm=true (docs/shared-memory.md)")
+      ->check(CLI::Range(size_t{1}, size_t{4096}))
+      ->capture_default_str();
   app.add_option("--http-idle-timeout-secs", f.http_idle_timeout_secs,
                  "Close a connection that starts no request for this long (also bounds a write to a client "
                  "that does not read)")

@@ -41,6 +41,7 @@ struct Flags {
   size_t http_max_connections = kHttpDefaults.max_connections;
   size_t http_max_json_depth = kHttpDefaults.max_json_depth;
   uint64_t max_tensor_elements = kHttpDefaults.max_tensor_elements;
+  size_t max_shm_regions = common::kDefaultMaxSharedMemoryRegions;
   int http_idle_timeout_secs = static_cast<int>(kHttpDefaults.idle_timeout.count());
   int http_read_timeout_secs = static_cast<int>(kHttpDefaults.read_timeout.count());
   int thread_budget = 0;

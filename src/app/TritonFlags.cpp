@@ -137,8 +137,9 @@ void AddTritonFlags(CLI::App& app, TritonFlags& f) {
                  "effect (--thread-budget plans the threads); other backends' settings are ignored. Each is logged")
       ->group(kGroup);
   app.add_option("--allow-client-shm", f.allow_client_shm,
-                 "Triton's; accepted without effect: ortserve has no shared-memory extension (its endpoints answer "
-                 "404 / UNIMPLEMENTED)")
+                 "Triton's: true lets clients register and unregister system shared memory regions and use them "
+                 "for inputs and outputs (docs/shared-memory.md); false (the default, as Triton's) refuses "
+                 "registration with HTTP 501 / gRPC UNIMPLEMENTED naming this flag")
       ->group(kGroup);
   app.add_option("--model-load-thread-count", f.model_load_thread_count,
                  "Triton's; accepted without effect: ortserve loads one model at a time on its model-loader thread")
@@ -174,8 +175,8 @@ Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& 
     spdlog::info("config auto-complete disabled: every model needs a complete config.pbtxt");
   }
   for (const std::string& arg : f.backend_config) ORTSERVE_RETURN_IF_ERROR(ApplyBackendConfig(arg, &policy));
-  for (const char* name : {"--allow-client-shm", "--model-load-thread-count", "--backend-directory",
-                           "--repoagent-directory", "--cache-directory"}) {
+  for (const char* name : {"--model-load-thread-count", "--backend-directory", "--repoagent-directory",
+                           "--cache-directory"}) {
     if (app.count(name) > 0) spdlog::info("{}: accepted without effect (see --help)", name);
   }
   auto cache_bytes = ApplyCacheFlags(app, f);

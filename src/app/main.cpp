@@ -19,6 +19,7 @@
 #include "core/MallocName.h"
 #include "repository/ModelRepository.h"
 #include "runtime/OrtModelInstance.h"
+#include "server/common/SharedMemoryRegistry.h"
 #include "server/grpc/GrpcServer.h"
 #include "server/http/HttpServer.h"
 #include "server/metrics/AccessLog.h"
@@ -176,12 +177,20 @@ Status Build(const Flags& flags, const TritonSettings& triton, Server* s) {
   s->observability = std::move(observability).value();
   auto policies = ParseAccessFlags(flags);
   if (!policies.ok()) return policies.status();
-  auto http = HttpServer::Create(HttpOptions(flags, s->observability, std::move(policies->http)),
-                                 s->repository.get());
+  // One registry of shared memory regions for both front ends.
+  auto shared_memory = std::make_shared<common::SharedMemoryRegistry>(common::SharedMemoryOptions{
+      .allow_client_shm = flags.triton.allow_client_shm, .max_regions = flags.max_shm_regions});
+  if (flags.triton.allow_client_shm) {
+    spdlog::info("client system shared memory enabled (--allow-client-shm=true), at most {} regions", flags.max_shm_regions);
+  }
+  HttpServerOptions http_options = HttpOptions(flags, s->observability, std::move(policies->http));
+  http_options.shared_memory = shared_memory;
+  auto http = HttpServer::Create(std::move(http_options), s->repository.get());
   if (!http.ok()) return http.status();
   s->http = std::move(http).value();
-  auto grpc = GrpcServer::Create(GrpcOptions(flags, s->observability, std::move(policies->grpc)),
-                                 s->repository.get());
+  GrpcServerOptions grpc_options = GrpcOptions(flags, s->observability, std::move(policies->grpc));
+  grpc_options.shared_memory = std::move(shared_memory);
+  auto grpc = GrpcServer::Create(std::move(grpc_options), s->repository.get());
   if (!grpc.ok()) return grpc.status();
   s->grpc = std::move(grpc).value();
   return Status::Ok();

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "FuzzRepository.h"
 #include "repository/RequestValidator.h"
@@ -50,7 +51,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   InferenceRequest& request = *decoded->request;
   fuzz::CheckSequenceParameters(request.sequence);
   size_t binary_bytes = 0;
-  for (const Tensor& t : request.inputs) {
+  // Inputs in shared memory regions have no data until the front end binds
+  // them (common::BindSharedMemory); the decoder only names them.
+  std::vector<bool> in_region(request.inputs.size(), false);
+  for (const auto& [index, ref] : decoded->shared_memory.inputs) {
+    FUZZ_CHECK(index < request.inputs.size() && !in_region[index]);
+    FUZZ_CHECK(request.inputs[index].data.size() == 0);
+    in_region[index] = true;
+  }
+  for (const auto& [index, ref] : decoded->shared_memory.outputs) {
+    FUZZ_CHECK(index < request.requested_outputs.size());
+  }
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    const Tensor& t = request.inputs[i];
+    if (in_region[i]) continue;
     fuzz::TouchTensor(t);
     FUZZ_CHECK(t.data.size() == 0 || t.data.owner() != nullptr);
     // A tensor viewing the body must lie inside it. Whether binary data fits

@@ -99,7 +99,9 @@ def examples_server(log_dir):
     test_triton_sequence_examples.py."""
     if not (TRITON_EXAMPLES / "simple" / "config.pbtxt").exists():
         pytest.skip(f"Triton's example repository is not at {TRITON_EXAMPLES}")
-    srv = start_server(TRITON_EXAMPLES.resolve(), log_dir, "triton_examples", strict_readiness=False)
+    # --allow-client-shm=true for the simple_*_shm_*_client.py examples.
+    srv = start_server(TRITON_EXAMPLES.resolve(), log_dir, "triton_examples", strict_readiness=False,
+                       extra_args=("--allow-client-shm=true",))
     try:
         srv.wait_models_ready(["simple", "simple_int8", "simple_string", "simple_sequence", "simple_dyna_sequence"])
         yield srv

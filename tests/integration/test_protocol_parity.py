@@ -133,8 +133,8 @@ def test_server_metadata_agrees(parity_server, clients):
     assert http_meta["name"] == "ortserve"
     # Only what is implemented, in Triton's order.
     assert http_meta["extensions"] == ["classification", "sequence", "model_repository", "schedule_policy",
-                                       "model_configuration", "binary_tensor_data", "parameters",
-                                       "statistics"]
+                                       "model_configuration", "system_shared_memory",
+                                       "binary_tensor_data", "parameters", "statistics"]
 
 
 # ---------------------------------------------------------------- model metadata

@@ -38,6 +38,10 @@ RUN_AS_THEY_ARE = [
     ("simple_grpc_infer_client.py", "grpc"),
     ("simple_grpc_async_infer_client.py", "grpc"),
     ("simple_grpc_aio_infer_client.py", "grpc"),
+    ("simple_http_shm_client.py", "http"),
+    ("simple_grpc_shm_client.py", "grpc"),
+    ("simple_http_shm_string_client.py", "http"),
+    ("simple_grpc_shm_string_client.py", "grpc"),
 ]
 
 

@@ -53,9 +53,9 @@ def test_flags_without_meaning_here_are_accepted_and_logged(repo, log_dir):
     try:
         wait_loaded(srv, ["auto", "complete"])
         log = srv.log_path.read_text()
-        for flag in ("--backend-directory", "--repoagent-directory", "--model-load-thread-count",
-                     "--allow-client-shm"):
+        for flag in ("--backend-directory", "--repoagent-directory", "--model-load-thread-count"):
             assert f"{flag}: accepted without effect" in log, flag
+        assert "client system shared memory enabled (--allow-client-shm=true)" in log
         assert "--backend-config=tensorrt,coalesce-request-input=true: ignored" in log
         assert "--backend-config=onnxruntime,enable-global-threadpool=1: accepted without effect" in log
         assert config(srv, "auto")["max_batch_size"] == 8  # ortserve's own default

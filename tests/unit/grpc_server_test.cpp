@@ -163,16 +163,27 @@ TEST_F(GrpcServerTest, RepositoryIndexListsStatesAndFiltersReady) {
   EXPECT_EQ(index.models_size(), 3);
 }
 
-TEST_F(GrpcServerTest, LaterExtensionsAreUnimplemented) {
+TEST_F(GrpcServerTest, SharedMemoryWithoutClientShmAndLaterExtensions) {
+  // Status answers (no region); registration is refused without
+  // --allow-client-shm, naming the flag; CUDA shared memory as Triton without GPUs.
   grpc::ClientContext ctx;
   inference::SystemSharedMemoryStatusResponse response;
-  grpc::Status status = stub_->SystemSharedMemoryStatus(&ctx, {}, &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_NE(status.error_message().find("SystemSharedMemoryStatusRequest"), std::string::npos);
+  ASSERT_TRUE(stub_->SystemSharedMemoryStatus(&ctx, {}, &response).ok());
+  EXPECT_EQ(response.regions_size(), 0);
+  grpc::ClientContext register_ctx;
+  inference::SystemSharedMemoryRegisterRequest register_request;
+  register_request.set_name("r");
+  register_request.set_key("/r");
+  register_request.set_byte_size(64);
+  inference::SystemSharedMemoryRegisterResponse registered;
+  grpc::Status refused = stub_->SystemSharedMemoryRegister(&register_ctx, register_request, &registered);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_NE(refused.error_message().find("--allow-client-shm=true"), std::string::npos);
 
   grpc::ClientContext cuda_ctx;
   inference::CudaSharedMemoryRegisterResponse cuda;
-  EXPECT_EQ(stub_->CudaSharedMemoryRegister(&cuda_ctx, {}, &cuda).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_EQ(stub_->CudaSharedMemoryRegister(&cuda_ctx, {}, &cuda).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
 
   grpc::ClientContext load_ctx;
   inference::RepositoryModelLoadResponse load;
@@ -184,8 +195,11 @@ TEST_F(GrpcServerTest, LaterExtensionsAreUnimplemented) {
   inference::ModelInferRequest shm = AddOneRequest("add_one", "x");
   shm.clear_raw_input_contents();
   (*shm.mutable_inputs(0)->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*shm.mutable_inputs(0)->mutable_parameters())["shared_memory_byte_size"].set_int64_param(4);
   inference::ModelInferResponse infer;
-  EXPECT_EQ(Infer(shm, &infer).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  grpc::Status unknown_region = Infer(shm, &infer);
+  EXPECT_EQ(unknown_region.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(unknown_region.error_message().find("Unable to find shared memory region: 'r'"), std::string::npos);
 }
 
 TEST(GrpcServerOptionsTest, CreateRejectsBadOptions) {

@@ -30,9 +30,11 @@ ServerMetadata DescribeServer(std::string_view version) {
       // correlation request parameters (sequence_id, sequence_start,
       // sequence_end); model_repository: index, load and unload;
       // schedule_policy: the timeout and priority request parameters;
-      // parameters: request and response parameters.
+      // parameters: request and response parameters; system_shared_memory:
+      // inputs and outputs in registered regions (with
+      // --allow-client-shm=true).
       .extensions = {"classification", "sequence", "model_repository", "schedule_policy", "model_configuration",
-                     "binary_tensor_data", "parameters", "statistics"},
+                     "system_shared_memory", "binary_tensor_data", "parameters", "statistics"},
   };
 }
 

@@ -8,6 +8,7 @@
 #include "server/grpc/GrpcServiceCore.h"
 #include "server/grpc/InferCall.h"
 #include "server/grpc/ModelControlCall.h"
+#include "server/grpc/SharedMemoryCalls.h"
 #include "server/grpc/StreamCall.h"
 #include "server/grpc/UnaryCall.h"
 
@@ -95,12 +96,12 @@ void StartListening(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) {
                    true>::Listen(core, cq, &Service::RequestRepositoryModelLoad);
   ModelControlCall<inference::RepositoryModelUnloadRequest, inference::RepositoryModelUnloadResponse,
                    false>::Listen(core, cq, &Service::RequestRepositoryModelUnload);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryStatus, kSharedMemory);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryRegister, kSharedMemory);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(SystemSharedMemoryUnregister, kSharedMemory);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryStatus, kSharedMemory);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryRegister, kSharedMemory);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryUnregister, kSharedMemory);
+  ORTSERVE_LISTEN(SystemSharedMemoryStatus, kSharedMemory, &SystemSharedMemoryStatus);
+  ORTSERVE_LISTEN(SystemSharedMemoryRegister, kSharedMemory, &SystemSharedMemoryRegister);
+  ORTSERVE_LISTEN(SystemSharedMemoryUnregister, kSharedMemory, &SystemSharedMemoryUnregister);
+  ORTSERVE_LISTEN(CudaSharedMemoryStatus, kSharedMemory, &CudaSharedMemoryStatus);
+  ORTSERVE_LISTEN(CudaSharedMemoryRegister, kSharedMemory, &CudaSharedMemoryRegister);
+  ORTSERVE_LISTEN(CudaSharedMemoryUnregister, kSharedMemory, &CudaSharedMemoryUnregister);
   ORTSERVE_LISTEN_UNIMPLEMENTED(TraceSetting, kTrace);
   ORTSERVE_LISTEN_UNIMPLEMENTED(LogSettings, kLogging);
   // Two pending ModelInfer listeners per queue, so that a burst of calls finds

@@ -8,6 +8,7 @@
 
 #include "server/common/SequenceParameterChecks.h"
 #include "server/common/TensorLimits.h"
+#include "server/grpc/SharedMemoryCalls.h"
 
 namespace ortserve::grpcfe {
 namespace {
@@ -265,7 +266,7 @@ grpc::Status ToGrpcStatus(const Status& status) {
 }
 
 Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message, InferenceRequest* out,
-                          uint64_t max_tensor_elements) {
+                          uint64_t max_tensor_elements, common::SharedMemoryRefs* shared_memory) {
   const inference::ModelInferRequest& m = *message;
   const std::shared_ptr<const void> owner = message;
   out->model_name = m.model_name();
@@ -274,18 +275,17 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
   ORTSERVE_RETURN_IF_ERROR(DecodeRequestParameters(m, out));
 
   const bool raw = m.raw_input_contents_size() > 0;
-  if (raw && m.raw_input_contents_size() != m.inputs_size()) {
-    return InvalidArgument("request has " + std::to_string(m.inputs_size()) + " inputs but " +
-                           std::to_string(m.raw_input_contents_size()) +
-                           " raw_input_contents; give one per input, in input order, or none");
+  const int in_regions = CountSharedMemoryInputs(m);
+  if (raw && m.raw_input_contents_size() != m.inputs_size() - in_regions) {
+    return InvalidArgument("request has " + std::to_string(m.inputs_size() - in_regions) +
+                           " inputs outside shared memory but " + std::to_string(m.raw_input_contents_size()) +
+                           " raw_input_contents; give one per such input, in input order, or none");
   }
+  int next_raw = 0;
   out->inputs.clear();
   out->inputs.reserve(static_cast<size_t>(m.inputs_size()));
   for (int i = 0; i < m.inputs_size(); ++i) {
     const InputTensor& input = m.inputs(i);
-    if (input.parameters().contains("shared_memory_region")) {
-      return Unsupported("input '" + input.name() + "': shared memory inputs are not supported");
-    }
     Tensor tensor;
     tensor.name = input.name();
     const std::optional<DataType> dtype = DataTypeFromName(input.datatype());
@@ -297,12 +297,23 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
     tensor.shape.assign(input.shape().begin(), input.shape().end());
     Result<uint64_t> count = common::LimitedElementCount(input.name(), tensor.dtype, tensor.shape, max_tensor_elements);
     if (!count.ok()) return count.status();
+    auto region = SharedMemoryRefOf(input.parameters(), "input '" + input.name() + "'");
+    if (!region.ok()) return region.status();
+    if (region->has_value()) {
+      if (!shared_memory) return Unsupported("input '" + input.name() + "': shared memory inputs are not supported");
+      if (input.has_contents()) {
+        return InvalidArgument("input '" + input.name() + "' has both contents and shared_memory_region");
+      }
+      shared_memory->inputs.emplace_back(static_cast<size_t>(i), std::move(**region));
+      out->inputs.push_back(std::move(tensor));
+      continue;
+    }
     if (raw) {
       if (input.has_contents()) {
         return InvalidArgument("input '" + input.name() +
                                "' has typed contents although the request uses raw_input_contents");
       }
-      const std::string& bytes = m.raw_input_contents(i);
+      const std::string& bytes = m.raw_input_contents(next_raw++);
       tensor.data = TensorData(owner, reinterpret_cast<const std::byte*>(bytes.data()), bytes.size());
     } else {
       Result<TensorData> data = DecodeTypedContents(owner, input, tensor.dtype, *count);
@@ -315,8 +326,11 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
   out->requested_outputs.clear();
   out->requested_outputs.reserve(static_cast<size_t>(m.outputs_size()));
   for (const auto& output : m.outputs()) {
-    if (output.parameters().contains("shared_memory_region")) {
-      return Unsupported("output '" + output.name() + "': shared memory outputs are not supported");
+    auto region = SharedMemoryRefOf(output.parameters(), "output '" + output.name() + "'");
+    if (!region.ok()) return region.status();
+    if (region->has_value()) {
+      if (!shared_memory) return Unsupported("output '" + output.name() + "': shared memory outputs are not supported");
+      shared_memory->outputs.emplace_back(out->requested_outputs.size(), std::move(**region));
     }
     RequestedOutput requested{.name = output.name(), .binary_data = true};
     ORTSERVE_RETURN_IF_ERROR(DecodeClassification(output, &requested));
@@ -326,7 +340,7 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
 }
 
 void EncodeInferResponse(const InferenceResponse& response, const std::string& request_id,
-                         inference::ModelInferResponse* out) {
+                         inference::ModelInferResponse* out, const SharedMemoryPlacements* in_shared_memory) {
   out->set_model_name(response.model_name);
   out->set_model_version(response.model_version);
   out->set_id(request_id);
@@ -335,11 +349,21 @@ void EncodeInferResponse(const InferenceResponse& response, const std::string& r
   }
   out->mutable_outputs()->Reserve(static_cast<int>(response.outputs.size()));
   out->mutable_raw_output_contents()->Reserve(static_cast<int>(response.outputs.size()));
-  for (const Tensor& tensor : response.outputs) {
+  for (size_t i = 0; i < response.outputs.size(); ++i) {
+    const Tensor& tensor = response.outputs[i];
     auto* output = out->add_outputs();
     output->set_name(tensor.name);
     output->set_datatype(std::string(DataTypeName(tensor.dtype)));
     output->mutable_shape()->Add(tensor.shape.begin(), tensor.shape.end());
+    if (in_shared_memory && i < in_shared_memory->size() && (*in_shared_memory)[i]) {
+      const common::SharedMemoryPlacement& placed = *(*in_shared_memory)[i];
+      auto& parameters = *output->mutable_parameters();
+      parameters[std::string(common::kShmRegionParameter)].set_string_param(placed.region);
+      parameters[std::string(common::kShmOffsetParameter)].set_int64_param(static_cast<int64_t>(placed.offset));
+      parameters[std::string(common::kShmByteSizeParameter)].set_int64_param(static_cast<int64_t>(placed.byte_size));
+      out->add_raw_output_contents();
+      continue;
+    }
     out->add_raw_output_contents()->assign(reinterpret_cast<const char*>(tensor.data.data()),
                                            tensor.data.size());
   }

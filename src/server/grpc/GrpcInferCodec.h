@@ -4,12 +4,15 @@
 // are unit-tested directly.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <grpcpp/support/status.h>
 
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
+#include "server/common/SharedMemoryParameters.h"
 #include "server/common/TensorLimits.h"
 #include "grpc_service.pb.h"
 
@@ -38,12 +41,23 @@ grpc::Status ToGrpcStatus(const Status& status);
 // 128 characters; sequence_start and sequence_end are bool_params; a true
 // flag needs an id (common::CheckSequenceParameters). Each refusal is
 // kInvalidArgument naming the parameter.
+// Inputs and outputs that name a shared memory region (shared_memory_*
+// parameters) go to *shared_memory: such an input's data is left empty for
+// common::BindSharedMemory, and it has no raw_input_contents entry (the
+// others keep theirs, in order). Without `shared_memory` they are refused
+// (kUnsupported).
 Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> message, InferenceRequest* out,
-                          uint64_t max_tensor_elements = common::kDefaultMaxTensorElements);
+                          uint64_t max_tensor_elements = common::kDefaultMaxTensorElements,
+                          common::SharedMemoryRefs* shared_memory = nullptr);
 
 // Writes every output as name, datatype, shape and one raw_output_contents
-// entry, in order. `request_id` is echoed as the response id.
+// entry, in order. `request_id` is echoed as the response id. An output that
+// `in_shared_memory` (parallel to response.outputs) places in a region gets
+// its region, offset and byte size as parameters and an empty
+// raw_output_contents entry.
+using SharedMemoryPlacements = std::vector<std::optional<common::SharedMemoryPlacement>>;
 void EncodeInferResponse(const InferenceResponse& response, const std::string& request_id,
-                         inference::ModelInferResponse* out);
+                         inference::ModelInferResponse* out,
+                         const SharedMemoryPlacements* in_shared_memory = nullptr);
 
 }  // namespace ortserve::grpcfe

@@ -27,6 +27,7 @@
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/common/SharedMemoryRegistry.h"
 #include "server/common/TensorLimits.h"
 
 namespace ortserve {
@@ -66,6 +67,10 @@ struct GrpcServerOptions {
   // Reads the W3C `traceparent` metadata of ModelInfer calls and traces them
   // (see server/tracing/RequestTracer.h); null: no tracing work at all.
   std::shared_ptr<const tracing::RequestTracer> tracer{};
+  // The system shared memory regions, shared with the HTTP front end
+  // (server/common/SharedMemoryRegistry.h); null: a registry of its own with
+  // client shared memory disabled.
+  std::shared_ptr<common::SharedMemoryRegistry> shared_memory{};
   // TLS (--grpc-use-ssl, --grpc-use-ssl-mutual), PEM files. Create() fails
   // naming a file that is missing, unreadable or not PEM.
   struct Tls {

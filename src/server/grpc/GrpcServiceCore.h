@@ -25,12 +25,15 @@ class GrpcServiceCore {
   GrpcServiceCore(GrpcServerOptions options, ModelRepository* repository)
       : options_(std::move(options)),
         repository_(repository),
+        shared_memory_(options_.shared_memory ? options_.shared_memory
+                                              : std::make_shared<common::SharedMemoryRegistry>()),
         admission_(repository, {.access_log = options_.access_log, .tracer = options_.tracer}) {}
 
   inference::GRPCInferenceService::AsyncService& service() { return service_; }
   grpc::AsyncGenericService& generic_service() { return generic_service_; }
   ModelRepository& repository() { return *repository_; }
   const GrpcServerOptions& options() const { return options_; }
+  common::SharedMemoryRegistry& shared_memory() { return *shared_memory_; }
 
   // ModelInfer and ModelStreamInfer requests go through it; its in-flight
   // count is what Stop() drains.
@@ -75,6 +78,7 @@ class GrpcServiceCore {
  private:
   const GrpcServerOptions options_;
   ModelRepository* const repository_;
+  const std::shared_ptr<common::SharedMemoryRegistry> shared_memory_;
   inference::GRPCInferenceService::AsyncService service_;
   grpc::AsyncGenericService generic_service_;
   common::InferAdmission admission_;

@@ -69,8 +69,14 @@ class InferCall final : public CallBase {
     }
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return FinishWithError(accepting);
     auto request = std::make_unique<InferenceRequest>();
-    Status decoded = DecodeInferRequest(message_, request.get(), core_->options().max_tensor_elements);
+    common::SharedMemoryRefs regions;
+    Status decoded = DecodeInferRequest(message_, request.get(), core_->options().max_tensor_elements, &regions);
     if (!decoded.ok()) return FinishWithError(decoded);
+    if (!regions.empty()) {
+      auto bound = common::BindSharedMemory(core_->shared_memory(), regions, request.get());
+      if (!bound.ok()) return FinishWithError(bound.status());
+      shm_outputs_ = std::move(bound).value();
+    }
     Status admitted = admission.Admit(std::move(request), cancelled_, report_.trace, [this] {
       return [this](Result<InferenceResponse> result) {
         result_.emplace(std::move(result));
@@ -82,7 +88,14 @@ class InferCall final : public CallBase {
 
   void Respond() {
     if (!result_->ok()) return FinishWithError(result_->status());
-    EncodeInferResponse(result_->value(), message_->id(), &response_);
+    std::optional<SharedMemoryPlacements> placed;
+    if (shm_outputs_) {
+      auto written = shm_outputs_->Write(result_->value());
+      if (!written.ok()) return FinishWithError(written.status());
+      placed = std::move(written).value();
+      shm_outputs_.reset();
+    }
+    EncodeInferResponse(result_->value(), message_->id(), &response_, placed ? &*placed : nullptr);
     if (report_) LogAccess(grpc::StatusCode::OK, &result_->value(), response_.ByteSizeLong());
     result_.reset();
     message_.reset();  // the input tensors viewed it; the model is done with them
@@ -113,6 +126,7 @@ class InferCall final : public CallBase {
   grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder_{&ctx_};
   CancelFlag cancelled_ = std::make_shared<CancelToken>();
   std::optional<Result<InferenceResponse>> result_;
+  std::shared_ptr<const common::SharedMemoryOutputs> shm_outputs_;  // null: no output goes to a region
   tracing::CompletionReport report_;  // set in Start()
   grpc::Alarm alarm_;
   std::atomic<int> refs_{1};

@@ -92,6 +92,7 @@ class StreamCall final : public CallBase {
     std::string model_version;
     Result<InferenceResponse> result;
     uint64_t bytes_in = 0;  // the request message's size; set only when reported
+    std::shared_ptr<const common::SharedMemoryOutputs> shm_outputs{};  // null: no output goes to a region
     tracing::CompletionReport report;  // access log line and spans, once written
   };
 
@@ -128,7 +129,7 @@ class StreamCall final : public CallBase {
   void Dispatch(std::shared_ptr<inference::ModelInferRequest> message) {
     common::InferAdmission& admission = core_->admission();
     Answer answer{message->id(), message->model_name(), message->model_version(),
-                  Status(StatusCode::kInternal, "unanswered"), 0, {}};
+                  Status(StatusCode::kInternal, "unanswered"), 0, {}, {}};
     answer.report = admission.StartReport(traceparent_);
     if (answer.report) answer.bytes_in = message->ByteSizeLong();
     auto fail = [&](Status status) {
@@ -137,8 +138,14 @@ class StreamCall final : public CallBase {
     };
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return fail(std::move(accepting));
     auto request = std::make_unique<InferenceRequest>();
-    Status decoded = DecodeInferRequest(message, request.get(), core_->options().max_tensor_elements);
+    common::SharedMemoryRefs regions;
+    Status decoded = DecodeInferRequest(message, request.get(), core_->options().max_tensor_elements, &regions);
     if (!decoded.ok()) return fail(decoded);
+    if (!regions.empty()) {
+      auto bound = common::BindSharedMemory(core_->shared_memory(), regions, request.get());
+      if (!bound.ok()) return fail(bound.status());
+      answer.shm_outputs = std::move(bound).value();
+    }
     std::shared_ptr<RequestTrace> trace = answer.report.trace;
     Status admitted = admission.Admit(std::move(request), cancelled_, std::move(trace), [&] {
       // `answer` moves into the callback: only a failed lookup, which never
@@ -208,8 +215,17 @@ class StreamCall final : public CallBase {
                                     bytes_out));
   }
 
-  static void Encode(const Answer& answer, inference::ModelStreamInferResponse* out) {
+  static void Encode(Answer& answer, inference::ModelStreamInferResponse* out) {
     out->Clear();
+    if (answer.result.ok() && answer.shm_outputs) {
+      auto written = answer.shm_outputs->Write(answer.result.value());
+      answer.shm_outputs.reset();
+      if (written.ok()) {
+        EncodeInferResponse(answer.result.value(), answer.id, out->mutable_infer_response(), &written.value());
+        return;
+      }
+      answer.result = written.status();
+    }
     if (answer.result.ok()) {
       EncodeInferResponse(answer.result.value(), answer.id, out->mutable_infer_response());
       return;

@@ -8,6 +8,7 @@
 #include "server/http/InferResponseEncoder.h"
 #include "server/http/JsonWriter.h"
 #include "server/http/ModelJson.h"
+#include "server/http/SharedMemoryRoutes.h"
 
 namespace ortserve::http {
 namespace {
@@ -54,9 +55,15 @@ Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const Ht
 // decompressing (tritonclient.http.aio's aiohttp session) read every other
 // answer, errors included, as it is.
 HttpResponse EncodeInferResult(const Result<InferenceResponse>& result, bool listed, bool binary_default,
-                               std::string_view accept_encoding) {
+                               std::string_view accept_encoding, const common::SharedMemoryOutputs* shm_outputs) {
   if (!result.ok()) return HttpService::ErrorResponse(result.status());
-  auto enc = EncodeInferResponse(result.value(), listed, binary_default);
+  std::optional<SharedMemoryPlacements> placed;
+  if (shm_outputs) {
+    auto written = shm_outputs->Write(result.value());
+    if (!written.ok()) return HttpService::ErrorResponse(written.status());
+    placed = std::move(written).value();
+  }
+  auto enc = EncodeInferResponse(result.value(), listed, binary_default, placed ? &*placed : nullptr);
   if (!enc.ok()) return HttpService::ErrorResponse(enc.status());
   HttpResponse r;
   r.body = std::move(enc->json);
@@ -163,6 +170,8 @@ void CompressResponse(HttpResponse* response, std::string_view accept_encoding) 
 HttpService::HttpService(HttpServiceOptions options, ModelRepository* repository)
     : options_(std::move(options)),
       repository_(repository),
+      shared_memory_(options_.shared_memory ? options_.shared_memory
+                                            : std::make_shared<common::SharedMemoryRegistry>()),
       admission_(std::make_shared<common::InferAdmission>(
           repository, common::InferAdmission::Options{
                           .tracer = options_.tracer,
@@ -229,6 +238,10 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
       if (!post) return reply(MethodNotAllowed(request, "POST"));
       return HandleModelControl(p[3], p[4] == "load", std::move(context));
     }
+  }
+
+  if (p[1] == "systemsharedmemory" || p[1] == "cudasharedmemory") {
+    return reply(HandleSharedMemoryRequest(request.method, p, *request.body, *shared_memory_));
   }
 
   if (p[1] == "models" && n >= 3) {
@@ -352,6 +365,12 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   if (!decoded.ok()) return fail(decoded.status());
 
   InferenceRequest& req = *decoded->request;
+  std::shared_ptr<const common::SharedMemoryOutputs> shm_outputs;
+  if (!decoded->shared_memory.empty()) {
+    auto bound = common::BindSharedMemory(*shared_memory_, decoded->shared_memory, &req);
+    if (!bound.ok()) return fail(bound.status());
+    shm_outputs = std::move(bound).value();
+  }
   req.model_name = model;
   req.model_version = version;
   const bool listed = decoded->outputs_listed;
@@ -367,15 +386,16 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
     // thread; `admission` stays, keeping the in-flight counter alive.
     return [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
             accept = std::move(request.accept_encoding), admission = admission_, report = std::move(report),
+            shm_outputs = std::move(shm_outputs),
             id = std::move(id), model = std::move(log_model), version = std::move(log_version),
             bytes_in](Result<InferenceResponse> result) mutable {
       auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
       // Encoding happens on the connection's I/O thread, never on the thread
       // that finished the inference.
       post([reply = std::move(reply), shared, listed, binary_default, accept = std::move(accept),
-            report = std::move(report), id = std::move(id), model = std::move(model), version = std::move(version),
+            shm_outputs = std::move(shm_outputs), report = std::move(report), id = std::move(id), model = std::move(model), version = std::move(version),
             bytes_in] {
-        HttpResponse r = EncodeInferResult(*shared, listed, binary_default, accept);
+        HttpResponse r = EncodeInferResult(*shared, listed, binary_default, accept, shm_outputs.get());
         if (report) {
           ReportInfer(report, id, model, version, r, bytes_in, shared->ok() ? &shared->value() : nullptr);
         }

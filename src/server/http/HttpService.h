@@ -22,6 +22,7 @@
 #include "repository/ModelRepository.h"
 #include "server/auth/AccessPolicy.h"
 #include "server/common/InferAdmission.h"
+#include "server/common/SharedMemoryRegistry.h"
 #include "server/http/InferRequestDecoder.h"
 #include "server/tracing/RequestTracer.h"
 
@@ -84,6 +85,8 @@ struct HttpServiceOptions {
   bool allow_unauthenticated_model_control = false;
   // Null: tracing is off (--trace-otlp-endpoint unset).
   std::shared_ptr<const tracing::RequestTracer> tracer{};
+  // Null: a registry of the service's own, client shared memory disabled.
+  std::shared_ptr<common::SharedMemoryRegistry> shared_memory{};
 };
 
 class HttpService {
@@ -115,6 +118,7 @@ class HttpService {
 
   HttpServiceOptions options_;
   ModelRepository* repository_;
+  std::shared_ptr<common::SharedMemoryRegistry> shared_memory_;
   // Shared with the completions of the requests it admitted, which may run
   // after the service is gone (see InferAdmission's lifetime rule).
   std::shared_ptr<common::InferAdmission> admission_;

@@ -11,6 +11,7 @@
 
 #include "server/common/TensorLimits.h"
 #include "server/http/RequestParameters.h"
+#include "server/http/SharedMemoryJson.h"
 
 namespace ortserve::http {
 namespace {
@@ -316,6 +317,7 @@ struct InputContext {
   const std::shared_ptr<const std::string>& body;
   bool has_header_length;  // binary data may follow the JSON
   const InferDecodeOptions& options;
+  common::SharedMemoryRefs* shared_memory;  // inputs whose data lies in a region
 };
 
 // The binary_data_size in an input's 'parameters', if it gives one.
@@ -428,6 +430,9 @@ Status DecodeInput(element in_el, size_t index, const InputContext& ctx, size_t*
   std::optional<uint64_t> binary_size;
   ORTSERVE_RETURN_IF_ERROR(ParseBinaryDataSize(fields, name, &binary_size));
   const bool has_data = fields.data.has_value();
+  Result<bool> in_region = DecodeInputSharedMemory(fields.parameters, name, index, has_data, binary_size.has_value(),
+                                                   ctx.shared_memory);
+  if (!in_region.ok() || *in_region) return in_region.status();
   if (binary_size) return ViewBinaryData(name, *binary_size, has_data, ctx, binary_offset, t);
   if (!has_data) return InvalidArgument("input " + Quote(name) + " has neither 'data' nor binary_data_size");
   // Cannot overflow now; unset for BYTES.
@@ -460,6 +465,7 @@ Status DecodeRequestedOutputs(object top, DecodedInferRequest* out) {
         if (bd.get_bool().get(ro.binary_data) != simdjson::SUCCESS)
           return InvalidArgument("output " + Quote(name) + ": binary_data must be a boolean");
       }
+      ORTSERVE_RETURN_IF_ERROR(DecodeOutputSharedMemory(po, name, i, &out->shared_memory));
       if (element c; po.at_key("classification").get(c) == simdjson::SUCCESS)
         ORTSERVE_RETURN_IF_ERROR(DecodeClassificationParameter(c, name, &ro.classification));
     }
@@ -515,7 +521,7 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
   array inputs;
   if (element e; top.at_key("inputs").get(e) != simdjson::SUCCESS || e.get_array().get(inputs) != simdjson::SUCCESS)
     return InvalidArgument("request JSON must have an 'inputs' array");
-  const InputContext ctx{body, header_length.has_value(), options};
+  const InputContext ctx{body, header_length.has_value(), options, &out.shared_memory};
   size_t binary_offset = json_size;  // next unread byte of binary data
   req.inputs.reserve(inputs.size());
   size_t input_index = 0;

@@ -24,6 +24,7 @@
 
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
+#include "server/common/SharedMemoryParameters.h"
 #include "server/common/TensorLimits.h"
 
 namespace ortserve::http {
@@ -61,6 +62,9 @@ struct DecodedInferRequest {
   // Whether the request listed its outputs. If not, every output uses
   // binary_data_output; if so, RequestedOutput::binary_data is already resolved.
   bool outputs_listed = false;
+  // Inputs whose data lies in a shared memory region (their TensorData is
+  // empty until common::BindSharedMemory) and outputs to be written to one.
+  common::SharedMemoryRefs shared_memory;
 };
 
 // `body` is the complete (already decompressed) request body.

@@ -79,7 +79,8 @@ Status WriteData(JsonWriter& w, const Tensor& t, uint64_t count) {
 }  // namespace
 
 Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& response, bool outputs_listed,
-                                                 bool binary_data_output) {
+                                                 bool binary_data_output,
+                                                 const SharedMemoryPlacements* in_shared_memory) {
   EncodedInferResponse out;
   // JSON size guess: the fixed part plus, per output, name/shape and (if
   // JSON) ~12 characters per element.
@@ -134,7 +135,11 @@ Result<EncodedInferResponse> EncodeInferResponse(const InferenceResponse& respon
     w.StartArray();
     for (int64_t d : t.shape) w.Int(d);
     w.EndArray();
-    if (binary) {
+    if (in_shared_memory && i < in_shared_memory->size() && (*in_shared_memory)[i]) {
+      // Neither data nor parameters, as Triton: clients read an output's
+      // 'parameters' as binary data (tritonclient's C++ HTTP client, which
+      // perf_analyzer uses, fails on parameters without binary_data_size).
+    } else if (binary) {
       w.Key("parameters");
       w.StartObject();
       w.Key("binary_data_size");
