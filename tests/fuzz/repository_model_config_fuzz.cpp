@@ -58,7 +58,9 @@ std::optional<Tensor> TensorFor(const ConfigTensor& c, bool batching) {
 
 void CheckAgainst(const inference::ModelConfig& parsed, const ModelSignature& signature) {
   inference::ModelConfig config = parsed;
-  AutoCompleteConfig(signature, &config);
+  if (!AutoCompleteConfig(signature, &config).ok()) return;
+  NormalizeModelConfig(&config);
+  if (!CheckModelConfigRules(config).ok() || !CheckModelIoRules(config).ok()) return;
   if (!ValidateConfigAgainstSignature(config, signature).ok()) return;
   (void)MakeDynamicBatcherOptions(config, "1");
 
