@@ -137,9 +137,14 @@ Status CheckModelConfigRules(const inference::ModelConfig& config) {
   return Status::Ok();
 }
 
-Status CheckModelIoRules(const inference::ModelConfig& config) {
-  for (const auto& input : config.input()) ORTSERVE_RETURN_IF_ERROR(CheckIoShape(input, "input", config));
-  for (const auto& output : config.output()) ORTSERVE_RETURN_IF_ERROR(CheckIoShape(output, "output", config));
+Status CheckModelIoRules(const inference::ModelConfig& config, bool skip_gaps) {
+  auto has_gap = [](const auto& io) { return io.data_type() == inference::TYPE_INVALID || io.dims_size() == 0; };
+  for (const auto& input : config.input()) {
+    if (!(skip_gaps && has_gap(input))) ORTSERVE_RETURN_IF_ERROR(CheckIoShape(input, "input", config));
+  }
+  for (const auto& output : config.output()) {
+    if (!(skip_gaps && has_gap(output))) ORTSERVE_RETURN_IF_ERROR(CheckIoShape(output, "output", config));
+  }
   return Status::Ok();
 }
 

@@ -15,8 +15,8 @@ namespace ortserve {
 Status CheckModelConfigRules(const inference::ModelConfig& config);
 
 // Each config input's and output's name, data_type, dims and reshape
-// (Triton's ValidateIOShape). Run before files when the config is final as
-// written (auto-complete off), and again once auto-complete has filled it.
-Status CheckModelIoRules(const inference::ModelConfig& config);
+// (Triton's ValidateIOShape). `skip_gaps`: a tensor without data_type or
+// dims is left for auto-complete to fill (checked again once it has run).
+Status CheckModelIoRules(const inference::ModelConfig& config, bool skip_gaps = false);
 
 }  // namespace ortserve

@@ -74,13 +74,13 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
 }
 
 // Triton's normalisation and its config rules (ConfigRules.h), then the
-// platform, session settings and instances, into `common`. The input and
-// output rules wait for auto-complete when it is on.
+// platform, session settings and instances, into `common`. With
+// auto-complete on, a tensor it will fill is checked once it has.
 Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete) {
   inference::ModelConfig& config = common->config;
   NormalizeModelConfig(&config);
   ORTSERVE_RETURN_IF_ERROR(CheckModelConfigRules(config));
-  if (!auto_complete) ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(config));
+  ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(config, /*skip_gaps=*/auto_complete));
   ORTSERVE_RETURN_IF_ERROR(CheckPlatform(&config));
   auto settings = ReadSessionSettings(config);
   if (!settings.ok()) return settings.status();

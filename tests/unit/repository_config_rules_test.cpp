@@ -106,6 +106,13 @@ TEST(ConfigRules, IoRulesUseTritonsWords) {
                   .ok());
 }
 
+TEST(ConfigRules, GapsLeftForAutoCompleteAreSkippedOnlyWhenAsked) {
+  const auto config = Parse(R"(name: "m" input [ { name: "a" }, { name: "b" data_type: TYPE_FP32 dims: [ 0 ] } ])");
+  EXPECT_THAT(CheckModelIoRules(config).message(), HasSubstr("model input 'a' must specify 'data_type' for m"));
+  EXPECT_THAT(CheckModelIoRules(config, /*skip_gaps=*/true).message(),
+              HasSubstr("model input 'b' dimension must be integer >= 1"));
+}
+
 // Triton's qa/L0_model_config noautofill_platform/negative_max_batch_size:
 // the config has no version directory, and its error is the config's.
 TEST(ConfigRules, ConfigErrorComesBeforeAMissingVersionDirectory) {
@@ -127,10 +134,12 @@ output [ { name: "prob" data_type: TYPE_FP32 dims: [ 10, 1, 1 ] } ])";
   std::ofstream(repo / "zero_dims" / "config.pbtxt") << R"(platform: "onnxruntime_onnx"
 input [ { name: "input" data_type: TYPE_FP32 dims: [ 0 ] } ]
 output [ { name: "output" data_type: TYPE_FP32 dims: [ 4 ] } ])";
-  AutoCompletePolicy strict;
-  strict.enabled = false;
-  EXPECT_THAT(PrepareModel(repo, "zero_dims", strict).failure,
-              HasSubstr("model input 'input' dimension must be integer >= 1"));
+  for (const bool auto_complete : {true, false}) {
+    AutoCompletePolicy policy;
+    policy.enabled = auto_complete;
+    EXPECT_THAT(PrepareModel(repo, "zero_dims", policy).failure,
+                HasSubstr("model input 'input' dimension must be integer >= 1"));
+  }
   fs::remove_all(repo);
 }
 
