@@ -44,10 +44,6 @@ Status CheckIoShape(const Io& io, const char* kind, const inference::ModelConfig
   const std::string named = prefix + "'" + io.name() + "' ";
   if (io.data_type() == inference::TYPE_INVALID) return Broken(named + "must specify 'data_type'", config);
   if (io.dims_size() == 0) return Broken(named + "must specify 'dims'", config);
-  if (io.has_reshape() && io.reshape().shape_size() == 0 && config.max_batch_size() == 0) {
-    return Broken(named + "cannot have empty reshape for non-batching model as scalar tensors are not supported",
-                  config);
-  }
   for (int64_t d : io.dims()) {
     if (d < 1 && d != kWildcardDim) {
       return Broken(named + "dimension must be integer >= 1, or -1 to indicate a variable-size dimension", config,
@@ -65,7 +61,9 @@ Status CheckIoShape(const Io& io, const char* kind, const inference::ModelConfig
   const std::string both = "dims " + DimsText(io.dims()) + ", reshape " + DimsText(reshape);
   const std::vector<uint64_t> dims_runs = FixedRunCounts(io.dims());
   const std::vector<uint64_t> reshape_runs = FixedRunCounts(reshape);
-  // An empty reshape (a scalar per batch row) stands for dims [1].
+  // An empty reshape (a scalar, per batch row when batching) stands for dims
+  // [1]. Triton refuses it without batching ("scalar tensors are not
+  // supported"); ortserve serves such models (e.g. Silero VAD's `sr`).
   if (reshape.empty()) {
     if (dims_runs != std::vector<uint64_t>{1}) {
       return Broken(named + "has different size for dims and reshape", config, both);

@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import concurrent.futures
 import pathlib
 import time
 
@@ -229,11 +230,17 @@ def batching_server(tmp_path_factory, log_dir):
         srv.stop()
 
 
-def send(client, model: str, rows: int, width: int, base: float):
+def send(pool, url: str, model: str, rows: int, width: int, base: float):
+    """Sends one request from a thread of its own (tritonclient's async_infer
+    runs on gevent, which the waits below would not let send)."""
     x = (base + np.arange(rows * width, dtype=np.float32)).reshape(rows, width)
-    inp = httpclient.InferInput("x", list(x.shape), "FP32")
-    inp.set_data_from_numpy(x)
-    return client.async_infer(model, [inp]), x
+
+    def infer():
+        with httpclient.InferenceServerClient(url) as client:
+            inp = httpclient.InferInput("x", list(x.shape), "FP32")
+            inp.set_data_from_numpy(x)
+            return client.infer(model, [inp]).as_numpy("y")
+    return pool.submit(infer), x
 
 
 def wait_queued(srv, model: str, count: int) -> None:
@@ -246,8 +253,8 @@ def wait_queued(srv, model: str, count: int) -> None:
 
 
 def expect_echo(pending) -> None:
-    handle, x = pending
-    np.testing.assert_array_equal(handle.get_result().as_numpy("y"), x)
+    future, x = pending
+    np.testing.assert_array_equal(future.result(timeout=HTTP_TIMEOUT_S), x)
 
 
 def batch_sizes(srv, model: str) -> dict[int, int]:
@@ -258,10 +265,10 @@ def batch_sizes(srv, model: str) -> dict[int, int]:
 def test_partial_batch_waits_the_window_for_a_partner(batching_server):
     """The fixed window by default: a lone request waits max_queue_delay for a
     partner (the adaptive window would run it at once, alone)."""
-    client = httpclient.InferenceServerClient(batching_server.url, concurrency=4)
-    a = send(client, "pair", 1, 4, 0)
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    a = send(pool, batching_server.url, "pair", 1, 4, 0)
     wait_queued(batching_server, "pair", 1)
-    b = send(client, "pair", 1, 4, 100)
+    b = send(pool, batching_server.url, "pair", 1, 4, 100)
     expect_echo(a)
     expect_echo(b)
     stats = batching_server.model_stats("pair")
@@ -270,8 +277,8 @@ def test_partial_batch_waits_the_window_for_a_partner(batching_server):
 
 
 def test_full_batch_goes_at_once(batching_server):
-    client = httpclient.InferenceServerClient(batching_server.url, concurrency=4)
-    expect_echo(send(client, "full_four", 4, 3, 0))
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    expect_echo(send(pool, batching_server.url, "full_four", 4, 3, 0))
     stats = batching_server.model_stats("full_four")
     assert (stats["execution_count"], stats["inference_count"]) == (1, 4)
 
@@ -281,16 +288,16 @@ def test_different_shape_releases_the_pending_batch(batching_server):
     rows of width 16 wait (4 is no preferred size) until a request of width 8
     arrives and releases them; with the next width-8 request it reaches
     preferred size 6 and goes too."""
-    client = httpclient.InferenceServerClient(batching_server.url, concurrency=4)
-    a = send(client, "two_six", 1, 16, 0)
+    pool = concurrent.futures.ThreadPoolExecutor(4)
+    a = send(pool, batching_server.url, "two_six", 1, 16, 0)
     wait_queued(batching_server, "two_six", 1)
-    b = send(client, "two_six", 3, 16, 100)
+    b = send(pool, batching_server.url, "two_six", 3, 16, 100)
     wait_queued(batching_server, "two_six", 2)
-    c = send(client, "two_six", 1, 8, 200)
+    c = send(pool, batching_server.url, "two_six", 1, 8, 200)
     expect_echo(a)  # released by c
     expect_echo(b)
     wait_queued(batching_server, "two_six", 1)
-    d = send(client, "two_six", 5, 8, 300)
+    d = send(pool, batching_server.url, "two_six", 5, 8, 300)
     expect_echo(c)
     expect_echo(d)
     stats = batching_server.model_stats("two_six")

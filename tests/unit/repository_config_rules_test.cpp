@@ -82,10 +82,6 @@ TEST(ConfigRules, IoRulesUseTritonsWords) {
       reshape { shape: [ 0 ] } } ])"),
               HasSubstr("model output 'output' reshape dimensions must be integer >= 1, or -1 to indicate a "
                         "variable-size dimension for m"));
-  EXPECT_THAT(IoRulesMessage(R"(name: "m" input [ { name: "input" data_type: TYPE_FP32 dims: [ 1 ]
-      reshape { } } ])"),
-              HasSubstr("model input 'input' cannot have empty reshape for non-batching model as scalar tensors "
-                        "are not supported for m"));
   EXPECT_THAT(IoRulesMessage(R"(name: "m" input [ { name: "input" data_type: TYPE_FP32 dims: [ 2, 4 ]
       reshape { shape: [ 9 ] } } ])"),
               HasSubstr("model input 'input' has different size for dims and reshape for m"));
@@ -100,6 +96,9 @@ TEST(ConfigRules, IoRulesUseTritonsWords) {
       reshape { shape: [ 3, -1, 2 ] } } ])"),
               HasSubstr("model input 'input' has different size for dims and reshape for m"));
   // Runs between -1s match: [2, 4, -1, 6] -> [8, -1, 1, 6]; [1] -> [] with a batch dim.
+  // A scalar without batching is ortserve's (Triton refuses it).
+  EXPECT_TRUE(CheckModelIoRules(Parse(R"(name: "m" input [ { name: "sr" data_type: TYPE_INT64 dims: [ 1 ]
+      reshape { } } ])")).ok());
   EXPECT_TRUE(CheckModelIoRules(Parse(R"(name: "m" max_batch_size: 2
       input [ { name: "a" data_type: TYPE_FP32 dims: [ 2, 4, -1, 6 ] reshape { shape: [ 8, -1, 1, 6 ] } },
               { name: "b" data_type: TYPE_FP32 dims: [ 1 ] reshape { } } ])"))
