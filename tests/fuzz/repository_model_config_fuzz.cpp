@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "FuzzRepository.h"
+#include "repository/ConfigNormalize.h"
+#include "repository/ConfigRules.h"
 #include "repository/RequestValidator.h"
 #include "repository/RuntimeConfig.h"
 #include "repository/VersionPolicy.h"
