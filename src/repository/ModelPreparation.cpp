@@ -82,6 +82,16 @@ Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete) {
   ORTSERVE_RETURN_IF_ERROR(CheckModelConfigRules(config));
   ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(config, /*skip_gaps=*/auto_complete));
   ORTSERVE_RETURN_IF_ERROR(CheckPlatform(&config));
+  // The schedulers' own rules; a sequence model's once its config is final
+  // (auto-complete may still set max_batch_size, which they check against).
+  if (config.has_sequence_batching()) {
+    if (!auto_complete) {
+      auto sequence = MakeSequenceBatcherOptions(config, "", common->model_dir);
+      if (!sequence.ok()) return sequence.status();
+    }
+  } else if (auto batcher = MakeDynamicBatcherOptions(config, ""); !batcher.ok()) {
+    return batcher.status();
+  }
   auto settings = ReadSessionSettings(config);
   if (!settings.ok()) return settings.status();
   auto instances = ExpandInstanceGroups(config);

@@ -139,6 +139,21 @@ output [ { name: "output" data_type: TYPE_FP32 dims: [ 4 ] } ])";
     EXPECT_THAT(PrepareModel(repo, "zero_dims", policy).failure,
                 HasSubstr("model input 'input' dimension must be integer >= 1"));
   }
+  // Triton's noautofill_platform/control_kind_end_multiple (strict configs).
+  fs::create_directories(repo / "two_ends");
+  std::ofstream(repo / "two_ends" / "config.pbtxt") << R"(platform: "onnxruntime_onnx" max_batch_size: 4
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+sequence_batching {
+  control_input [
+    { name: "END" control [ { kind: CONTROL_SEQUENCE_END int32_false_true: [ 0, 1 ] } ] },
+    { name: "END2" control [ { kind: CONTROL_SEQUENCE_END int32_false_true: [ 0, 1 ] } ] }
+  ]
+})";
+  AutoCompletePolicy strict;
+  strict.enabled = false;
+  EXPECT_THAT(PrepareModel(repo, "two_ends", strict).failure,
+              HasSubstr("sequence batching specifies multiple CONTROL_SEQUENCE_END tensors for two_ends"));
   fs::remove_all(repo);
 }
 
