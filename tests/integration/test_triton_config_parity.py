@@ -230,6 +230,12 @@ def batching_server(tmp_path_factory, log_dir):
         srv.stop()
 
 
+@pytest.fixture
+def pool():
+    with concurrent.futures.ThreadPoolExecutor(4) as threads:
+        yield threads
+
+
 def send(pool, url: str, model: str, rows: int, width: int, base: float):
     """Sends one request from a thread of its own (tritonclient's async_infer
     runs on gevent, which the waits below would not let send)."""
@@ -262,10 +268,9 @@ def batch_sizes(srv, model: str) -> dict[int, int]:
     return {b["batch_size"]: b["compute_infer"]["count"] for b in stats["batch_stats"]}
 
 
-def test_partial_batch_waits_the_window_for_a_partner(batching_server):
+def test_partial_batch_waits_the_window_for_a_partner(batching_server, pool):
     """The fixed window by default: a lone request waits max_queue_delay for a
     partner (the adaptive window would run it at once, alone)."""
-    pool = concurrent.futures.ThreadPoolExecutor(4)
     a = send(pool, batching_server.url, "pair", 1, 4, 0)
     wait_queued(batching_server, "pair", 1)
     b = send(pool, batching_server.url, "pair", 1, 4, 100)
@@ -276,19 +281,17 @@ def test_partial_batch_waits_the_window_for_a_partner(batching_server):
     assert batch_sizes(batching_server, "pair") == {2: 1}
 
 
-def test_full_batch_goes_at_once(batching_server):
-    pool = concurrent.futures.ThreadPoolExecutor(4)
+def test_full_batch_goes_at_once(batching_server, pool):
     expect_echo(send(pool, batching_server.url, "full_four", 4, 3, 0))
     stats = batching_server.model_stats("full_four")
     assert (stats["execution_count"], stats["inference_count"]) == (1, 4)
 
 
-def test_different_shape_releases_the_pending_batch(batching_server):
+def test_different_shape_releases_the_pending_batch(batching_server, pool):
     """Triton's L0_batcher test_multi_batch_preferred_different_shape: 1 + 3
     rows of width 16 wait (4 is no preferred size) until a request of width 8
     arrives and releases them; with the next width-8 request it reaches
     preferred size 6 and goes too."""
-    pool = concurrent.futures.ThreadPoolExecutor(4)
     a = send(pool, batching_server.url, "two_six", 1, 16, 0)
     wait_queued(batching_server, "two_six", 1)
     b = send(pool, batching_server.url, "two_six", 3, 16, 100)
