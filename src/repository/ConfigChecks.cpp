@@ -29,6 +29,40 @@ std::string TensorPrefix(const inference::ModelConfig& config, const std::string
   return "model '" + config.name() + "', tensor '" + tensor + "': ";
 }
 
+// The reshape's dims: positive, or one -1, with a product that fits 64 bits
+// (a wrapped product would let a nonsensical reshape pass the count check),
+// and the element count of `dims`.
+Status CheckReshape(const char* kind, const std::string& tensor_name, const Shape& dims, const Shape& expected) {
+  int wildcards = 0;
+  uint64_t product = 1;
+  for (int64_t d : expected) {
+    if (d == -1) {
+      ++wildcards;
+      continue;
+    }
+    const std::optional<uint64_t> next =
+        d > 0 ? CheckedMultiply(product, static_cast<uint64_t>(d)) : std::nullopt;
+    if (!next) {
+      return Unavailable(std::string(kind) + " '" + tensor_name + "': invalid reshape " +
+                         ShapeToString(expected) +
+                         " (each dim must be positive or -1, with a product that fits 64 bits)");
+    }
+    product = *next;
+  }
+  if (wildcards > 1) {
+    return Unavailable(std::string(kind) + " '" + tensor_name + "': reshape " +
+                       ShapeToString(expected) + " has more than one -1");
+  }
+  auto dims_count = ElementCount(dims);
+  auto reshape_count = ElementCount(expected);
+  if (dims_count && reshape_count && *dims_count != *reshape_count) {
+    return Unavailable(std::string(kind) + " '" + tensor_name + "': reshape " +
+                       ShapeToString(expected) + " has a different element count than dims " +
+                       ShapeToString(dims));
+  }
+  return Status::Ok();
+}
+
 template <typename ConfigTensor>
 Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSignature* sig,
                    const std::vector<TensorSignature>& all, const inference::ModelConfig& config) {
@@ -52,37 +86,7 @@ Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSig
     }
   }
   Shape expected = tensor.has_reshape() ? ConfigDims(tensor.reshape().shape()) : dims;
-  if (tensor.has_reshape()) {
-    // Reshape dims: positive, or one -1, with a product that fits 64 bits
-    // (a wrapped product would let a nonsensical reshape pass the count check).
-    int wildcards = 0;
-    uint64_t product = 1;
-    for (int64_t d : expected) {
-      if (d == -1) {
-        ++wildcards;
-        continue;
-      }
-      const std::optional<uint64_t> next =
-          d > 0 ? CheckedMultiply(product, static_cast<uint64_t>(d)) : std::nullopt;
-      if (!next) {
-        return Unavailable(std::string(kind) + " '" + tensor.name() + "': invalid reshape " +
-                           ShapeToString(expected) +
-                           " (each dim must be positive or -1, with a product that fits 64 bits)");
-      }
-      product = *next;
-    }
-    if (wildcards > 1) {
-      return Unavailable(std::string(kind) + " '" + tensor.name() + "': reshape " +
-                         ShapeToString(expected) + " has more than one -1");
-    }
-    auto dims_count = ElementCount(dims);
-    auto reshape_count = ElementCount(expected);
-    if (dims_count && reshape_count && *dims_count != *reshape_count) {
-      return Unavailable(std::string(kind) + " '" + tensor.name() + "': reshape " +
-                         ShapeToString(expected) + " has a different element count than dims " +
-                         ShapeToString(dims));
-    }
-  }
+  if (tensor.has_reshape()) ORTSERVE_RETURN_IF_ERROR(CheckReshape(kind, tensor.name(), dims, expected));
   const bool unknown_output_rank = std::string(kind) == "output" && sig->shape.empty();
   if (max_batch_size > 0) {
     if (!HasDynamicFirstDim(*sig) && !unknown_output_rank) {
