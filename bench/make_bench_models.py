@@ -14,7 +14,9 @@ Writes (all under the git-ignored work folder):
 Models:
   tiny         Add of two FP32 [-1,16]: per-request overhead dominates.
   mlp          FP32 [-1,256] -> Gemm 1024 -> Relu -> Gemm 1024 -> Relu -> Gemm 10,
-               max_batch_size 64, dynamic batching (max_queue_delay 2000 us).
+               max_batch_size 64, dynamic batching (max_queue_delay 2000 us) with
+               the adaptive window (batch_window "adaptive", opt-in).
+  mlp_fixed    the same with Triton's fixed window (ortserve's default; the window A/B).
   mlp_nobatch  the same ONNX file, dynamic batching off (the batching A/B).
   cnn          compute bound: Conv+Relu stack on [-1,3,64,64] -> [-1,10]
                (about 10 ms per inference on 2 threads of a 2020s x86 core).
@@ -133,7 +135,7 @@ def fetch_ocr_cls(work: Path) -> Path:
     return out
 
 
-def config_pbtxt(name, max_batch, inputs, outputs, queue_delay_us=None, preferred=None):
+def config_pbtxt(name, max_batch, inputs, outputs, queue_delay_us=None, preferred=None, batch_window=None):
     def tensors(kind, specs):
         rows = []
         for t in specs:
@@ -148,6 +150,8 @@ def config_pbtxt(name, max_batch, inputs, outputs, queue_delay_us=None, preferre
         if preferred:
             s += "  preferred_batch_size: [ %s ]\n" % ", ".join(map(str, preferred))
         s += f"  max_queue_delay_microseconds: {queue_delay_us}\n}}\n"
+    if batch_window:
+        s += 'parameters { key: "batch_window" value: { string_value: "%s" } }\n' % batch_window
     return s
 
 
@@ -193,13 +197,15 @@ def main():
         "tiny": dict(onnx=make_tiny(), max_batch=64, queue_delay_us=0,
                      inputs=[f32("INPUT0", [16]), f32("INPUT1", [16])], outputs=[f32("OUTPUT0", [16])]),
         "mlp": dict(onnx=make_mlp(np.random.default_rng(1)), max_batch=64, queue_delay_us=MLP_QUEUE_DELAY_US,
-                    inputs=[f32("INPUT0", [256])], outputs=[f32("OUTPUT0", [10])]),
+                    batch_window="adaptive", inputs=[f32("INPUT0", [256])], outputs=[f32("OUTPUT0", [10])]),
         "cnn": dict(onnx=make_cnn(np.random.default_rng(2)), max_batch=8, queue_delay_us=0,
                     inputs=[f32("INPUT0", [3, 64, 64])], outputs=[f32("OUTPUT0", [10])]),
     }
-    specs["mlp_nobatch"] = dict(specs["mlp"], queue_delay_us=None)
+    specs["mlp_fixed"] = dict(specs["mlp"], batch_window="fixed")
+    specs["mlp_nobatch"] = dict(specs["mlp"], queue_delay_us=None, batch_window=None)
     if not args.no_ocr:
         specs["ocr_cls"] = dict(onnx=fetch_ocr_cls(work), max_batch=32, queue_delay_us=OCR_QUEUE_DELAY_US,
+                                batch_window="adaptive",
                                 inputs=[f32("x", [3, 48, 192])], outputs=[f32("softmax_0.tmp_0", [2])])
 
     manifest = {}
@@ -211,9 +217,10 @@ def main():
         else:
             onnx.save(s["onnx"], d / "model.onnx")
         (repo / name / "config.pbtxt").write_text(
-            config_pbtxt(name, s["max_batch"], s["inputs"], s["outputs"], s["queue_delay_us"]))
+            config_pbtxt(name, s["max_batch"], s["inputs"], s["outputs"], s["queue_delay_us"],
+                         batch_window=s.get("batch_window")))
         # Same tensor values for mlp and mlp_nobatch: same seed per model file.
-        seed = {"tiny": 10, "mlp": 11, "mlp_nobatch": 11, "cnn": 12, "ocr_cls": 13}[name]
+        seed = {"tiny": 10, "mlp": 11, "mlp_fixed": 11, "mlp_nobatch": 11, "cnn": 12, "ocr_cls": 13}[name]
         body, pa, binary, header_len = request_bodies(s, np.random.default_rng(seed))
         (reqs / f"{name}.json").write_bytes(body)
         (reqs / f"{name}.pa.json").write_bytes(pa)

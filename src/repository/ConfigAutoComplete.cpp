@@ -1,5 +1,7 @@
 #include "repository/ConfigAutoComplete.h"
 
+#include <algorithm>
+
 #include "repository/ConfigTypes.h"
 #include "repository/SequenceConfig.h"
 
@@ -26,52 +28,58 @@ void FillTensor(const TensorSignature& sig, bool batching, ConfigTensor* tensor)
   }
 }
 
+// Triton's AutoCompleteMaxBatch.
+Status CompleteMaxBatch(const ModelSignature& signature, inference::ModelConfig* config, int default_max_batch_size) {
+  bool batchable = true;
+  for (const auto& t : signature.inputs) batchable = batchable && HasDynamicFirstDim(t);
+  for (const auto& t : signature.outputs) batchable = batchable && HasDynamicFirstDim(t);
+  if (!batchable) {
+    if (config->max_batch_size() == 0) return Status::Ok();
+    return Unavailable("autofill failed for model '" + config->name() +
+                       "': model does not support batching while non-zero max_batch_size is specified (max_batch_size " +
+                       std::to_string(config->max_batch_size()) + "; every model input and output needs a dynamic first "
+                       "dim to batch)");
+  }
+  if (config->max_batch_size() == 0) config->set_max_batch_size(std::max(default_max_batch_size, 0));
+  if (config->max_batch_size() > 1 && !config->has_sequence_batching() && !config->has_dynamic_batching()) {
+    config->mutable_dynamic_batching();
+  }
+  return Status::Ok();
+}
+
+template <typename ConfigTensors>
+void FillListedTensors(const std::vector<TensorSignature>& model, bool batching, ConfigTensors* tensors) {
+  for (auto& tensor : *tensors) {
+    if (const auto* sig = FindTensor(model, tensor.name())) FillTensor(*sig, batching, &tensor);
+  }
+}
+
 }  // namespace
 
-void AutoCompleteConfig(const ModelSignature& signature, inference::ModelConfig* config,
-                        int default_max_batch_size) {
-  if (config->input_size() == 0 && config->output_size() == 0 && config->max_batch_size() == 0) {
-    bool batchable = !signature.inputs.empty() && !signature.outputs.empty();
-    for (const auto& t : signature.inputs) batchable = batchable && HasDynamicFirstDim(t);
-    for (const auto& t : signature.outputs) batchable = batchable && HasDynamicFirstDim(t);
-    if (batchable && default_max_batch_size > 0) {
-      config->set_max_batch_size(default_max_batch_size);
-      if (default_max_batch_size > 1 && !config->has_sequence_batching() && !config->has_dynamic_batching()) {
-        config->mutable_dynamic_batching();
-      }
-    }
+Status AutoCompleteConfig(const ModelSignature& signature, inference::ModelConfig* config,
+                          int default_max_batch_size) {
+  const int listed_inputs = config->input_size() + config->batch_input_size();
+  if (listed_inputs == 0 || config->output_size() == 0) {
+    ORTSERVE_RETURN_IF_ERROR(CompleteMaxBatch(signature, config, default_max_batch_size));
   }
   const bool batching = config->max_batch_size() > 0;
   // Control and state tensors are the server's, not the client's: they stay
   // out of the config's lists (as Triton's).
-  if (config->input_size() == 0) {
+  if (listed_inputs == 0) {
     for (const auto& t : signature.inputs) {
       if (!IsServerFedInput(*config, t.name)) FillTensor(t, batching, config->add_input());
     }
   } else {
-    for (auto& input : *config->mutable_input()) {
-      if (const auto* sig = FindTensor(signature.inputs, input.name())) FillTensor(*sig, batching, &input);
-    }
+    FillListedTensors(signature.inputs, batching, config->mutable_input());
   }
   if (config->output_size() == 0) {
     for (const auto& t : signature.outputs) {
       if (!IsStateOutput(*config, t.name)) FillTensor(t, batching, config->add_output());
     }
   } else {
-    for (auto& output : *config->mutable_output()) {
-      if (const auto* sig = FindTensor(signature.outputs, output.name())) FillTensor(*sig, batching, &output);
-    }
+    FillListedTensors(signature.outputs, batching, config->mutable_output());
   }
-  if (config->instance_group_size() == 0) {
-    auto* group = config->add_instance_group();
-    group->set_kind(inference::ModelInstanceGroup::KIND_CPU);
-    group->set_count(1);
-  }
-  for (int i = 0; i < config->instance_group_size(); ++i) {
-    auto* group = config->mutable_instance_group(i);
-    if (group->name().empty()) group->set_name(config->name() + "_" + std::to_string(i));
-    if (group->count() == 0) group->set_count(1);
-  }
+  return Status::Ok();
 }
 
 }  // namespace ortserve

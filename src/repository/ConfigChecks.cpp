@@ -1,5 +1,6 @@
 #include "repository/ConfigChecks.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -11,22 +12,65 @@
 namespace ortserve {
 namespace {
 
+// The names sorted, as Triton lists them.
 std::string JoinNames(const std::vector<TensorSignature>& tensors) {
+  std::set<std::string> names;
+  for (const auto& t : tensors) names.insert(t.name);
   std::string s;
-  for (const auto& t : tensors) {
+  for (const auto& name : names) {
     if (!s.empty()) s += ", ";
-    s += t.name;
+    s += name;
   }
   return s;
 }
 
+// Triton's "model 'm', tensor 't': " prefix of its ONNX Runtime backend.
+std::string TensorPrefix(const inference::ModelConfig& config, const std::string& tensor) {
+  return "model '" + config.name() + "', tensor '" + tensor + "': ";
+}
+
+// The reshape's dims: positive, or one -1, with a product that fits 64 bits
+// (a wrapped product would let a nonsensical reshape pass the count check),
+// and the element count of `dims`.
+Status CheckReshape(const char* kind, const std::string& tensor_name, const Shape& dims, const Shape& expected) {
+  int wildcards = 0;
+  uint64_t product = 1;
+  for (int64_t d : expected) {
+    if (d == -1) {
+      ++wildcards;
+      continue;
+    }
+    const std::optional<uint64_t> next =
+        d > 0 ? CheckedMultiply(product, static_cast<uint64_t>(d)) : std::nullopt;
+    if (!next) {
+      return Unavailable(std::string(kind) + " '" + tensor_name + "': invalid reshape " +
+                         ShapeToString(expected) +
+                         " (each dim must be positive or -1, with a product that fits 64 bits)");
+    }
+    product = *next;
+  }
+  if (wildcards > 1) {
+    return Unavailable(std::string(kind) + " '" + tensor_name + "': reshape " +
+                       ShapeToString(expected) + " has more than one -1");
+  }
+  auto dims_count = ElementCount(dims);
+  auto reshape_count = ElementCount(expected);
+  if (dims_count && reshape_count && *dims_count != *reshape_count) {
+    return Unavailable(std::string(kind) + " '" + tensor_name + "': reshape " +
+                       ShapeToString(expected) + " has a different element count than dims " +
+                       ShapeToString(dims));
+  }
+  return Status::Ok();
+}
+
 template <typename ConfigTensor>
 Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSignature* sig,
-                   const std::vector<TensorSignature>& all, int max_batch_size) {
+                   const std::vector<TensorSignature>& all, const inference::ModelConfig& config) {
+  const int max_batch_size = config.max_batch_size();
   if (sig == nullptr) {
-    return Unavailable(std::string(kind) + " '" + tensor.name() +
-                       "' in the config is not an " + kind + " of the model (model " + kind +
-                       "s: " + JoinNames(all) + ")");
+    return Unavailable(std::string("unexpected inference ") + kind + " '" + tensor.name() + "', allowed " + kind +
+                       "s are: " + JoinNames(all) + " (the config's " + kind + " '" + tensor.name() +
+                       "' is not in the model)");
   }
   const DataType config_type = FromConfigDataType(tensor.data_type());
   if (config_type != sig->dtype) {
@@ -42,44 +86,15 @@ Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSig
     }
   }
   Shape expected = tensor.has_reshape() ? ConfigDims(tensor.reshape().shape()) : dims;
-  if (tensor.has_reshape()) {
-    // Reshape dims: positive, or one -1, with a product that fits 64 bits
-    // (a wrapped product would let a nonsensical reshape pass the count check).
-    int wildcards = 0;
-    uint64_t product = 1;
-    for (int64_t d : expected) {
-      if (d == -1) {
-        ++wildcards;
-        continue;
-      }
-      const std::optional<uint64_t> next =
-          d > 0 ? CheckedMultiply(product, static_cast<uint64_t>(d)) : std::nullopt;
-      if (!next) {
-        return Unavailable(std::string(kind) + " '" + tensor.name() + "': invalid reshape " +
-                           ShapeToString(expected) +
-                           " (each dim must be positive or -1, with a product that fits 64 bits)");
-      }
-      product = *next;
-    }
-    if (wildcards > 1) {
-      return Unavailable(std::string(kind) + " '" + tensor.name() + "': reshape " +
-                         ShapeToString(expected) + " has more than one -1");
-    }
-    auto dims_count = ElementCount(dims);
-    auto reshape_count = ElementCount(expected);
-    if (dims_count && reshape_count && *dims_count != *reshape_count) {
-      return Unavailable(std::string(kind) + " '" + tensor.name() + "': reshape " +
-                         ShapeToString(expected) + " has a different element count than dims " +
-                         ShapeToString(dims));
-    }
-  }
+  if (tensor.has_reshape()) ORTSERVE_RETURN_IF_ERROR(CheckReshape(kind, tensor.name(), dims, expected));
   const bool unknown_output_rank = std::string(kind) == "output" && sig->shape.empty();
   if (max_batch_size > 0) {
     if (!HasDynamicFirstDim(*sig) && !unknown_output_rank) {
-      return Unavailable(std::string(kind) + " '" + tensor.name() + "': max_batch_size is " +
-                         std::to_string(max_batch_size) +
-                         " but the model's first dim is not dynamic (model shape " +
-                         ShapeToString(sig->shape) + "); set max_batch_size: 0");
+      return Unavailable(TensorPrefix(config, tensor.name()) +
+                         "for the model to support batching the shape should have at least 1 dimension and the "
+                         "first dimension must be -1; but shape expected by the model is " +
+                         ShapeToString(sig->shape) + " (max_batch_size is " + std::to_string(max_batch_size) +
+                         " but the model's first dim is not dynamic; set max_batch_size: 0)");
     }
     expected.insert(expected.begin(), -1);
   }
@@ -94,9 +109,14 @@ Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSig
     match = expected[i] == -1 || sig->shape[i] < 0 || expected[i] == sig->shape[i];
   }
   if (!match) {
-    return Unavailable(std::string(kind) + " '" + tensor.name() + "': config shape " +
-                       ShapeToString(expected) + (max_batch_size > 0 ? " (with batch dim)" : "") +
-                       " does not match the model shape " + ShapeToString(sig->shape));
+    const std::string count = std::to_string(expected.size()) + " dimensions ";
+    return Unavailable(
+        TensorPrefix(config, tensor.name()) + "the model expects " + std::to_string(sig->shape.size()) +
+        " dimensions (shape " + ShapeToString(sig->shape) + ") but the model configuration specifies " + count +
+        (max_batch_size > 0 ? "(an initial batch dimension because max_batch_size > 0 followed by the explicit "
+                              "tensor shape, making complete shape " + ShapeToString(expected) + ")"
+                            : "(shape " + ShapeToString(expected) + ")") +
+        " (" + kind + " '" + tensor.name() + "': config shape does not match the model shape)");
   }
   return Status::Ok();
 }
@@ -131,6 +151,24 @@ Status CompareIo(const char* kind, const google::protobuf::RepeatedPtrField<Io>&
   return Status::Ok();
 }
 
+// Triton's count check: the config's inputs plus those the server feeds
+// (sequence controls and states) against the model's.
+Status CheckInputCount(const inference::ModelConfig& config, const ModelSignature& signature) {
+  size_t expected = static_cast<size_t>(config.input_size());
+  std::string missing;
+  for (const auto& t : signature.inputs) {
+    const bool listed = std::any_of(config.input().begin(), config.input().end(),
+                                    [&](const auto& input) { return input.name() == t.name; });
+    if (!listed && IsServerFedInput(config, t.name)) ++expected;
+    if (!listed && !IsServerFedInput(config, t.name) && missing.empty()) missing = t.name;
+  }
+  if (expected == signature.inputs.size()) return Status::Ok();
+  return Unavailable("unable to load model '" + config.name() + "', configuration expects " +
+                     std::to_string(expected) + " inputs, model provides " + std::to_string(signature.inputs.size()) +
+                     (missing.empty() ? std::string(" (model inputs: " + JoinNames(signature.inputs) + ")")
+                                      : " (model input '" + missing + "' is missing from the config)"));
+}
+
 }  // namespace
 
 Status CheckPlatform(inference::ModelConfig* config) {
@@ -157,13 +195,14 @@ Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
   if (config.max_batch_size() < 0) {
     return Unavailable("max_batch_size must be >= 0, got " + std::to_string(config.max_batch_size()));
   }
+  ORTSERVE_RETURN_IF_ERROR(CheckInputCount(config, signature));
   std::set<std::string> seen;
   for (const auto& input : config.input()) {
     if (!seen.insert(input.name()).second) {
       return Unavailable("input '" + input.name() + "' appears twice in the config");
     }
-    ORTSERVE_RETURN_IF_ERROR(CheckTensor("input", input, FindTensor(signature.inputs, input.name()),
-                                         signature.inputs, config.max_batch_size()));
+    ORTSERVE_RETURN_IF_ERROR(
+        CheckTensor("input", input, FindTensor(signature.inputs, input.name()), signature.inputs, config));
   }
   for (const auto& t : signature.inputs) {
     // Control and state inputs are the server's (CheckSequenceTensors).
@@ -176,9 +215,8 @@ Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
     if (!seen.insert(output.name()).second) {
       return Unavailable("output '" + output.name() + "' appears twice in the config");
     }
-    ORTSERVE_RETURN_IF_ERROR(CheckTensor("output", output,
-                                         FindTensor(signature.outputs, output.name()),
-                                         signature.outputs, config.max_batch_size()));
+    ORTSERVE_RETURN_IF_ERROR(
+        CheckTensor("output", output, FindTensor(signature.outputs, output.name()), signature.outputs, config));
   }
   if (config.output_size() == 0) return Unavailable("the config lists no outputs");
   return CheckSequenceTensors(config, signature);

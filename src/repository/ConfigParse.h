@@ -28,8 +28,8 @@ bool IsKnownParameter(const std::string& key);
 // model that serves this model's requests when it is overloaded or its run
 // fails (see docs/model-config.md).
 inline constexpr const char* kFallbackModelParameter = "fallback_model";
-// "adaptive" (default) or "fixed": how the dynamic batcher's window closes
-// (docs/model-config.md, "Adaptive batching window").
+// "fixed" (default, Triton's) or "adaptive": how the dynamic batcher's window
+// closes (docs/model-config.md, "Adaptive batching window").
 inline constexpr const char* kBatchWindowParameter = "batch_window";
 // The fallback named by `config`; empty when none.
 std::string FallbackModelName(const inference::ModelConfig& config);

@@ -7,7 +7,9 @@
 #include "core/Text.h"
 #include "repository/ConfigAutoComplete.h"
 #include "repository/ConfigChecks.h"
+#include "repository/ConfigNormalize.h"
 #include "repository/ConfigParse.h"
+#include "repository/ConfigRules.h"
 #include "repository/ConfigTypes.h"
 #include "repository/ModelDirectory.h"
 #include "repository/SequenceConfig.h"
@@ -71,6 +73,34 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
   return config;
 }
 
+// Triton's normalisation and its config rules (ConfigRules.h), then the
+// platform, session settings and instances, into `common`. With
+// auto-complete on, a tensor it will fill is checked once it has.
+Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete) {
+  inference::ModelConfig& config = common->config;
+  NormalizeModelConfig(&config);
+  ORTSERVE_RETURN_IF_ERROR(CheckModelConfigRules(config));
+  ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(config, /*skip_gaps=*/auto_complete));
+  ORTSERVE_RETURN_IF_ERROR(CheckPlatform(&config));
+  // The schedulers' own rules; a sequence model's once its config is final
+  // (auto-complete may still set max_batch_size, which they check against).
+  if (config.has_sequence_batching()) {
+    if (!auto_complete) {
+      auto sequence = MakeSequenceBatcherOptions(config, "", common->model_dir);
+      if (!sequence.ok()) return sequence.status();
+    }
+  } else if (auto batcher = MakeDynamicBatcherOptions(config, ""); !batcher.ok()) {
+    return batcher.status();
+  }
+  auto settings = ReadSessionSettings(config);
+  if (!settings.ok()) return settings.status();
+  auto instances = ExpandInstanceGroups(config);
+  if (!instances.ok()) return instances.status();
+  common->settings = settings.value();
+  common->instances = instances.value();
+  return Status::Ok();
+}
+
 // The version directories of `dir`, each number once.
 std::vector<int64_t> FindVersions(const fs::path& dir, const std::string& name) {
   std::vector<int64_t> available;
@@ -104,7 +134,13 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
   c.stamp += "|" + FileStamp(model_path);
   auto signature = InspectModel(c.model_path);
   if (!signature.ok()) return Unavailable("cannot inspect " + filename + ": " + signature.status().message());
-  if (auto_complete.enabled) AutoCompleteConfig(signature.value(), &c.config, auto_complete.default_max_batch_size);
+  if (auto_complete.enabled) {
+    ORTSERVE_RETURN_IF_ERROR(
+        AutoCompleteConfig(signature.value(), &c.config, auto_complete.default_max_batch_size));
+    NormalizeModelConfig(&c.config);  // the preferred size of a dynamic_batching just added
+    ORTSERVE_RETURN_IF_ERROR(CheckModelConfigRules(c.config));
+    ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(c.config));
+  }
   ORTSERVE_RETURN_IF_ERROR(ValidateConfigAgainstSignature(c.config, signature.value()));
   if (c.config.has_sequence_batching()) {
     auto sequence_options = MakeSequenceBatcherOptions(c.config, std::to_string(v), c.model_dir);
@@ -131,12 +167,24 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
     p.failure = config.status().message();
     return p;
   }
+  // What every version shares, checked before any file is looked at: a
+  // config error is reported as such, never hidden behind a missing version
+  // directory or model file. A failure here fails the whole model.
+  Candidate common;
+  common.name = name;
+  common.model_dir = dir;
+  common.stamp = FileStamp(dir / "config.pbtxt");
+  common.config = std::move(config).value();
+  if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled); !checked.ok()) {
+    p.failure = checked.message();
+    return p;
+  }
   const std::vector<int64_t> available = FindVersions(dir, name);
   if (available.empty()) {
     p.failure = "no version directories (positive integers) in " + dir.string();
     return p;
   }
-  const VersionSelection selection = SelectVersions(config->version_policy(), available);
+  const VersionSelection selection = SelectVersions(common.config.version_policy(), available);
   for (int64_t v : selection.missing) {
     p.version_failures[v] = "version " + std::to_string(v) + " is required by version_policy but has no directory";
   }
@@ -144,16 +192,7 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
     p.failure = "version_policy selects no version";
     return p;
   }
-  // What every version shares; a failure here fails them all.
-  Candidate common;
-  common.name = name;
-  common.model_dir = dir;
-  common.stamp = FileStamp(dir / "config.pbtxt");
-  common.config = std::move(config).value();
-  Status status = CheckPlatform(&common.config);
-  auto settings = status.ok() ? ReadSessionSettings(common.config) : Result<OrtSessionSettings>(status);
-  auto instances = settings.ok() ? ExpandInstanceGroups(common.config) : Result<std::vector<InstanceSpec>>(settings.status());
-  auto labels = instances.ok() ? OutputLabels::Read(common.config, dir) : Result<OutputLabels>(instances.status());
+  auto labels = OutputLabels::Read(common.config, dir);
   if (!labels.ok()) {
     for (int64_t v : selection.load) p.version_failures[v] = labels.status().message();
     return p;
@@ -162,11 +201,7 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   for (const auto& out : common.config.output()) {
     if (!out.label_filename().empty()) common.stamp += "|" + FileStamp(dir / out.label_filename());
   }
-  common.settings = settings.value();
-  common.instances = instances.value();
-  const std::string filename = common.config.default_model_filename().empty()
-                                   ? std::string(kDefaultModelFilename)
-                                   : common.config.default_model_filename();
+  const std::string& filename = common.config.default_model_filename();
   for (int64_t v : selection.load) {
     auto candidate = PrepareVersion(common, v, filename, auto_complete);
     if (!candidate.ok()) {

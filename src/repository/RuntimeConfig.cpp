@@ -187,7 +187,7 @@ Status ReadPriorities(const inference::ModelDynamicBatching& db, QueueingPolicy*
 
 Result<bool> ReadAdaptiveWindow(const inference::ModelConfig& config) {
   auto it = config.parameters().find(kBatchWindowParameter);
-  if (it == config.parameters().end()) return true;
+  if (it == config.parameters().end()) return false;
   const std::string& mode = it->second.string_value();
   if (mode != "adaptive" && mode != "fixed") {
     return Unavailable(std::string("parameter '") + kBatchWindowParameter + "' must be 'adaptive' or 'fixed', got '" +

@@ -54,8 +54,8 @@ RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_
                                   const InstanceSpec& instance, const std::string& model_path,
                                   const std::string& label, const std::string& model_cache_root = "");
 
-// parameter batch_window: true for "adaptive" (the default), false for
-// "fixed"; kUnavailable for anything else.
+// parameter batch_window: true for "adaptive", false for "fixed" (the
+// default, Triton's window); kUnavailable for anything else.
 Result<bool> ReadAdaptiveWindow(const inference::ModelConfig& config);
 
 // dynamic_batching -> DynamicBatcherOptions. Priority levels and queue

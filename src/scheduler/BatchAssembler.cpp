@@ -36,7 +36,7 @@ BatchPlan BatchAssembler::PlanScan(Scan&& scan, Clock::time_point now, bool flus
 
   uint64_t total = 0;
   size_t preferred_count = 0;  // members prefix worth sending now; 0: none
-  bool saturated = false;      // a compatible request did not fit
+  bool saturated = false;      // a queued request cannot join: send now
   scan([&](QueuedRequest& entry) {
     if (plan.members.empty()) {
       plan.members.push_back(&entry);
@@ -44,11 +44,13 @@ BatchPlan BatchAssembler::PlanScan(Scan&& scan, Clock::time_point now, bool flus
       if (IsPreferred(total)) preferred_count = 1;
       return total < max_batch_size_;
     }
-    if (!CanStack(*plan.members.front()->request, *entry.request)) return true;
+    // A request that cannot join ends the batch and releases it at once, as
+    // Triton's: batches are runs of consecutive requests, so no request is
+    // overtaken by a later one that happens to fit.
     const uint64_t grown = total + entry.batch_size;
-    if (grown > max_batch_size_) {
+    if (grown > max_batch_size_ || !CanStack(*plan.members.front()->request, *entry.request)) {
       saturated = true;
-      return true;  // a smaller one further back may still fit
+      return false;
     }
     if (!preferred_.empty() && preferred_count == 0 && grown > target_size_) {
       preferred_count = plan.members.size();  // waiting cannot reach a preferred size

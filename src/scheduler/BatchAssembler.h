@@ -3,16 +3,19 @@
 // policy, minus the sequence machinery):
 //  - without batching (max_batch_size 0, or dynamic batching off) the first
 //    request in scheduling order runs alone;
-//  - otherwise the first request heads the batch and later compatible
-//    requests (same input names, dtypes and non-batch dims) join it while the
-//    summed dim 0 stays <= max_batch_size; a request is never split, and an
-//    incompatible or too large one is skipped, not a barrier;
+//  - otherwise the first request heads the batch and the requests after it
+//    join in queue order while they are compatible (same input names, dtypes
+//    and non-batch dims) and the summed dim 0 stays <= max_batch_size; a
+//    request is never split. The first request that cannot join (another
+//    shape, or too large) ends the batch and releases it at once, as Triton's
+//    "enforce equal shape" rule does;
 //  - the batch goes at once when it is full (max_batch_size, or the largest
 //    preferred size), when a preferred size is reached (the largest one the
 //    queue allows; or the largest size below the largest preferred size when
-//    the next request would overshoot it), when max_queue_delay is 0, or when
-//    the head has waited max_queue_delay since it was queued; until then the
-//    worker waits for more requests.
+//    the next request would overshoot it), when a queued request cannot join
+//    it, when max_queue_delay is 0, or when the head has waited
+//    max_queue_delay since it was queued; until then the worker waits for
+//    more requests (Triton's DynamicBatchScheduler::GetDynamicBatch).
 #include <cstdint>
 #include <vector>
 

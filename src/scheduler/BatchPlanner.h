@@ -3,10 +3,11 @@
 // when to wait. BatchAssembler says which requests batch together (Triton's
 // rules); this adds the adaptive window and the instances' shares.
 //
-// Adaptive window (BatchingPolicy::adaptive_window, the default): a fixed
-// window (Triton's) makes every batch that is not full wait the whole
-// max_queue_delay, even when no further request can come -- 32 closed-loop
-// clients and max_batch_size 64 pay the whole window per batch for nothing.
+// Adaptive window (BatchingPolicy::adaptive_window, opt-in; the default is
+// Triton's fixed window): a fixed window makes every batch that is not full
+// wait the whole max_queue_delay, even when no further request can come --
+// 32 closed-loop clients and max_batch_size 64 pay the whole window per batch
+// for nothing.
 // The planner asks its ArrivalForecast instead and runs what is queued at
 // once when no arrival is expected. The window still bounds every wait, so
 // it only ever closes earlier than the fixed one; a lone request to an idle

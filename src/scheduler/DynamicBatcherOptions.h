@@ -29,10 +29,11 @@ struct BatchingPolicy {
   bool dynamic_batching = false;
   std::vector<int> preferred_batch_sizes;  // each in 1..max_batch_size
   uint64_t max_queue_delay_us = 0;
-  // The window closes early once the requests the batcher expects have
-  // arrived (scheduler/ArrivalForecast.h); false: Triton's fixed window,
-  // always waiting max_queue_delay for a fuller batch.
-  bool adaptive_window = true;
+  // false (the default): Triton's fixed window, a batch that is not full and
+  // has no preferred size waits max_queue_delay for more requests. true: the
+  // window closes early once the requests the batcher expects have arrived
+  // (scheduler/ArrivalForecast.h; config parameter batch_window "adaptive").
+  bool adaptive_window = false;
 };
 
 struct QueueingPolicy {

@@ -25,7 +25,7 @@
 //           the slots have a request.
 //   oldest  the oldest request of each candidate sequence, batched as the
 //           dynamic batcher batches (BatchPlanner: preferred sizes, the
-//           window, the adaptive window unless batch_window is fixed).
+//           window, the adaptive window when batch_window is adaptive).
 //
 // A request that fails -- cancelled or timed out in the queue, stopped by
 // the watchdog, its run or its state failed -- ends its sequence: the

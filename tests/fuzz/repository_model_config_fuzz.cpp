@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "FuzzRepository.h"
+#include "repository/ConfigNormalize.h"
+#include "repository/ConfigRules.h"
 #include "repository/RequestValidator.h"
 #include "repository/RuntimeConfig.h"
 #include "repository/VersionPolicy.h"
@@ -58,7 +60,9 @@ std::optional<Tensor> TensorFor(const ConfigTensor& c, bool batching) {
 
 void CheckAgainst(const inference::ModelConfig& parsed, const ModelSignature& signature) {
   inference::ModelConfig config = parsed;
-  AutoCompleteConfig(signature, &config);
+  if (!AutoCompleteConfig(signature, &config).ok()) return;
+  NormalizeModelConfig(&config);
+  if (!CheckModelConfigRules(config).ok() || !CheckModelIoRules(config).ok()) return;
   if (!ValidateConfigAgainstSignature(config, signature).ok()) return;
   (void)MakeDynamicBatcherOptions(config, "1");
 

@@ -88,7 +88,7 @@ def test_perf_analyzer_http(demo_server):
 
 @pytest.mark.timeout(180)
 def test_adaptive_window_does_not_wait_when_nobody_else_can_join(server, test_repo, reference):
-    """mlp_adaptive has a 60 s max_queue_delay and the default adaptive window.
+    """mlp_adaptive has a 60 s max_queue_delay and the adaptive window.
     One closed-loop client, then 8: each batch runs once the clients the server
     answered are back, never after the window -- a fixed window would make
     every request here outlive the clients' 20 s timeout."""

@@ -58,13 +58,13 @@ def test_flags_without_meaning_here_are_accepted_and_logged(repo, log_dir):
         assert "client system shared memory enabled (--allow-client-shm=true)" in log
         assert "--backend-config=tensorrt,coalesce-request-input=true: ignored" in log
         assert "--backend-config=onnxruntime,enable-global-threadpool=1: accepted without effect" in log
-        assert config(srv, "auto")["max_batch_size"] == 8  # ortserve's own default
+        assert config(srv, "auto")["max_batch_size"] == 4  # Triton's default-max-batch-size
     finally:
         srv.stop()
 
 
 @pytest.mark.parametrize("flag, max_batch_size, dynamic_batching", [
-    ("--backend-config=default-max-batch-size=4", 4, True),
+    ("--backend-config=default-max-batch-size=8", 8, True),
     ("--backend-config=onnxruntime,default-max-batch-size=1", 1, False),
     ("--backend-config=default-max-batch-size=0", 0, False),
 ])

@@ -23,8 +23,9 @@ Models that must load and serve:
   mlp_batching        mlp_classifier with max_batch_size 64,
                       max_queue_delay_microseconds 50000 and Triton's fixed
                       window (batch_window "fixed"): batching certain.
-  mlp_adaptive        the same with a 60 s window and the default adaptive
-                      window: a request nobody else joins must not wait it.
+  mlp_adaptive        the same with a 60 s window and the adaptive window
+                      (batch_window "adaptive", opt-in): a request nobody
+                      else joins must not wait it.
   slow                x[-1,16] -> 256 chained 256x256 MatMul+Tanh -> [-1,4]
                       (~100 ms on one thread), 1 instance, queue policy with
                       allow_timeout_override (request "timeout" parameter).
@@ -254,7 +255,8 @@ def _builders() -> dict:
             'parameters { key: "batch_window" value: { string_value: "fixed" } }')))
     add("mlp_adaptive", lambda repo: demo.write_model(
         repo, "mlp_adaptive", demo.build_mlp_classifier(), demo.mlp_classifier_config(
-            "mlp_adaptive", 64, "dynamic_batching { max_queue_delay_microseconds: 60000000 }")))
+            "mlp_adaptive", 64, "dynamic_batching { max_queue_delay_microseconds: 60000000 }\n"
+            'parameters { key: "batch_window" value: { string_value: "adaptive" } }')))
 
     def slow_models(repo):
         model = build_slow().SerializeToString()

@@ -28,9 +28,8 @@ inline DynamicBatcherOptions BatchingOptions(int max_batch_size = 8) {
   o.model_version = "3";
   o.batching.max_batch_size = max_batch_size;
   o.batching.dynamic_batching = true;
-  // Triton's fixed window, which most batching tests pin down; the adaptive
-  // window has tests of its own.
-  o.batching.adaptive_window = false;
+  // The default window is Triton's fixed one (DefaultWindowIsTritons checks
+  // it); the adaptive window has tests of its own.
   return o;
 }
 

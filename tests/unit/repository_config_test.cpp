@@ -9,6 +9,7 @@
 
 #include "repository/ConfigAutoComplete.h"
 #include "repository/ConfigChecks.h"
+#include "repository/ConfigNormalize.h"
 #include "repository/ConfigParse.h"
 #include "repository/ConfigTypes.h"
 #include "repository/RuntimeConfig.h"
@@ -186,7 +187,7 @@ TEST(ModelConfigAutoComplete, DefaultMaxBatchSizeAsTritonsBackendConfig) {
   for (const int size : {4, 1, 0}) {
     inference::ModelConfig config;
     config.set_name("m");
-    AutoCompleteConfig(BatchableSignature(), &config, size);
+    ASSERT_TRUE(AutoCompleteConfig(BatchableSignature(), &config, size).ok());
     EXPECT_EQ(config.max_batch_size(), size);
     EXPECT_EQ(config.has_dynamic_batching(), size > 1) << size;
     // Without a batch dim, the dims are the model's whole shape.
@@ -197,9 +198,14 @@ TEST(ModelConfigAutoComplete, DefaultMaxBatchSizeAsTritonsBackendConfig) {
 TEST(ModelConfigAutoComplete, BatchableModelWithoutConfig) {
   inference::ModelConfig config;
   config.set_name("m");
-  AutoCompleteConfig(BatchableSignature(), &config);
-  EXPECT_EQ(config.max_batch_size(), kDefaultMaxBatchSize);
-  EXPECT_TRUE(config.has_dynamic_batching());
+  ASSERT_TRUE(AutoCompleteConfig(BatchableSignature(), &config).ok());
+  NormalizeModelConfig(&config);
+  EXPECT_EQ(kDefaultMaxBatchSize, 4);  // Triton's default-max-batch-size
+  EXPECT_EQ(config.max_batch_size(), 4);
+  ASSERT_TRUE(config.has_dynamic_batching());
+  // Triton's normalisation: preferred size max_batch_size, no delay.
+  EXPECT_THAT(config.dynamic_batching().preferred_batch_size(), ::testing::ElementsAre(4));
+  EXPECT_EQ(config.dynamic_batching().max_queue_delay_microseconds(), 0u);
   ASSERT_EQ(config.input_size(), 2);
   EXPECT_EQ(config.input(0).name(), "a");
   EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
@@ -207,16 +213,22 @@ TEST(ModelConfigAutoComplete, BatchableModelWithoutConfig) {
   EXPECT_EQ(ConfigDims(config.input(1).dims()), (Shape{2, -1}));
   ASSERT_EQ(config.output_size(), 1);
   EXPECT_EQ(ConfigDims(config.output(0).dims()), (Shape{4}));
+  // Triton's SetDefaultInstanceCount: two CPU instances, named after the model.
   ASSERT_EQ(config.instance_group_size(), 1);
-  EXPECT_EQ(config.instance_group(0).count(), 1);
+  EXPECT_EQ(config.instance_group(0).name(), "m");
+  EXPECT_EQ(config.instance_group(0).count(), 2);
   EXPECT_EQ(config.instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
+  EXPECT_EQ(config.version_policy().latest().num_versions(), 1u);
+  EXPECT_EQ(config.default_model_filename(), "model.onnx");
+  EXPECT_TRUE(config.optimization().input_pinned_memory().enable());
+  EXPECT_TRUE(config.optimization().output_pinned_memory().enable());
   EXPECT_TRUE(ValidateConfigAgainstSignature(config, BatchableSignature()).ok());
 }
 
 TEST(ModelConfigAutoComplete, NonBatchableWhenAnyFirstDimIsFixed) {
   ModelSignature sig = {{{"x", DataType::kFp32, {-1, 3}}}, {{"y", DataType::kFp32, {2, 3}}}};
   inference::ModelConfig config;
-  AutoCompleteConfig(sig, &config);
+  ASSERT_TRUE(AutoCompleteConfig(sig, &config).ok());
   EXPECT_EQ(config.max_batch_size(), 0);
   EXPECT_FALSE(config.has_dynamic_batching());
   EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{-1, 3}));
@@ -227,7 +239,7 @@ TEST(ModelConfigAutoComplete, NonBatchableWhenAnyFirstDimIsFixed) {
 TEST(ModelConfigAutoComplete, BatchOnlyTensorGetsDimsOneAndEmptyReshape) {
   ModelSignature sig = {{{"v", DataType::kInt64, {-1}}}, {{"w", DataType::kInt64, {-1}}}};
   inference::ModelConfig config;
-  AutoCompleteConfig(sig, &config);
+  ASSERT_TRUE(AutoCompleteConfig(sig, &config).ok());
   EXPECT_EQ(config.max_batch_size(), kDefaultMaxBatchSize);
   EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{1}));
   EXPECT_TRUE(config.input(0).has_reshape());
@@ -237,37 +249,101 @@ TEST(ModelConfigAutoComplete, BatchOnlyTensorGetsDimsOneAndEmptyReshape) {
 
 TEST(ModelConfigAutoComplete, ConfigWithBatchSizeButNoTensorsDropsBatchDim) {
   inference::ModelConfig config = Parse("max_batch_size: 2");
-  AutoCompleteConfig(BatchableSignature(), &config);
+  ASSERT_TRUE(AutoCompleteConfig(BatchableSignature(), &config).ok());
   EXPECT_EQ(config.max_batch_size(), 2);
-  EXPECT_FALSE(config.has_dynamic_batching());  // the config chose no batcher
+  EXPECT_TRUE(config.has_dynamic_batching());  // as Triton's backend: batchable, above 1
   EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{4}));
 }
 
-TEST(ModelConfigAutoComplete, MissingOutputsAreFilledAndExplicitInputsKept) {
-  inference::ModelConfig config =
-      Parse("input [ { name: \"a\" data_type: TYPE_FP32 dims: [ -1, 4 ] }, { name: \"b\" } ]");
-  AutoCompleteConfig(BatchableSignature(), &config);
-  EXPECT_EQ(config.max_batch_size(), 0);  // explicit tensors: no guessing
+TEST(ModelConfigAutoComplete, ListedInputsAndOutputsAreKeptAndTheirGapsFilled) {
+  inference::ModelConfig config = Parse(
+      "input [ { name: \"a\" data_type: TYPE_FP32 dims: [ -1, 4 ] }, { name: \"b\" } ] "
+      "output [ { name: \"c\" data_type: TYPE_FP32 dims: [ -1, 4 ] } ]");
+  ASSERT_TRUE(AutoCompleteConfig(BatchableSignature(), &config).ok());
+  EXPECT_EQ(config.max_batch_size(), 0);  // both lists given: Triton completes nothing
+  EXPECT_FALSE(config.has_dynamic_batching());
   EXPECT_EQ(ConfigDims(config.input(0).dims()), (Shape{-1, 4}));
-  EXPECT_EQ(config.input(1).data_type(), inference::TYPE_INT64);
+  EXPECT_EQ(config.input(1).data_type(), inference::TYPE_INT64);  // ortserve's: the gap filled
   EXPECT_EQ(ConfigDims(config.input(1).dims()), (Shape{-1, 2, -1}));
-  ASSERT_EQ(config.output_size(), 1);
-  EXPECT_EQ(ConfigDims(config.output(0).dims()), (Shape{-1, 4}));
   EXPECT_TRUE(ValidateConfigAgainstSignature(config, BatchableSignature()).ok());
+}
+
+// Triton's AutoCompleteMaxBatch runs when either list is missing: listed
+// inputs of a batchable model then get max_batch_size as well.
+TEST(ModelConfigAutoComplete, MissingOutputsMakeABatchableModelBatch) {
+  inference::ModelConfig config =
+      Parse("input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 4 ] }, "
+            "{ name: \"b\" data_type: TYPE_INT64 dims: [ 2, -1 ] } ]");
+  ASSERT_TRUE(AutoCompleteConfig(BatchableSignature(), &config).ok());
+  EXPECT_EQ(config.max_batch_size(), kDefaultMaxBatchSize);
+  EXPECT_TRUE(config.has_dynamic_batching());
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_EQ(ConfigDims(config.output(0).dims()), (Shape{4}));
+  EXPECT_TRUE(ValidateConfigAgainstSignature(config, BatchableSignature()).ok());
+}
+
+// Triton's qa/L0_model_config autofill_noplatform/onnx/bad_max_batch_size.
+TEST(ModelConfigAutoComplete, NonZeroMaxBatchSizeOnANonBatchableModelFailsAsTritons) {
+  ModelSignature fixed = {{{"x", DataType::kFp32, {2, 3}}}, {{"y", DataType::kFp32, {2, 3}}}};
+  inference::ModelConfig config = Parse("name: \"bad\" max_batch_size: 1");
+  Status st = AutoCompleteConfig(fixed, &config);
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(st.message(), ::testing::StartsWith("autofill failed for model 'bad': model does not support batching "
+                                                  "while non-zero max_batch_size is specified"));
+}
+
+TEST(ModelConfigNormalize, FillsTritonsDefaultsAndKeepsWhatIsSet) {
+  inference::ModelConfig config = Parse(R"(name: "m" max_batch_size: 8
+      version_policy { all {} }
+      dynamic_batching { preferred_batch_size: [ 2 ] }
+      instance_group [ { kind: KIND_GPU }, { count: 3 }, { name: "own" kind: KIND_CPU } ])");
+  NormalizeModelConfig(&config);
+  EXPECT_TRUE(config.version_policy().has_all());
+  EXPECT_THAT(config.dynamic_batching().preferred_batch_size(), ::testing::ElementsAre(2));
+  ASSERT_EQ(config.instance_group_size(), 3);
+  EXPECT_EQ(config.instance_group(0).name(), "m_0");
+  EXPECT_EQ(config.instance_group(0).count(), 1);  // one per GPU
+  EXPECT_EQ(config.instance_group(1).name(), "m_1");
+  EXPECT_EQ(config.instance_group(1).kind(), inference::ModelInstanceGroup::KIND_CPU);  // KIND_AUTO
+  EXPECT_EQ(config.instance_group(1).count(), 3);
+  EXPECT_EQ(config.instance_group(2).name(), "own");
+  EXPECT_EQ(config.instance_group(2).count(), 2);
+  const std::string once = config.DebugString();
+  NormalizeModelConfig(&config);
+  EXPECT_EQ(config.DebugString(), once);  // idempotent
+
+  inference::ModelConfig sequence = Parse(R"(name: "s" max_batch_size: 4 sequence_batching { oldest {} })");
+  NormalizeModelConfig(&sequence);
+  EXPECT_EQ(sequence.sequence_batching().max_sequence_idle_microseconds(), 1'000'000u);
+  EXPECT_THAT(sequence.sequence_batching().oldest().preferred_batch_size(), ::testing::ElementsAre(4));
+  EXPECT_FALSE(sequence.has_dynamic_batching());
 }
 
 TEST(ModelConfigValidate, MismatchesNameTheTensor) {
   const auto sig = BatchableSignature();
   auto check = [&](const std::string& text) {
     auto config = Parse(text);
-    AutoCompleteConfig(sig, &config);
+    EXPECT_TRUE(AutoCompleteConfig(sig, &config).ok());
     return ValidateConfigAgainstSignature(config, sig);
   };
+  // Triton's texts (qa/L0_model_config autofill_noplatform/onnx), ortserve's detail after.
   Status st = check(
-      "max_batch_size: 4 input [ { name: \"zz\" data_type: TYPE_FP32 dims: [ 4 ] } ]");
+      "max_batch_size: 4 input [ { name: \"zz\" data_type: TYPE_FP32 dims: [ 4 ] }, "
+      "{ name: \"b\" data_type: TYPE_INT64 dims: [ 2, -1 ] } ]");
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
-  EXPECT_NE(st.message().find("'zz'"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("a, b"), std::string::npos) << st.message();
+  EXPECT_THAT(st.message(), ::testing::StartsWith("unexpected inference input 'zz', allowed inputs are: a, b"));
+
+  st = check("name: \"m\" max_batch_size: 4 input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 4, 1 ] }, "
+             "{ name: \"b\" data_type: TYPE_INT64 dims: [ 2, -1 ] } ]");
+  EXPECT_THAT(st.message(), ::testing::StartsWith(
+                                "model 'm', tensor 'a': the model expects 2 dimensions (shape [-1,4]) but the model "
+                                "configuration specifies 3 dimensions (an initial batch dimension because "
+                                "max_batch_size > 0 followed by the explicit tensor shape, making complete shape "
+                                "[-1,4,1])"));
+
+  st = check("name: \"m\" max_batch_size: 4 input [ { name: \"a\" data_type: TYPE_FP32 dims: [ 4 ] } ]");
+  EXPECT_THAT(st.message(), ::testing::StartsWith("unable to load model 'm', configuration expects 1 inputs, "
+                                                  "model provides 2"));
 
   st = check("max_batch_size: 4 input [ { name: \"a\" data_type: TYPE_INT32 dims: [ 4 ] }, "
              "{ name: \"b\" data_type: TYPE_INT64 dims: [ 2, -1 ] } ]");
@@ -288,8 +364,9 @@ TEST(ModelConfigValidate, MismatchesNameTheTensor) {
 
   // A model with a fixed first dim cannot batch.
   ModelSignature fixed = {{{"x", DataType::kFp32, {2, 3}}}, {{"y", DataType::kFp32, {2, 3}}}};
-  auto config = Parse("max_batch_size: 4 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 3 ] } ]");
-  AutoCompleteConfig(fixed, &config);
+  auto config = Parse("max_batch_size: 4 input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 3 ] } ] "
+                      "output [ { name: \"y\" data_type: TYPE_FP32 dims: [ 3 ] } ]");
+  ASSERT_TRUE(AutoCompleteConfig(fixed, &config).ok());
   st = ValidateConfigAgainstSignature(config, fixed);
   EXPECT_NE(st.message().find("first dim is not dynamic"), std::string::npos) << st.message();
 }

@@ -56,19 +56,85 @@ TEST_P(SchedulerTest, EachCallerGetsItsOwnRows) {
   EXPECT_EQ(runs[0].shape, (Shape{6, 3}));
 }
 
+TEST(BatchingPolicyDefaults, DefaultWindowIsTritons) {
+  EXPECT_FALSE(BatchingPolicy{}.adaptive_window);
+}
+
+// Batches are runs of consecutive compatible requests (Triton's): w4b does
+// not overtake w3 to join w4a.
 TEST_P(SchedulerTest, IncompatibleShapesDoNotBatchTogether) {
   Start(BatchingOptions());
   OccupyAllInstances();
   Submit(Request("w4a", 1, 4, 10));
-  Submit(Request("w3", 1, 3, 20));
-  Submit(Request("w4b", 1, 4, 30));
+  Submit(Request("w4b", 1, 4, 20));
+  Submit(Request("w3", 1, 3, 30));
+  Submit(Request("w4c", 1, 4, 40));
   model_->Open();
   ExpectAddOne("w4a", 1, 4, 10);
-  ExpectAddOne("w3", 1, 3, 20);
-  ExpectAddOne("w4b", 1, 4, 30);
+  ExpectAddOne("w4b", 1, 4, 20);
+  ExpectAddOne("w3", 1, 3, 30);
+  ExpectAddOne("w4c", 1, 4, 40);
   std::multiset<Shape> shapes;
   for (const auto& run : BatchRuns()) shapes.insert(run.shape);
-  EXPECT_EQ(shapes, (std::multiset<Shape>{{2, 4}, {1, 3}}));
+  EXPECT_EQ(shapes, (std::multiset<Shape>{{2, 4}, {1, 3}, {1, 4}}));
+}
+
+// Triton's test_multi_batch_different_shape: a request that cannot join the
+// pending batch releases it at once; the newcomer then waits its own window.
+TEST_P(SchedulerTest, DifferentShapeReleasesThePendingBatch) {
+  auto options = BatchingOptions();
+  options.batching.preferred_batch_sizes = {2, 6};
+  options.batching.max_queue_delay_us = 10'000'000;
+  Start(options);
+  Submit(Request("a", 1, 16, 10));
+  EXPECT_FALSE(done_.Done("a"));  // waits the window: 1 is not preferred
+  clock_->Advance(1s);
+  EXPECT_FALSE(done_.Done("a"));
+  Submit(Request("b", 1, 8, 20));
+  ExpectAddOne("a", 1, 16, 10);  // released by b; the clock stays at 1 s
+  EXPECT_FALSE(done_.Done("b"));
+  clock_->Advance(9s);  // a's window would be over, b's is not
+  EXPECT_FALSE(done_.Done("b"));
+  clock_->Advance(1s);
+  ExpectAddOne("b", 1, 8, 20);
+  auto runs = BatchRuns();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].shape, (Shape{1, 16}));
+  EXPECT_EQ(runs[1].shape, (Shape{1, 8}));
+}
+
+// Triton's test_multi_batch_preferred_different_shape: 1 + 3 rows (no
+// preferred size) are released by a request of another shape, which reaches
+// preferred size 6 with the next one and goes at once too.
+TEST_P(SchedulerTest, DifferentShapeReleasesThenReachesAPreferredSize) {
+  auto options = BatchingOptions();
+  options.batching.preferred_batch_sizes = {2, 6};
+  options.batching.max_queue_delay_us = 10'000'000;
+  Start(options);
+  Submit(Request("a", 1, 16, 10));
+  Submit(Request("b", 3, 16, 20));
+  EXPECT_FALSE(done_.Done("a"));
+  Submit(Request("c", 1, 8, 30));
+  Submit(Request("d", 5, 8, 40));
+  ExpectAddOne("a", 1, 16, 10);  // the fake clock never moved
+  ExpectAddOne("b", 3, 16, 20);
+  ExpectAddOne("c", 1, 8, 30);
+  ExpectAddOne("d", 5, 8, 40);
+  std::multiset<Shape> shapes;
+  for (const auto& run : BatchRuns()) shapes.insert(run.shape);
+  EXPECT_EQ(shapes, (std::multiset<Shape>{{4, 16}, {6, 8}}));
+}
+
+// A partial batch waits the whole window however idle the model is.
+TEST_P(SchedulerTest, PartialBatchWaitsTheWholeDelay) {
+  auto options = BatchingOptions();
+  options.batching.max_queue_delay_us = 10'000'000;
+  Start(options);
+  Submit(Request("a", 1, 4, 10));
+  clock_->Advance(9999ms);
+  EXPECT_FALSE(done_.Done("a"));
+  clock_->Advance(1ms);
+  ExpectAddOne("a", 1, 4, 10);
 }
 
 TEST_P(SchedulerTest, BatchesNeverExceedMaxBatchSizeAndRequestsNeverSplit) {

@@ -1,0 +1,161 @@
+// Triton's config rules that need no model file (repository/ConfigRules.h):
+// each message holds the text Triton's qa/L0_model_config greps for, and a
+// config error is reported before any missing version directory.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "repository/ConfigParse.h"
+#include "repository/ConfigRules.h"
+#include "repository/ModelPreparation.h"
+
+namespace ortserve {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+inference::ModelConfig Parse(const std::string& text) {
+  auto parsed = ParseModelConfig(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  return parsed.ok() ? parsed.value() : inference::ModelConfig{};
+}
+
+std::string ModelRulesMessage(const std::string& text) {
+  Status st = CheckModelConfigRules(Parse(text));
+  EXPECT_FALSE(st.ok()) << text;
+  return st.message();
+}
+
+std::string IoRulesMessage(const std::string& text) {
+  Status st = CheckModelIoRules(Parse(text));
+  EXPECT_FALSE(st.ok()) << text;
+  return st.message();
+}
+
+TEST(ConfigRules, ModelRulesUseTritonsWords) {
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: -2)"),
+              HasSubstr("'max_batch_size' must be non-negative value for m"));
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 8 ] })"),
+              HasSubstr("dynamic batching preferred size must be <= max batch size for m"));
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4 dynamic_batching { preferred_batch_size: [ 0 ] })"),
+              HasSubstr("dynamic batching preferred size must be positive for m"));
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4
+      dynamic_batching { priority_levels: 3 default_priority_level: 4 })"),
+              HasSubstr("default priority level must be in range [1, 3] for m"));
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4
+      dynamic_batching { priority_levels: 3 default_priority_level: 1
+        priority_queue_policy { key: 4 value { max_queue_size: 1 } } })"),
+              HasSubstr("priority queue policy must have priority level in range [1, 3] for m"));
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4
+      dynamic_batching { preserve_ordering: true priority_levels: 2 default_priority_level: 1 })"),
+              HasSubstr("Only one priority level is allowed when 'preserve_ordering' is true for m"));
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4
+      dynamic_batching { preserve_ordering: true
+        default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 10 } })"),
+              HasSubstr("Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for m"));
+  EXPECT_TRUE(CheckModelConfigRules(Parse(R"(name: "m" max_batch_size: 4
+      dynamic_batching { preferred_batch_size: [ 2, 4 ] priority_levels: 2 default_priority_level: 2 })"))
+                  .ok());
+}
+
+TEST(ConfigRules, BatchInputAndOutputAreRefusedNamingTheField) {
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4
+      batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "N" data_type: TYPE_INT32 source_input: "x" } ])"),
+              HasSubstr("batch_input is not supported for m"));
+  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4
+      batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "y" source_input: "x" } ])"),
+              HasSubstr("batch_output is not supported for m"));
+}
+
+TEST(ConfigRules, IoRulesUseTritonsWords) {
+  EXPECT_THAT(IoRulesMessage(R"(name: "m" input [ { name: "input" dims: [ 4 ] } ])"),
+              HasSubstr("model input 'input' must specify 'data_type' for m"));
+  EXPECT_THAT(IoRulesMessage(R"(name: "m" output [ { name: "output" data_type: TYPE_FP32 } ])"),
+              HasSubstr("model output 'output' must specify 'dims' for m"));
+  EXPECT_THAT(IoRulesMessage(R"(name: "m" input [ { name: "input" data_type: TYPE_FP32 dims: [ 0 ] } ])"),
+              HasSubstr("model input 'input' dimension must be integer >= 1, or -1 to indicate a variable-size "
+                        "dimension for m"));
+  EXPECT_THAT(IoRulesMessage(R"(name: "m" output [ { name: "output" data_type: TYPE_FP32 dims: [ 4 ]
+      reshape { shape: [ 0 ] } } ])"),
+              HasSubstr("model output 'output' reshape dimensions must be integer >= 1, or -1 to indicate a "
+                        "variable-size dimension for m"));
+  EXPECT_THAT(IoRulesMessage(R"(name: "m" input [ { name: "input" data_type: TYPE_FP32 dims: [ 2, 4 ]
+      reshape { shape: [ 9 ] } } ])"),
+              HasSubstr("model input 'input' has different size for dims and reshape for m"));
+  EXPECT_THAT(IoRulesMessage(R"(name: "m" input [ { name: "input" data_type: TYPE_FP32 dims: [ 2, -1 ]
+      reshape { shape: [ 2 ] } } ])"),
+              HasSubstr("model input 'input' has different size for dims and reshape for m"));
+  EXPECT_THAT(IoRulesMessage(R"(name: "m" output [ { name: "output" data_type: TYPE_FP32 dims: [ -1, 2, -1 ]
+      reshape { shape: [ -1, 2 ] } } ])"),
+              HasSubstr("model output 'output' has different number of variable-size dimensions for dims and "
+                        "reshape for m"));
+  EXPECT_THAT(IoRulesMessage(R"(name: "m" input [ { name: "input" data_type: TYPE_FP32 dims: [ 2, -1, 3 ]
+      reshape { shape: [ 3, -1, 2 ] } } ])"),
+              HasSubstr("model input 'input' has different size for dims and reshape for m"));
+  // Runs between -1s match: [2, 4, -1, 6] -> [8, -1, 1, 6]; [1] -> [] with a batch dim.
+  // A scalar without batching is ortserve's (Triton refuses it).
+  EXPECT_TRUE(CheckModelIoRules(Parse(R"(name: "m" input [ { name: "sr" data_type: TYPE_INT64 dims: [ 1 ]
+      reshape { } } ])")).ok());
+  EXPECT_TRUE(CheckModelIoRules(Parse(R"(name: "m" max_batch_size: 2
+      input [ { name: "a" data_type: TYPE_FP32 dims: [ 2, 4, -1, 6 ] reshape { shape: [ 8, -1, 1, 6 ] } },
+              { name: "b" data_type: TYPE_FP32 dims: [ 1 ] reshape { } } ])"))
+                  .ok());
+}
+
+TEST(ConfigRules, GapsLeftForAutoCompleteAreSkippedOnlyWhenAsked) {
+  const auto config = Parse(R"(name: "m" input [ { name: "a" }, { name: "b" data_type: TYPE_FP32 dims: [ 0 ] } ])");
+  EXPECT_THAT(CheckModelIoRules(config).message(), HasSubstr("model input 'a' must specify 'data_type' for m"));
+  EXPECT_THAT(CheckModelIoRules(config, /*skip_gaps=*/true).message(),
+              HasSubstr("model input 'b' dimension must be integer >= 1"));
+}
+
+// Triton's qa/L0_model_config noautofill_platform/negative_max_batch_size:
+// the config has no version directory, and its error is the config's.
+TEST(ConfigRules, ConfigErrorComesBeforeAMissingVersionDirectory) {
+  const fs::path repo = fs::temp_directory_path() / ("ortserve_rules_" + std::to_string(::getpid()));
+  fs::create_directories(repo / "negative_max_batch_size");
+  std::ofstream(repo / "negative_max_batch_size" / "config.pbtxt") << R"(name: "negative_max_batch_size"
+platform: "onnxruntime_onnx"
+max_batch_size: -2
+input [ { name: "data" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 1, 28, 28 ] } ]
+output [ { name: "prob" data_type: TYPE_FP32 dims: [ 10, 1, 1 ] } ])";
+  for (const bool auto_complete : {true, false}) {
+    AutoCompletePolicy policy;
+    policy.enabled = auto_complete;
+    const PreparedModel prepared = PrepareModel(repo, "negative_max_batch_size", policy);
+    EXPECT_THAT(prepared.failure,
+                HasSubstr("'max_batch_size' must be non-negative value for negative_max_batch_size"));
+  }
+  fs::create_directories(repo / "zero_dims");
+  std::ofstream(repo / "zero_dims" / "config.pbtxt") << R"(platform: "onnxruntime_onnx"
+input [ { name: "input" data_type: TYPE_FP32 dims: [ 0 ] } ]
+output [ { name: "output" data_type: TYPE_FP32 dims: [ 4 ] } ])";
+  for (const bool auto_complete : {true, false}) {
+    AutoCompletePolicy policy;
+    policy.enabled = auto_complete;
+    EXPECT_THAT(PrepareModel(repo, "zero_dims", policy).failure,
+                HasSubstr("model input 'input' dimension must be integer >= 1"));
+  }
+  // Triton's noautofill_platform/control_kind_end_multiple (strict configs).
+  fs::create_directories(repo / "two_ends");
+  std::ofstream(repo / "two_ends" / "config.pbtxt") << R"(platform: "onnxruntime_onnx" max_batch_size: 4
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+sequence_batching {
+  control_input [
+    { name: "END" control [ { kind: CONTROL_SEQUENCE_END int32_false_true: [ 0, 1 ] } ] },
+    { name: "END2" control [ { kind: CONTROL_SEQUENCE_END int32_false_true: [ 0, 1 ] } ] }
+  ]
+})";
+  AutoCompletePolicy strict;
+  strict.enabled = false;
+  EXPECT_THAT(PrepareModel(repo, "two_ends", strict).failure,
+              HasSubstr("sequence batching specifies multiple CONTROL_SEQUENCE_END tensors for two_ends"));
+  fs::remove_all(repo);
+}
+
+}  // namespace
+}  // namespace ortserve
