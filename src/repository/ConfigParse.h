@@ -31,6 +31,7 @@ inline constexpr const char* kFallbackModelParameter = "fallback_model";
 // "fixed" (default, Triton's) or "adaptive": how the dynamic batcher's window
 // closes (docs/model-config.md, "Adaptive batching window").
 inline constexpr const char* kBatchWindowParameter = "batch_window";
+inline constexpr const char* kInstanceBatchesParameter = "instance_batches";
 // The fallback named by `config`; empty when none.
 std::string FallbackModelName(const inference::ModelConfig& config);
 

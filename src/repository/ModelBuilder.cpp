@@ -107,7 +107,10 @@ ComputePolicy MakeComputePolicy(const Candidate& c, const ThreadPlanEntry& plan,
   ComputePolicy compute;
   compute.slots = context.compute_slots;
   compute.slots_per_run = plan.total_threads / std::max(1, plan.instances);
+  // Opt-in (instance_batches: shared), and never on GPU instances: on one
+  // device a larger batch beats concurrent halves.
   compute.balance_across_instances =
+      c.batcher_options.compute.balance_across_instances &&
       std::none_of(c.instances.begin(), c.instances.end(), [](const InstanceSpec& i) { return i.gpu; });
   return compute;
 }

@@ -185,15 +185,29 @@ Status ReadPriorities(const inference::ModelDynamicBatching& db, QueueingPolicy*
 
 }  // namespace
 
-Result<bool> ReadAdaptiveWindow(const inference::ModelConfig& config) {
-  auto it = config.parameters().find(kBatchWindowParameter);
+namespace {
+
+// A string parameter that must be `when_false` (its default) or `when_true`.
+Result<bool> ReadTwoWayParameter(const inference::ModelConfig& config, const char* key, const char* when_false,
+                                 const char* when_true) {
+  auto it = config.parameters().find(key);
   if (it == config.parameters().end()) return false;
-  const std::string& mode = it->second.string_value();
-  if (mode != "adaptive" && mode != "fixed") {
-    return Unavailable(std::string("parameter '") + kBatchWindowParameter + "' must be 'adaptive' or 'fixed', got '" +
-                       mode + "'");
+  const std::string& value = it->second.string_value();
+  if (value != when_false && value != when_true) {
+    return Unavailable(std::string("parameter '") + key + "' must be '" + when_true + "' or '" + when_false +
+                       "', got '" + value + "'");
   }
-  return mode == "adaptive";
+  return value == when_true;
+}
+
+}  // namespace
+
+Result<bool> ReadAdaptiveWindow(const inference::ModelConfig& config) {
+  return ReadTwoWayParameter(config, kBatchWindowParameter, "fixed", "adaptive");
+}
+
+Result<bool> ReadSharedInstanceBatches(const inference::ModelConfig& config) {
+  return ReadTwoWayParameter(config, kInstanceBatchesParameter, "whole", "shared");
 }
 
 Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelConfig& config,
@@ -203,6 +217,9 @@ Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelCo
   s.model_version = version;
   BatchingPolicy& b = s.batching;
   b.max_batch_size = config.max_batch_size();
+  auto shared = ReadSharedInstanceBatches(config);
+  if (!shared.ok()) return shared.status();
+  s.compute.balance_across_instances = shared.value();
   if (!config.has_dynamic_batching()) return s;
   const auto& db = config.dynamic_batching();
   b.dynamic_batching = true;

@@ -57,6 +57,10 @@ RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_
 // parameter batch_window: true for "adaptive", false for "fixed" (the
 // default, Triton's window); kUnavailable for anything else.
 Result<bool> ReadAdaptiveWindow(const inference::ModelConfig& config);
+// The parameter instance_batches: 'shared' (true) lets a free CPU instance
+// take its share of the work in hand (InstanceBalancer); 'whole' (false,
+// the default, Triton's) runs each batch whole on one instance.
+Result<bool> ReadSharedInstanceBatches(const inference::ModelConfig& config);
 
 // dynamic_batching -> DynamicBatcherOptions. Priority levels and queue
 // policies are checked (default_priority_level within 1..priority_levels,

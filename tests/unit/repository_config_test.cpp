@@ -572,5 +572,25 @@ TEST(DynamicBatcherOptionsFromConfig, DynamicBatchingAndPriorities) {
   EXPECT_FALSE(plain->batching.dynamic_batching);
 }
 
+TEST(RuntimeConfig, InstanceBatchesAreWholeUnlessSharedIsAsked) {
+  const auto with = [](const std::string& value) {
+    return Parse("name: \"m\"\nmax_batch_size: 8\ndynamic_batching {}\nparameters { key: \"instance_batches\" "
+                 "value { string_value: \"" + value + "\" } }\n");
+  };
+  auto plain = MakeDynamicBatcherOptions(Parse("name: \"m\"\nmax_batch_size: 8\ndynamic_batching {}\n"), "1");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_FALSE(plain.value().compute.balance_across_instances);
+  auto shared = MakeDynamicBatcherOptions(with("shared"), "1");
+  ASSERT_TRUE(shared.ok()) << shared.status().message();
+  EXPECT_TRUE(shared.value().compute.balance_across_instances);
+  auto whole = MakeDynamicBatcherOptions(with("whole"), "1");
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_FALSE(whole.value().compute.balance_across_instances);
+  auto bad = MakeDynamicBatcherOptions(with("half"), "1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("parameter 'instance_batches' must be 'shared' or 'whole'"));
+  EXPECT_TRUE(IsKnownParameter("instance_batches"));
+}
+
 }  // namespace
 }  // namespace ortserve
