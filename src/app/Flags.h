@@ -18,6 +18,7 @@ inline const HttpServerOptions kHttpDefaults{};
 
 struct Flags {
   std::string model_repository;
+  std::string single_model_name;  // SingleModelLayout.h
   uint16_t http_port = 8000;
   std::string http_address = "0.0.0.0";
   int http_thread_count = 0;
@@ -43,7 +44,7 @@ struct Flags {
   uint64_t max_tensor_elements = kHttpDefaults.max_tensor_elements;
   int http_idle_timeout_secs = static_cast<int>(kHttpDefaults.idle_timeout.count());
   int http_read_timeout_secs = static_cast<int>(kHttpDefaults.read_timeout.count());
-  int thread_budget = 0;
+  int thread_budget = 0;  // 0: DetectCpuBudget() (CpuBudget.h); main() resolves it
   int log_verbose = 0;
   std::string model_control_mode = "none";
   int repository_poll_secs = 15;
@@ -52,6 +53,9 @@ struct Flags {
   // Access control and TLS (help texts in Flags.cpp).
   std::vector<std::string> http_restricted_api;
   std::vector<std::string> grpc_restricted_protocol;
+  // "<groups>:<key>=<file>": the same restrictions with the value read from a file (SecretFiles.h).
+  std::vector<std::string> http_restricted_api_files;
+  std::vector<std::string> grpc_restricted_protocol_files;
   bool allow_unauthenticated_model_control = false;
   bool http_use_ssl = false;
   std::string http_server_cert;
@@ -68,7 +72,7 @@ struct Flags {
 // Registers every flag on `app`, bound to `f`, in --help's order.
 void AddFlags(CLI::App& app, Flags& f);
 
-// --http-thread-count 0: HTTP I/O threads for this machine's core count.
-int DefaultHttpThreads();
+// --http-thread-count 0: HTTP I/O threads for the CPUs this process may use.
+int DefaultHttpThreads(int cpus);
 
 }  // namespace ortserve::app
