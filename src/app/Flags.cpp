@@ -111,6 +111,13 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "On SIGTERM/SIGINT, how long queued and running requests may take to finish; "
                  "what is left then is answered 503/UNAVAILABLE and the process exits 0")
       ->capture_default_str();
+  app.add_option("--drain-delay-secs", f.drain_delay_secs,
+                 "On SIGTERM/SIGINT, first report not ready (HTTP /v2/health/ready, gRPC ServerReady) "
+                 "and keep serving for this long, so that load balancers whose health checks poll "
+                 "stop sending before new requests are refused; then --exit-timeout-secs applies. "
+                 "On Kubernetes the chart's preStop pause does this instead (docs/deploy.md)")
+      ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
   app.add_option("--thread-budget", f.thread_budget,
                  "Cores the model instances may use in total (0: the CPUs this process may use: its "
                  "CPU affinity and its cgroup's CPU quota, cgroup v2 cpu.max or v1 cfs_quota_us, rounded "

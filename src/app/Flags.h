@@ -36,6 +36,7 @@ struct Flags {
   size_t trace_buffer_spans = 8192;
   bool strict_readiness = true;
   int exit_timeout_secs = 30;
+  int drain_delay_secs = 0;
   uint64_t http_max_input_size = kHttpDefaults.max_input_size;
   size_t http_max_header_size = kHttpDefaults.max_header_bytes;
   size_t http_max_body_chunks = kHttpDefaults.max_body_chunks;

@@ -290,6 +290,15 @@ void ShutDown(const Flags& flags, const sigset_t& signals, Server* s) {
   });
   second_signal.detach();
 
+  // Not ready at once; with a drain delay, requests are still served while
+  // load balancers notice (a second signal still exits at once).
+  s->http->MarkNotReady();
+  s->grpc->MarkNotReady();
+  if (flags.drain_delay_secs > 0) {
+    spdlog::info("not ready; serving {} s more before refusing new requests (--drain-delay-secs)",
+                 flags.drain_delay_secs);
+    std::this_thread::sleep_for(std::chrono::seconds(flags.drain_delay_secs));
+  }
   // Both front ends stop taking requests (503 / UNAVAILABLE, not ready) but
   // keep their connections, so that every request already accepted gets its
   // answer: the models compute what is queued or running until the exit
