@@ -176,6 +176,9 @@ def test_kserve_runtime_flags_and_ports_agree_with_the_server():
     assert container["ports"][0]["containerPort"] == http_port
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": http_port}
     assert container["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": http_port}
+    # KServe's pods keep Kubernetes' default grace period of 30 s: the drain
+    # delay, the exit timeout and the 2 s write grace must fit in it.
+    assert int(flags["--drain-delay-secs"][0]) + int(flags["--exit-timeout-secs"][0]) + 2 < 30
 
 
 # ------------------------------------------------------------ the image's tree
@@ -382,3 +385,28 @@ def test_readiness_turns_false_at_once_on_sigterm_while_requests_drain(launch, t
     assert drained_when_unready < 3, "readiness turned false only after the requests were done"
     assert results == [200, 200, 200], results
     assert srv.proc.wait(timeout=SHUTDOWN_TIMEOUT_S) == 0
+
+
+def test_drain_delay_serves_while_not_ready_then_exits_zero(launch, tmp_path):
+    """--drain-delay-secs: after SIGTERM, not ready at once, yet a request sent then
+    is still served (a load balancer that has not polled yet loses nothing)."""
+    repo = make_test_models.build_test_repository(tmp_path / "repo", ["add_sub_fp32"])
+    srv = launch(repo, extra_args=("--drain-delay-secs", "5"))
+    srv.wait_models_ready(["add_sub_fp32"])
+    conn = http.client.HTTPConnection("127.0.0.1", srv.http_port, timeout=30)
+    body = json.dumps({"inputs": [{"name": n, "shape": [1, 16], "datatype": "FP32", "data": list(range(16))}
+                                  for n in ("INPUT0", "INPUT1")]})
+    srv.proc.send_signal(signal.SIGTERM)
+    status = 200
+    deadline = time.monotonic() + 30
+    while status == 200 and time.monotonic() < deadline:
+        conn.request("GET", "/v2/health/ready")
+        resp = conn.getresponse()
+        resp.read()
+        status = resp.status
+    assert status == 400
+    conn.request("POST", "/v2/models/add_sub_fp32/infer", body=body, headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    assert srv.proc.wait(timeout=SHUTDOWN_TIMEOUT_S) == 0
+    assert "--drain-delay-secs" in srv.log_text()
