@@ -135,10 +135,12 @@ def main() -> int:
             print(f"FAIL {label}: {e}")
 
     for values in sorted(CI_VALUES.glob("*.yaml")):
-        lint = run([tool("helm"), "lint", "--strict", "--kube-version", KUBERNETES_VERSION, str(CHART),
-                    "-f", str(values)])
-        check(f"helm lint --strict -f {values.name}",
-              lambda: None if lint.returncode == 0 else (_ for _ in ()).throw(AssertionError(lint.stdout)))
+        def lint(values=values):
+            out = run([tool("helm"), "lint", "--strict", "--kube-version", KUBERNETES_VERSION, str(CHART),
+                       "-f", str(values)])
+            if out.returncode != 0:
+                raise AssertionError(out.stdout + out.stderr)
+        check(f"helm lint --strict -f {values.name}", lint)
 
         def validate_rendered(values=values):
             docs = render(values)
