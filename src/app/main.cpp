@@ -4,14 +4,14 @@
 // schedulers → stop I/O.
 #include <chrono>
 #include <csignal>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <pthread.h>
-#include <unistd.h>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 
 #include <CLI/CLI.hpp>
