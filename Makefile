@@ -31,9 +31,27 @@ unit-test: build
 integration-test: build
 	ORTSERVE_BIN=$(BUILD_DIR)/ortserve $(VENV)/bin/pytest tests/integration -q
 
-# Unit tests, then integration tests; one summary line at the end.
-test: build
+# Unit tests, then integration tests; one summary line at the end. The
+# deployment tests (tests/integration/test_deploy.py, test_scaleout.py) need
+# the tools `deploy-deps` installs; run_tests.sh makes them required.
+test: build deploy-deps
 	@scripts/run_tests.sh $(BUILD_DIR)
+
+# HAProxy, Helm (built from the Go module proxy) and the offline manifest
+# checkers (kubernetes-validate, checkov) under .cache/deploy-tools.
+.PHONY: deploy-deps deploy-check bench-scaleout
+deploy-deps:
+	@scripts/setup.sh deploy
+
+# Offline checks of deploy/: helm lint + template over deploy/helm/ci/*.yaml,
+# schemas, checkov (docs/deploy.md, "Checks"). Also run by `make test`.
+deploy-check: deploy-deps
+	$${DEPLOY_TOOLS:-.cache/deploy-tools}/venv/bin/python scripts/check_deploy.py
+
+# Rolling restart, SIGKILL and 1-3 replicas behind HAProxy; writes
+# bench/results/RESULTS-scaleout.md and scaleout.json. SCALEOUT_ARGS="--quick".
+bench-scaleout: build deploy-deps
+	$(PY) bench/scaleout.py --ortserve-bin $(BUILD_DIR)/ortserve $(SCALEOUT_ARGS)
 
 # The scheduler's tests, and the served model's over it, under
 # ThreadSanitizer (the batcher's worker/leader hand-offs are where races

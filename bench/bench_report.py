@@ -99,7 +99,8 @@ def comparison_lines(args, report_dir):
 # Benches with a report of their own (their make target, their file in results/, how the lines of
 # it that say what they found begin), linked from RESULTS.md so that its reader finds them.
 OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of the oldest strategy"),
-                 ("make bench-shm", "RESULTS-shared-memory.md", "Shared memory over the wire")]
+                 ("make bench-shm", "RESULTS-shared-memory.md", "Shared memory over the wire"),
+                 ("make bench-scaleout", "RESULTS-scaleout.md", "Scale-out:")]
 
 
 def other_bench_lines(report_dir):

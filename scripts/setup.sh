@@ -12,7 +12,12 @@
 #      TensorRT 10) from a pinned npm package, integrity-checked, installed with
 #      the ONNX Runtime above into third_party/onnxruntime-gpu; build the GPU
 #      flavour with ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu (docs/gpu.md).
-# Usage: scripts/setup.sh [apt] [ort] [python] [gpu] [fuzz]   (no argument: apt ort python)
+#   deploy (`make deploy-deps`, run by `make test`): the offline deployment
+#      checks' tools: HAProxy (Debian), Helm built from the Go module proxy
+#      (needs Go >= 1.24 on PATH or in /usr/local/go), and kubernetes-validate
+#      + checkov in their own venv; all under $DEPLOY_TOOLS (default
+#      .cache/deploy-tools). docs/deploy.md, "Checks".
+# Usage: scripts/setup.sh [apt] [ort] [python] [gpu] [fuzz] [deploy]   (no argument: apt ort python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -136,6 +141,35 @@ fetch_test_models() {
   fi
 }
 
+DEPLOY_APT_PACKAGES=(haproxy)
+HELM_MODULE="helm.sh/helm/v3/cmd/helm@v3.19.0"
+DEPLOY_TOOLS=${DEPLOY_TOOLS:-$ROOT/.cache/deploy-tools}
+install_deploy_tools() {
+  install_apt "${DEPLOY_APT_PACKAGES[@]}"
+  mkdir -p "$DEPLOY_TOOLS/bin"
+  if [ -x "$DEPLOY_TOOLS/bin/helm" ] && [ "$(cat "$DEPLOY_TOOLS/bin/.helm-module" 2>/dev/null)" = "$HELM_MODULE" ]; then
+    log "Helm: present in $DEPLOY_TOOLS/bin"
+  else
+    local go_bin; go_bin=$(command -v go || echo /usr/local/go/bin/go)
+    [ -x "$go_bin" ] || { echo "[setup] Helm is built with Go (>= 1.24), which is not installed" >&2; exit 1; }
+    log "Helm: building $HELM_MODULE from the Go module proxy"
+    GOPATH="$DEPLOY_TOOLS/go" GOMODCACHE="$DEPLOY_TOOLS/go/mod" GOBIN="$DEPLOY_TOOLS/bin" GOFLAGS=-modcacherw \
+      "$go_bin" install "$HELM_MODULE"
+    echo "$HELM_MODULE" > "$DEPLOY_TOOLS/bin/.helm-module"
+  fi
+  local venv="$DEPLOY_TOOLS/venv" req="$ROOT/scripts/requirements-deploy.txt"
+  local want; want=$(sha256sum "$req" | cut -d' ' -f1)
+  if [ "$(cat "$venv/.requirements.sha" 2>/dev/null)" = "$want" ]; then
+    log "Deploy check venv: up to date"
+  else
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --upgrade pip
+    "$venv/bin/pip" install -q -r "$req"
+    echo "$want" > "$venv/.requirements.sha"
+    log "Deploy check venv: installed"
+  fi
+}
+
 for s in "${steps[@]}"; do
   case $s in
     apt) install_apt "${APT_PACKAGES[@]}" ;;
@@ -143,6 +177,7 @@ for s in "${steps[@]}"; do
     ort) install_ort ;;
     python) install_python; fetch_test_models ;;
     gpu) install_gpu ;;
+    deploy) install_deploy_tools ;;
     *) echo "unknown step: $s" >&2; exit 2 ;;
   esac
 done

@@ -1,7 +1,5 @@
 #include "app/Flags.h"
 
-#include <thread>
-
 namespace ortserve::app {
 namespace {
 
@@ -12,7 +10,7 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
   app.add_option("--http-address", f.http_address, "Address the HTTP endpoint binds to")
       ->capture_default_str();
   app.add_option("--http-thread-count", f.http_thread_count,
-                 "HTTP I/O threads (0: 1 on machines with under 4 cores, 2 on 4-7, 4 on 8+). "
+                 "HTTP I/O threads (0: 1 when the process may use under 4 CPUs, 2 for 4-7, 4 for 8+). "
                  "They never run inference")
       ->capture_default_str();
   app.add_option("--http-max-input-size", f.http_max_input_size,
@@ -118,10 +116,18 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "On SIGTERM/SIGINT, how long queued and running requests may take to finish; "
                  "what is left then is answered 503/UNAVAILABLE and the process exits 0")
       ->capture_default_str();
+  app.add_option("--drain-delay-secs", f.drain_delay_secs,
+                 "On SIGTERM/SIGINT, first report not ready (HTTP /v2/health/ready, gRPC ServerReady) "
+                 "and keep serving for this long, so that load balancers whose health checks poll "
+                 "stop sending before new requests are refused; then --exit-timeout-secs applies. "
+                 "On Kubernetes the chart's preStop pause does this instead (docs/deploy.md)")
+      ->check(CLI::Range(0, 3600))
+      ->capture_default_str();
   app.add_option("--thread-budget", f.thread_budget,
-                 "Cores the model instances may use in total (0: all cores). Each instance's "
-                 "intra-op threads are planned so the sum stays within it unless a config "
-                 "sets threads explicitly")
+                 "Cores the model instances may use in total (0: the CPUs this process may use: its "
+                 "CPU affinity and its cgroup's CPU quota, cgroup v2 cpu.max or v1 cfs_quota_us, rounded "
+                 "down; the startup log names the source). Each instance's intra-op threads are planned "
+                 "so the sum stays within it unless a config sets threads explicitly")
       ->capture_default_str();
   app.add_option("--log-verbose", f.log_verbose, "0: info; 1 and above: debug")
       ->capture_default_str();
@@ -160,6 +166,13 @@ void AddSecurityFlags(CLI::App& app, Flags& f) {
                  "triton-grpc-protocol-<key> (tritonclient: headers={'triton-grpc-protocol-<key>': ...}). Refusals "
                  "say \"This protocol is restricted, expecting header 'triton-grpc-protocol-<key>'\": "
                  "UNAUTHENTICATED (key absent) or PERMISSION_DENIED (wrong value)");
+  app.add_option("--http-restricted-api-file", f.http_restricted_api_files,
+                 "<group>[,<group>...]:<key>=<file> (repeatable): as --http-restricted-api with the value "
+                 "read from <file> (one line; a trailing newline is dropped), e.g. a mounted Kubernetes "
+                 "Secret, so that it is not visible in the process list");
+  app.add_option("--grpc-restricted-protocol-file", f.grpc_restricted_protocol_files,
+                 "<group>[,<group>...]:<key>=<file> (repeatable): as --grpc-restricted-protocol with the "
+                 "value read from <file>");
   app.add_option("--allow-unauthenticated-model-control", f.allow_unauthenticated_model_control,
                  "Unlike Triton, ortserve refuses model load/unload (HTTP 403, gRPC PERMISSION_DENIED) "
                  "in --model-control-mode=explicit unless the model-repository group is restricted "
@@ -194,6 +207,11 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "Path of the model repository (Triton layout: <model>/<version>/model.onnx "
                  "and optional <model>/config.pbtxt)")
       ->required();
+  app.add_option("--single-model-name", f.single_model_name,
+                 "When --model-repository holds one model's own files (model.onnx or another single .onnx, "
+                 "config.pbtxt, numeric version directories) instead of model directories, serve it under "
+                 "this name (KServe's /mnt/models; its ServingRuntime passes the InferenceService's name). "
+                 "A Triton-style repository is served as it is");
   AddHttpFlags(app, f);
   AddGrpcFlags(app, f);
   AddObservabilityFlags(app, f);
@@ -202,7 +220,7 @@ void AddFlags(CLI::App& app, Flags& f) {
   AddTritonFlags(app, f.triton);
 }
 
-int DefaultHttpThreads() {
+int DefaultHttpThreads(int cpus) {
   // HTTP threads only parse and encode (~10 us of CPU for a small request),
   // so a few keep up with the models and leave the cores to inference. Under
   // 4 cores one is the default: it serves ~100k small requests/s, more than
@@ -210,9 +228,8 @@ int DefaultHttpThreads() {
   // throughput there but takes turns with the model's threads and the clients
   // on the same cores, and the tail latency and the rate of other loads
   // suffer more than that gains.
-  unsigned cores = std::thread::hardware_concurrency();
-  if (cores < 4) return 1;
-  return cores >= 8 ? 4 : 2;
+  if (cpus < 4) return 1;
+  return cpus >= 8 ? 4 : 2;
 }
 
 }  // namespace ortserve::app

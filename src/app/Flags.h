@@ -18,6 +18,7 @@ inline const HttpServerOptions kHttpDefaults{};
 
 struct Flags {
   std::string model_repository;
+  std::string single_model_name;  // SingleModelLayout.h
   uint16_t http_port = 8000;
   std::string http_address = "0.0.0.0";
   int http_thread_count = 0;
@@ -35,6 +36,7 @@ struct Flags {
   size_t trace_buffer_spans = 8192;
   bool strict_readiness = true;
   int exit_timeout_secs = 30;
+  int drain_delay_secs = 0;
   uint64_t http_max_input_size = kHttpDefaults.max_input_size;
   size_t http_max_header_size = kHttpDefaults.max_header_bytes;
   size_t http_max_body_chunks = kHttpDefaults.max_body_chunks;
@@ -44,7 +46,7 @@ struct Flags {
   size_t max_shm_regions = common::kDefaultMaxSharedMemoryRegions;
   int http_idle_timeout_secs = static_cast<int>(kHttpDefaults.idle_timeout.count());
   int http_read_timeout_secs = static_cast<int>(kHttpDefaults.read_timeout.count());
-  int thread_budget = 0;
+  int thread_budget = 0;  // 0: DetectCpuBudget() (CpuBudget.h); main() resolves it
   int log_verbose = 0;
   std::string model_control_mode = "none";
   int repository_poll_secs = 15;
@@ -53,6 +55,9 @@ struct Flags {
   // Access control and TLS (help texts in Flags.cpp).
   std::vector<std::string> http_restricted_api;
   std::vector<std::string> grpc_restricted_protocol;
+  // "<groups>:<key>=<file>": the same restrictions with the value read from a file (SecretFiles.h).
+  std::vector<std::string> http_restricted_api_files;
+  std::vector<std::string> grpc_restricted_protocol_files;
   bool allow_unauthenticated_model_control = false;
   bool http_use_ssl = false;
   std::string http_server_cert;
@@ -69,7 +74,7 @@ struct Flags {
 // Registers every flag on `app`, bound to `f`, in --help's order.
 void AddFlags(CLI::App& app, Flags& f);
 
-// --http-thread-count 0: HTTP I/O threads for this machine's core count.
-int DefaultHttpThreads();
+// --http-thread-count 0: HTTP I/O threads for the CPUs this process may use.
+int DefaultHttpThreads(int cpus);
 
 }  // namespace ortserve::app

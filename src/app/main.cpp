@@ -5,17 +5,22 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <pthread.h>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "app/CpuBudget.h"
 #include "app/Flags.h"
+#include "app/SecretFiles.h"
+#include "app/SingleModelLayout.h"
 #include "core/MallocName.h"
 #include "repository/ModelRepository.h"
 #include "runtime/OrtModelInstance.h"
@@ -60,6 +65,32 @@ Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, cons
                                   .auto_complete = triton.auto_complete});
 }
 
+// --thread-budget 0 becomes the CPUs this process may use (CpuBudget.h);
+// the log says where the number comes from.
+void ResolveThreadBudget(Flags& flags) {
+  if (flags.thread_budget > 0) {
+    spdlog::info("thread budget: {} CPUs (--thread-budget)", flags.thread_budget);
+    return;
+  }
+  const CpuBudget budget = DetectCpuBudget();
+  flags.thread_budget = budget.cpus;
+  spdlog::info("thread budget: {} CPUs (from {})", budget.cpus, budget.source);
+}
+
+// --single-model-name: a single model's directory (KServe's /mnt/models)
+// is served through a Triton layout of links (SingleModelLayout.h).
+ortserve::Status MapSingleModelDirectory(Flags& flags) {
+  if (flags.single_model_name.empty() || !IsSingleModelDirectory(flags.model_repository)) return Status::Ok();
+  const std::string work_dir =
+      (std::filesystem::temp_directory_path() / ("ortserve-single-model-" + std::to_string(getpid()))).string();
+  auto linked = LinkSingleModelRepository(flags.model_repository, flags.single_model_name, work_dir);
+  if (!linked.ok()) return linked.status();
+  spdlog::info("{} holds a single model: serving it as '{}' (links in {})", flags.model_repository,
+               flags.single_model_name, linked.value());
+  flags.model_repository = linked.value();
+  return Status::Ok();
+}
+
 // What both front ends report completed requests to.
 struct Observability {
   AccessLogSink access_log;
@@ -94,11 +125,27 @@ struct AccessPolicies {
   auth::AccessPolicy grpc;
 };
 
+// A restriction flag's specs plus those of its -file twin, values read.
+Result<std::vector<std::string>> RestrictionSpecs(std::vector<std::string> inline_specs,
+                                                  const std::vector<std::string>& file_specs,
+                                                  const std::string& file_flag) {
+  auto from_files = ResolveRestrictionFiles(file_specs, file_flag);
+  if (!from_files.ok()) return from_files.status();
+  inline_specs.insert(inline_specs.end(), from_files->begin(), from_files->end());
+  return inline_specs;
+}
+
 // Both restricted-API policies, after checking that TLS files come with TLS.
 Result<AccessPolicies> ParseAccessFlags(const Flags& flags) {
-  auto http_policy = auth::AccessPolicy::Parse(flags.http_restricted_api, auth::Protocol::kHttp);
+  auto http_specs =
+      RestrictionSpecs(flags.http_restricted_api, flags.http_restricted_api_files, "--http-restricted-api-file");
+  if (!http_specs.ok()) return http_specs.status();
+  auto grpc_specs = RestrictionSpecs(flags.grpc_restricted_protocol, flags.grpc_restricted_protocol_files,
+                                     "--grpc-restricted-protocol-file");
+  if (!grpc_specs.ok()) return grpc_specs.status();
+  auto http_policy = auth::AccessPolicy::Parse(http_specs.value(), auth::Protocol::kHttp);
   if (!http_policy.ok()) return http_policy.status();
-  auto grpc_policy = auth::AccessPolicy::Parse(flags.grpc_restricted_protocol, auth::Protocol::kGrpc);
+  auto grpc_policy = auth::AccessPolicy::Parse(grpc_specs.value(), auth::Protocol::kGrpc);
   if (!grpc_policy.ok()) return grpc_policy.status();
   if (!flags.http_use_ssl &&
       (!flags.http_server_cert.empty() || !flags.http_server_key.empty() || !flags.http_root_cert.empty())) {
@@ -121,7 +168,8 @@ HttpServerOptions HttpOptions(const Flags& flags, const Observability& o, auth::
                  .root_cert_file = flags.http_root_cert};
   options.address = flags.http_address;
   options.port = flags.http_port;
-  options.io_threads = flags.http_thread_count > 0 ? flags.http_thread_count : DefaultHttpThreads();
+  options.io_threads =
+      flags.http_thread_count > 0 ? flags.http_thread_count : DefaultHttpThreads(flags.thread_budget);
   options.max_input_size = flags.http_max_input_size;
   options.strict_readiness = flags.strict_readiness;
   options.server_version = ORTSERVE_VERSION;
@@ -232,7 +280,7 @@ Status Start(const Flags& flags, const std::string& malloc_name, Server* s) {
   s->repository->LoadAll();
   if (Status st = s->http->Start(); !st.ok()) return st;
   spdlog::info("HTTP KServe v2 endpoint listening on {}:{} ({} I/O threads{})", flags.http_address, s->http->port(),
-               flags.http_thread_count > 0 ? flags.http_thread_count : DefaultHttpThreads(),
+               flags.http_thread_count > 0 ? flags.http_thread_count : DefaultHttpThreads(flags.thread_budget),
                !flags.http_use_ssl            ? ""
                : flags.http_root_cert.empty() ? ", HTTPS"
                                               : ", HTTPS with client certificates");
@@ -252,6 +300,15 @@ void ShutDown(const Flags& flags, const sigset_t& signals, Server* s) {
   });
   second_signal.detach();
 
+  // Not ready at once; with a drain delay, requests are still served while
+  // load balancers notice (a second signal still exits at once).
+  s->http->MarkNotReady();
+  s->grpc->MarkNotReady();
+  if (flags.drain_delay_secs > 0) {
+    spdlog::info("not ready; serving {} s more before refusing new requests (--drain-delay-secs)",
+                 flags.drain_delay_secs);
+    std::this_thread::sleep_for(std::chrono::seconds(flags.drain_delay_secs));
+  }
   // Both front ends stop taking requests (503 / UNAVAILABLE, not ready) but
   // keep their connections, so that every request already accepted gets its
   // answer: the models compute what is queued or running until the exit
@@ -295,6 +352,11 @@ int main(int argc, char** argv) {
   spdlog::info("ortserve {} with ONNX Runtime {}, malloc: {}", ORTSERVE_VERSION, ortserve::OrtVersion(),
                malloc_name);
 
+  ResolveThreadBudget(flags);
+  if (ortserve::Status st = MapSingleModelDirectory(flags); !st.ok()) {
+    spdlog::critical("{}", st.message());
+    return 1;
+  }
   auto triton = ApplyTritonFlags(app, flags.triton);
   if (!triton.ok()) {
     spdlog::critical("{}", triton.status().message());

@@ -83,6 +83,10 @@ class InferAdmission {
   // New requests are refused from now on. Idempotent.
   void StopAccepting() { accepting_.store(false, std::memory_order_release); }
   bool accepting() const { return accepting_.load(std::memory_order_acquire); }
+  // Readiness turns false while requests are still accepted (the drain delay
+  // before StopAccepting(), so that load balancers stop sending first). Idempotent.
+  void MarkNotReady() { ready_.store(false, std::memory_order_release); }
+  bool ready() const { return accepting() && ready_.load(std::memory_order_acquire); }
 
   // At a request's arrival. `traceparent`: the W3C header (metadata) value,
   // repeats joined by ','; nullopt when absent.
@@ -103,6 +107,7 @@ class InferAdmission {
   ModelRepository* const repository_;
   Options options_;
   std::atomic<bool> accepting_{true};
+  std::atomic<bool> ready_{true};
   InFlightCounter in_flight_;
 };
 

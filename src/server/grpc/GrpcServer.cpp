@@ -30,7 +30,7 @@ namespace grpcfe {
 // ---- GrpcServiceCore ------------------------------------------------------------------
 
 bool GrpcServiceCore::ServerReady() const {
-  if (stopping()) return false;
+  if (!admission_.ready()) return false;
   return !options_.strict_readiness || repository_->AllModelsReady();
 }
 
@@ -255,6 +255,7 @@ class GrpcServer::Impl {
   size_t active_calls() const { return core_.active_calls(); }
 
   void StopAccepting() { core_.SetStopping(); }
+  void MarkNotReady() { core_.SetNotReady(); }
 
   void Stop(std::chrono::milliseconds drain) {
     std::lock_guard lock(lifecycle_mu_);
@@ -368,6 +369,7 @@ GrpcServer::~GrpcServer() = default;
 Status GrpcServer::Start() { return impl_->Start(); }
 uint16_t GrpcServer::port() const { return impl_->port(); }
 void GrpcServer::StopAccepting() { impl_->StopAccepting(); }
+void GrpcServer::MarkNotReady() { impl_->MarkNotReady(); }
 void GrpcServer::Stop(std::chrono::milliseconds drain) { impl_->Stop(drain); }
 size_t GrpcServer::ActiveCalls() const { return impl_->active_calls(); }
 

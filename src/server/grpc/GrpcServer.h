@@ -100,6 +100,9 @@ class GrpcServer {
   // Refuses new inference requests (UNAVAILABLE) and reports not ready,
   // while calls in flight go on; Stop() follows. Idempotent.
   void StopAccepting();
+  // ServerReady turns false while requests are still served (before
+  // StopAccepting(): main()'s --drain-delay-secs). Idempotent.
+  void MarkNotReady();
   // Graceful stop, see the class comment. Idempotent.
   void Stop(std::chrono::milliseconds drain);
   // Calls and streams in progress right now (for the metrics endpoint). Any thread.

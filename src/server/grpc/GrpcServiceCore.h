@@ -40,6 +40,7 @@ class GrpcServiceCore {
   common::InferAdmission& admission() { return admission_; }
   bool stopping() const { return !admission_.accepting(); }
   void SetStopping() { admission_.StopAccepting(); }
+  void SetNotReady() { admission_.MarkNotReady(); }
   bool ServerReady() const;
 
   // OK when `group` is open or the call carries the restriction's metadata

@@ -230,6 +230,8 @@ void HttpServer::StopAccepting() {
   if (s.started && !s.stopped) closed.wait();
 }
 
+void HttpServer::MarkNotReady() { impl_->service->MarkNotReady(); }
+
 bool HttpServer::WaitForInFlight(std::chrono::milliseconds timeout) {
   return impl_->service->in_flight()->WaitForZero(timeout);
 }

@@ -111,6 +111,9 @@ class HttpServer {
   // Closes the listening socket; health/ready turns not-ready; new infer
   // requests on open connections answer 503. Idempotent.
   void StopAccepting();
+  // health/ready turns not-ready while requests are still served (before
+  // StopAccepting(): main()'s --drain-delay-secs). Idempotent.
+  void MarkNotReady();
   // Waits until no infer request is inside a model; true if none is left.
   bool WaitForInFlight(std::chrono::milliseconds timeout);
   // Closes every connection (cancelling in-flight requests) and joins the

@@ -271,7 +271,7 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
 
 HttpResponse HttpService::Ready() {
   // Triton answers a not-ready server with 400; tritonclient checks for 200.
-  if (!admission_->accepting()) return ErrorResponse(400, "server is shutting down");
+  if (!admission_->ready()) return ErrorResponse(400, "server is shutting down");
   if (options_.strict_readiness && !repository_->AllModelsReady())
     return ErrorResponse(400, "not every model in the repository is ready (strict readiness)");
   return EmptyResponse(200);

@@ -97,6 +97,7 @@ class HttpService {
 
   // After this, health/ready answers not-ready and new infer requests 503.
   void StopAccepting() { admission_->StopAccepting(); }
+  void MarkNotReady() { admission_->MarkNotReady(); }
   bool accepting() const { return admission_->accepting(); }
   // Infer requests inside a model and model loads/unloads under way.
   common::InFlightCounter* in_flight() const { return &admission_->in_flight(); }
