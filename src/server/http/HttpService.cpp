@@ -8,6 +8,7 @@
 #include "server/http/InferResponseEncoder.h"
 #include "server/http/JsonWriter.h"
 #include "server/http/ModelJson.h"
+#include "server/http/RawInferRequest.h"
 
 namespace ortserve::http {
 namespace {
@@ -33,8 +34,11 @@ HttpResponse EmptyResponse(unsigned status) {
 }
 
 // The infer request in `request`'s body, inflated first when it has a
-// Content-Encoding.
-Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const HttpServiceOptions& options) {
+// Content-Encoding. A raw binary request (RawInferRequest.h) is read against
+// the config of the model it names.
+Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const HttpServiceOptions& options,
+                                            ModelRepository& repository, const std::string& model,
+                                            const std::string& version) {
   auto coding = ParseContentEncoding(request.content_encoding);
   if (!coding.ok()) return coding.status();
   std::shared_ptr<const std::string> body = request.body;
@@ -45,6 +49,11 @@ Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const Ht
   }
   std::optional<std::string_view> header_length;
   if (request.inference_header_length) header_length = *request.inference_header_length;
+  if (header_length && IsRawRequestHeaderLength(*header_length)) {
+    auto target = repository.GetModel(model, version);
+    if (!target.ok()) return target.status();
+    return DecodeRawInferRequest(std::move(body), model, (*target)->config(), options.decode);
+  }
   return DecodeInferRequest(std::move(body), header_length, options.decode);
 }
 
@@ -348,7 +357,7 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
     context.reply(std::move(r));
   };
   if (Status accepting = admission_->CheckAccepting(); !accepting.ok()) return fail(accepting);
-  auto decoded = DecodeInferBody(request, options_);
+  auto decoded = DecodeInferBody(request, options_, *repository_, model, version);
   if (!decoded.ok()) return fail(decoded.status());
 
   InferenceRequest& req = *decoded->request;
