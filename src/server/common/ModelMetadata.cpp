@@ -29,9 +29,9 @@ ServerMetadata DescribeServer(std::string_view version) {
       // parameters (sequence_id, sequence_start, sequence_end);
       // model_repository: index, load and unload; schedule_policy: the
       // timeout and priority request parameters; parameters: request and
-      // response parameters.
+      // response parameters; logging and trace: their run-time settings.
       .extensions = {"sequence", "model_repository", "schedule_policy", "model_configuration",
-                     "binary_tensor_data", "parameters", "statistics"},
+                     "binary_tensor_data", "parameters", "statistics", "logging", "trace"},
   };
 }
 

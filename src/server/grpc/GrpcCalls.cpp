@@ -8,6 +8,7 @@
 #include "server/grpc/GrpcServiceCore.h"
 #include "server/grpc/InferCall.h"
 #include "server/grpc/ModelControlCall.h"
+#include "server/grpc/SettingsCalls.h"
 #include "server/grpc/StreamCall.h"
 #include "server/grpc/UnaryCall.h"
 
@@ -101,8 +102,8 @@ void StartListening(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) {
   ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryStatus, kSharedMemory);
   ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryRegister, kSharedMemory);
   ORTSERVE_LISTEN_UNIMPLEMENTED(CudaSharedMemoryUnregister, kSharedMemory);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(TraceSetting, kTrace);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(LogSettings, kLogging);
+  ORTSERVE_LISTEN(TraceSetting, kTrace, &TraceSetting);
+  ORTSERVE_LISTEN(LogSettings, kLogging, &LogSettings);
   // Two pending ModelInfer listeners per queue, so that a burst of calls finds
   // one posted while the previous is being re-posted.
   ListenModelInfer(core, cq);

@@ -27,6 +27,7 @@
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/common/RuntimeSettings.h"
 #include "server/common/TensorLimits.h"
 
 namespace ortserve {
@@ -66,6 +67,8 @@ struct GrpcServerOptions {
   // Reads the W3C `traceparent` metadata of ModelInfer calls and traces them
   // (see server/tracing/RequestTracer.h); null: no tracing work at all.
   std::shared_ptr<const tracing::RequestTracer> tracer{};
+  // Triton's logging and trace extensions (LogSettings, TraceSetting).
+  common::RuntimeSettings runtime_settings{};
   // TLS (--grpc-use-ssl, --grpc-use-ssl-mutual), PEM files. Create() fails
   // naming a file that is missing, unreadable or not PEM.
   struct Tls {

@@ -159,7 +159,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
           .server_version = impl->options.server_version,
           .access_policy = impl->options.access_policy,
           .allow_unauthenticated_model_control = impl->options.allow_unauthenticated_model_control,
-          .tracer = impl->options.tracer},
+          .tracer = impl->options.tracer,
+          .runtime_settings = impl->options.runtime_settings},
       repository);
   impl->service->set_access_log(impl->options.access_log);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

@@ -27,6 +27,7 @@
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/common/RuntimeSettings.h"
 #include "server/common/TensorLimits.h"
 #include "server/http/InferRequestDecoder.h"
 
@@ -77,6 +78,8 @@ struct HttpServerOptions {
   // Reads the W3C traceparent header and traces requests (see
   // server/tracing/RequestTracer.h); null: no tracing work at all.
   std::shared_ptr<const tracing::RequestTracer> tracer{};
+  // Triton's logging and trace extensions (/v2/logging, .../trace/setting).
+  common::RuntimeSettings runtime_settings{};
   // HTTPS (--http-use-ssl). PEM files; Create() fails naming a file that is
   // missing, unreadable, not PEM, or a key that does not match the cert.
   struct Tls {

@@ -7,8 +7,10 @@
 #include "server/http/InferRequestDecoder.h"
 #include "server/http/InferResponseEncoder.h"
 #include "server/http/JsonWriter.h"
+#include "server/http/LoggingJson.h"
 #include "server/http/ModelJson.h"
 #include "server/http/RawInferRequest.h"
+#include "server/http/TraceSettingJson.h"
 
 namespace ortserve::http {
 namespace {
@@ -119,13 +121,13 @@ std::optional<auth::ApiGroup> HttpApiGroup(const std::vector<std::string>& p) {
   size_t i = 3;
   if (n >= 5 && p[3] == "versions") i = 5;
   if (n == i) return ApiGroup::kMetadata;
+  if (n == i + 2 && p[i] == "trace" && p[i + 1] == "setting") return ApiGroup::kTrace;
   if (n != i + 1) return std::nullopt;
   const std::string& action = p[i];
   if (action == "ready") return ApiGroup::kHealth;
   if (action == "config") return ApiGroup::kModelConfig;
   if (action == "stats") return ApiGroup::kStatistics;
   if (action == "infer" || action == "generate" || action == "generate_stream") return ApiGroup::kInference;
-  if (action == "trace") return ApiGroup::kTrace;
   return std::nullopt;
 }
 
@@ -229,6 +231,15 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
     return reply(p[2] == "live" ? EmptyResponse(200) : Ready());
   }
 
+  if (p[1] == "logging" && n == 2) {
+    if (!get && !post) return reply(MethodNotAllowed(request, "GET or POST"));
+    return reply(HandleLogging(request));
+  }
+  if (p[1] == "trace" && n == 3 && p[2] == "setting") {
+    if (!get && !post) return reply(MethodNotAllowed(request, "GET or POST"));
+    return reply(HandleTraceSetting(request, ""));
+  }
+
   if (p[1] == "repository") {
     if (n == 3 && p[2] == "index") {
       if (!post) return reply(MethodNotAllowed(request, "POST"));
@@ -256,6 +267,10 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
     if (rest == 0 || (rest == 1 && (p[i] == "ready" || p[i] == "config" || p[i] == "stats"))) {
       if (!get) return reply(MethodNotAllowed(request, "GET"));
       return reply(HandleModelGet(model, version, rest == 0 ? std::string_view{} : std::string_view(p[i])));
+    }
+    if (rest == 2 && i == 3 && p[i] == "trace" && p[i + 1] == "setting") {  // as Triton: no version
+      if (!get && !post) return reply(MethodNotAllowed(request, "GET or POST"));
+      return reply(HandleTraceSetting(request, model));
     }
     if (rest == 1 && p[i] == "infer") {
       if (!post) return reply(MethodNotAllowed(request, "POST"));
@@ -347,10 +362,35 @@ void HttpService::HandleModelControl(const std::string& model, bool load, Reques
   }
 }
 
+HttpResponse HttpService::HandleLogging(const HttpRequest& request) {
+  common::LogControl* log = options_.runtime_settings.log.get();
+  if (!log) return ErrorResponse(503, "the server does not support dynamic logging");
+  if (request.method == "POST") {
+    auto change = ParseLogSettingsChange(*request.body);
+    if (!change.ok()) return ErrorResponse(change.status());
+    log->Apply(*change);
+  }
+  return JsonResponse(LogSettingsJson(log->Current()));
+}
+
+HttpResponse HttpService::HandleTraceSetting(const HttpRequest& request, const std::string& model) {
+  tracing::TraceSettings* settings = options_.runtime_settings.trace.get();
+  if (!settings) return ErrorResponse(503, "the server does not support tracing");
+  std::optional<tracing::TraceSettingsChange> change;
+  if (request.method == "POST") {
+    auto parsed = ParseTraceSettingsChange(*request.body);
+    if (!parsed.ok()) return ErrorResponse(parsed.status());
+    change = std::move(*parsed);
+  }
+  auto fields = common::ServeTraceSetting(*repository_, *settings, model, change ? &*change : nullptr);
+  if (!fields.ok()) return ErrorResponse(fields.status());
+  return JsonResponse(TraceSettingJson(*fields));
+}
+
 void HttpService::HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                               RequestContext context) {
   const uint64_t bytes_in = request.body->size();
-  tracing::CompletionReport report = admission_->StartReport(request.traceparent);
+  tracing::CompletionReport report = admission_->StartReport(request.traceparent, model);
   auto fail = [&](const Status& st) {
     HttpResponse r = ErrorResponse(st);
     if (report) ReportInfer(report, {}, model, version, r, bytes_in, nullptr);

@@ -22,6 +22,7 @@
 #include "repository/ModelRepository.h"
 #include "server/auth/AccessPolicy.h"
 #include "server/common/InferAdmission.h"
+#include "server/common/RuntimeSettings.h"
 #include "server/http/InferRequestDecoder.h"
 #include "server/tracing/RequestTracer.h"
 
@@ -84,6 +85,8 @@ struct HttpServiceOptions {
   bool allow_unauthenticated_model_control = false;
   // Null: tracing is off (--trace-otlp-endpoint unset).
   std::shared_ptr<const tracing::RequestTracer> tracer{};
+  // GET/POST /v2/logging and /v2[/models/<m>]/trace/setting.
+  common::RuntimeSettings runtime_settings{};
 };
 
 class HttpService {
@@ -111,6 +114,9 @@ class HttpService {
   HttpResponse HandleStats(const std::string& model, const std::string& version);
   HttpResponse HandleRepositoryIndex(const HttpRequest& request);
   void HandleModelControl(const std::string& model, bool load, RequestContext context);
+  // Triton's logging and trace extensions (LoggingJson.h, TraceSettingJson.h).
+  HttpResponse HandleLogging(const HttpRequest& request);
+  HttpResponse HandleTraceSetting(const HttpRequest& request, const std::string& model);
   HttpResponse Ready();
 
   HttpServiceOptions options_;

@@ -225,6 +225,7 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
     ctx.reply = [weak](HttpResponse r) {
       if (auto s = weak.lock()) s->OnResponse(std::move(r));
     };
+    spdlog::trace("http: {} {}", hreq.method, std::string_view(hreq.target).substr(0, 256));
     service_->Handle(std::move(hreq), std::move(ctx));
     // Still waiting (the model has the request): watch for the client leaving.
     if (awaiting_reply_ && !closed_) io_thread_->close_monitors.Add(this->weak_from_this(), requests_);
