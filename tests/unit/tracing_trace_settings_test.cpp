@@ -39,6 +39,11 @@ TEST(TraceSettings, RateTracesOneOfEveryNAndCountStopsIt) {
   ASSERT_TRUE(settings.Update("", Change("trace_count", Values({"2"}))).ok());
   EXPECT_EQ(SampledOf(settings, "m", 40), 2);
   EXPECT_EQ(settings.Get("").count, 0);
+  // A change of another field keeps the count where it was.
+  ASSERT_TRUE(settings.Update("", Change("trace_count", Values({"3"}))).ok());
+  EXPECT_EQ(SampledOf(settings, "m", 4), 1);
+  ASSERT_TRUE(settings.Update("", Change("trace_rate", Values({"1"}))).ok());
+  EXPECT_EQ(settings.Get("").count, 2);
   ASSERT_TRUE(settings.Update("", Change("trace_rate", Values({"0"}))).ok());
   EXPECT_EQ(SampledOf(settings, "m", 10), 0);  // 0: only traceparents start traces
 }

@@ -158,6 +158,12 @@ TraceSettings::Own TraceSettings::Changed(const Own& own, const TraceSettingsCha
           .log_frequency = Applied(own.log_frequency, change.log_frequency)};
 }
 
+TraceSettings::Own TraceSettings::Carried(const Scope& scope) {
+  Own own = scope.own;
+  if (own.count) own.count = scope.sampler->values().count;
+  return own;
+}
+
 std::shared_ptr<TraceSampler> TraceSettings::Lookup(std::string_view model) const {
   if (!model.empty() && !models_.empty()) {
     if (auto it = models_.find(model); it != models_.end()) return it->second.sampler;
@@ -179,7 +185,8 @@ Result<TraceSettingValues> TraceSettings::Update(std::string_view model, const T
   std::lock_guard lock(mu_);
   const bool global = model.empty();
   auto found = global ? models_.end() : models_.find(model);
-  const Own own = Changed(global ? global_.own : found != models_.end() ? found->second.own : Own{}, change);
+  const Own own = Changed(global ? Carried(global_) : found != models_.end() ? Carried(found->second) : Own{},
+                         change);
   const TraceSettingValues global_values = global ? own.Over(defaults_) : global_.own.Over(defaults_);
   const TraceSettingValues values = global ? global_values : own.Over(global_values);
   if (!exporting_ && values.level != kTraceLevelOff) {
@@ -198,7 +205,9 @@ Result<TraceSettingValues> TraceSettings::Update(std::string_view model, const T
   // others follow the new global values with fresh ones.
   global_ = Scope{own, std::make_shared<TraceSampler>(global_values)};
   for (auto& [name, scope] : models_) {
-    if (!scope.own.complete()) scope.sampler = std::make_shared<TraceSampler>(scope.own.Over(global_values));
+    if (scope.own.complete()) continue;
+    scope.own = Carried(scope);
+    scope.sampler = std::make_shared<TraceSampler>(scope.own.Over(global_values));
   }
   return global_values;
 }

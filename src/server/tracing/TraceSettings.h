@@ -21,8 +21,8 @@
 // Clearing a field (JSON null, an empty gRPC value) makes a model's field
 // follow the global one again, and the global one return to its startup
 // value; a model setting left with no field of its own is removed. Every
-// change starts its setting's (and its followers') counters afresh, as in
-// Triton. Thread-safe.
+// change starts its setting's (and its followers') rate counter afresh; a
+// count of a setting's own carries on, as in Triton. Thread-safe.
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -132,6 +132,9 @@ class TraceSettings {
   };
 
   static Own Changed(const Own& own, const TraceSettingsChange& change);
+  // The scope's own fields with its count as left now (a count carries on
+  // through changes of other fields, as in Triton).
+  static Own Carried(const Scope& scope);
   std::shared_ptr<TraceSampler> Lookup(std::string_view model) const;  // mu_ held
 
   const TraceSettingValues defaults_;
