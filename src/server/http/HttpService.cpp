@@ -202,24 +202,7 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
 
   // Restricted APIs are refused before anything else about the request is
   // looked at (method, model name), so a refusal tells nothing either.
-  if (options_.access_policy && !options_.access_policy->empty()) {
-    if (const std::optional<auth::ApiGroup> group = HttpApiGroup(p)) {
-      if (const auto* restriction = options_.access_policy->RestrictionFor(*group)) {
-        std::optional<std::string_view> presented;
-        for (const auto& [name, value] : request.auth_headers) {
-          if (name == restriction->header) {
-            presented = value;
-            break;
-          }
-        }
-        const auth::Verdict verdict = options_.access_policy->Check(*group, presented);
-        if (verdict != auth::Verdict::kAllowed) {
-          return reply(ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403,
-                                     options_.access_policy->RefusalMessage(*group, verdict)));
-        }
-      }
-    }
-  }
+  if (std::optional<HttpResponse> refusal = AccessRefusal(request, p)) return reply(std::move(*refusal));
 
   if (n == 1) {
     return reply(get ? JsonResponse(ServerMetadataJson(common::DescribeServer(options_.server_version)))
@@ -278,6 +261,26 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
     }
   }
   return reply(ErrorResponse(404, "no such endpoint: " + request.target.substr(0, 256)));
+}
+
+std::optional<HttpResponse> HttpService::AccessRefusal(const HttpRequest& request,
+                                                       const std::vector<std::string>& path) const {
+  if (!options_.access_policy || options_.access_policy->empty()) return std::nullopt;
+  const std::optional<auth::ApiGroup> group = HttpApiGroup(path);
+  if (!group) return std::nullopt;
+  const auto* restriction = options_.access_policy->RestrictionFor(*group);
+  if (!restriction) return std::nullopt;
+  std::optional<std::string_view> presented;
+  for (const auto& [name, value] : request.auth_headers) {
+    if (name == restriction->header) {
+      presented = value;
+      break;
+    }
+  }
+  const auth::Verdict verdict = options_.access_policy->Check(*group, presented);
+  if (verdict == auth::Verdict::kAllowed) return std::nullopt;
+  return ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403,
+                       options_.access_policy->RefusalMessage(*group, verdict));
 }
 
 HttpResponse HttpService::Ready() {

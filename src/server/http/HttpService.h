@@ -118,6 +118,9 @@ class HttpService {
   HttpResponse HandleLogging(const HttpRequest& request);
   HttpResponse HandleTraceSetting(const HttpRequest& request, const std::string& model);
   HttpResponse Ready();
+  // The 401/403 of a request to a restricted API group without the right
+  // header; nullopt when it may go on.
+  std::optional<HttpResponse> AccessRefusal(const HttpRequest& request, const std::vector<std::string>& path) const;
 
   HttpServiceOptions options_;
   ModelRepository* repository_;
