@@ -134,7 +134,7 @@ def test_server_metadata_agrees(parity_server, clients):
     # Only what is implemented, in Triton's order.
     assert http_meta["extensions"] == ["sequence", "model_repository", "schedule_policy",
                                        "model_configuration", "binary_tensor_data", "parameters",
-                                       "statistics"]
+                                       "statistics", "trace", "logging"]
 
 
 # ---------------------------------------------------------------- model metadata

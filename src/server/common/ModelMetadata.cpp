@@ -31,7 +31,7 @@ ServerMetadata DescribeServer(std::string_view version) {
       // timeout and priority request parameters; parameters: request and
       // response parameters; logging and trace: their run-time settings.
       .extensions = {"sequence", "model_repository", "schedule_policy", "model_configuration",
-                     "binary_tensor_data", "parameters", "statistics", "logging", "trace"},
+                     "binary_tensor_data", "parameters", "statistics", "trace", "logging"},
   };
 }
 
