@@ -95,8 +95,10 @@ void AddObservabilityFlags(CLI::App& app, Flags& f) {
                  "their spans exported from a background thread; unset: no tracing work at all. See "
                  "docs/tracing.md");
   app.add_option("--trace-sample-rate", f.trace_sample_rate,
-                 "Fraction of requests without a (valid) traceparent that start a new trace. A traceparent "
-                 "decides for its request: sampled flag 1 traced, 0 not")
+                 "Fraction of requests without a (valid) traceparent that start a new trace: 1 of every "
+                 "round(1/fraction), Triton's trace_rate (0: none). A traceparent decides for its request: "
+                 "sampled flag 1 traced, 0 not. Rate, level and count change at run time through Triton's "
+                 "trace extension (/v2/trace/setting, per model too)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   app.add_option("--trace-buffer-spans", f.trace_buffer_spans,
@@ -129,8 +131,25 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "down; the startup log names the source). Each instance's intra-op threads are planned "
                  "so the sum stays within it unless a config sets threads explicitly")
       ->capture_default_str();
-  app.add_option("--log-verbose", f.log_verbose, "0: info; 1 and above: debug")
+  app.add_option("--log-verbose", f.log_verbose,
+                 "Verbose log level (Triton's): 0 none; 1 ortserve's debug lines; 2 and above also its trace "
+                 "lines (one per HTTP request). Changed at run time through /v2/logging (log_verbose_level)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--log-info", f.log_info, "Log INFO lines (as Triton's; changed at run time through /v2/logging)")
+      ->capture_default_str();
+  app.add_option("--log-warning", f.log_warning, "Log WARNING lines (as Triton's; also at run time)")
+      ->capture_default_str();
+  app.add_option("--log-error", f.log_error, "Log ERROR lines (as Triton's; also at run time)")
+      ->capture_default_str();
+  app.add_option("--log-format", f.log_format,
+                 "Log line layout, Triton's: default (I1202 05:30:26.123456 <pid>] msg) or ISO8601 "
+                 "(2026-12-02T05:30:26Z I <pid>] msg), in UTC; also at run time")
+      ->check(CLI::IsMember({"default", "ISO8601"}))
+      ->capture_default_str();
+  app.add_option("--log-file", f.log_file,
+                 "Write the server log to this file (appended to) instead of standard output; it cannot change "
+                 "at run time. The access log (--access-log) stays on standard output");
   app.add_option("--model-control-mode", f.model_control_mode,
                  "none: load the repository once at startup; poll: also rescan it every "
                  "--repository-poll-secs and load added, reload changed, unload removed models; "

@@ -48,6 +48,12 @@ struct Flags {
   int http_read_timeout_secs = static_cast<int>(kHttpDefaults.read_timeout.count());
   int thread_budget = 0;  // 0: DetectCpuBudget() (CpuBudget.h); main() resolves it
   int log_verbose = 0;
+  // Triton's log flags (server/common/LogControl.h).
+  bool log_info = true;
+  bool log_warning = true;
+  bool log_error = true;
+  std::string log_format = "default";
+  std::string log_file;
   std::string model_control_mode = "none";
   int repository_poll_secs = 15;
   std::vector<std::string> load_models;

@@ -3,6 +3,7 @@
 // shutdown order: stop accepting → drain in-flight requests → stop
 // schedulers → stop I/O.
 #include <chrono>
+#include <cstdio>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +26,8 @@
 #include "repository/ModelRepository.h"
 #include "runtime/OrtModelInstance.h"
 #include "server/common/SharedMemoryRegistry.h"
+#include "server/common/LogControl.h"
+#include "server/common/RuntimeSettings.h"
 #include "server/grpc/GrpcServer.h"
 #include "server/http/HttpServer.h"
 #include "server/metrics/AccessLog.h"
@@ -35,6 +38,15 @@
 
 namespace ortserve::app {
 namespace {
+
+common::LogSettings LogSettingsFrom(const Flags& flags) {
+  return {.file = flags.log_file,
+          .info = flags.log_info,
+          .warning = flags.log_warning,
+          .error = flags.log_error,
+          .verbose_level = static_cast<uint32_t>(flags.log_verbose),
+          .format = common::ParseLogFormat(flags.log_format).value_or(common::LogFormat::kDefault)};
+}
 
 // Blocks SIGINT/SIGTERM in every thread (inherited by threads created later)
 // so that only the signal-waiting code below sees them.
@@ -94,6 +106,8 @@ ortserve::Status MapSingleModelDirectory(Flags& flags) {
 // What both front ends report completed requests to.
 struct Observability {
   AccessLogSink access_log;
+  // Triton's trace settings, changed at run time through both front ends.
+  std::shared_ptr<tracing::TraceSettings> trace_settings;
   // Tracing: one exporter thread; the tracer is shared by both front ends.
   std::shared_ptr<tracing::OtlpExporter> trace_exporter;
   std::shared_ptr<const tracing::RequestTracer> tracer;
@@ -105,6 +119,11 @@ Result<Observability> MakeObservability(const Flags& flags) {
     auto log = std::make_shared<metrics::AccessLog>(flags.access_log_sample_rate);
     o.access_log = [log](const AccessLogRecord& record) { log->Write(record); };
   }
+  const tracing::TraceSettingValues trace_defaults{
+      .level = flags.trace_otlp_endpoint.empty() ? tracing::kTraceLevelOff : tracing::kTraceLevelTimestamps,
+      .rate = tracing::TraceSettings::RateForFraction(flags.trace_sample_rate)};
+  o.trace_settings = std::make_shared<tracing::TraceSettings>(trace_defaults, !flags.trace_otlp_endpoint.empty(),
+                                                              flags.trace_otlp_endpoint);
   if (flags.trace_otlp_endpoint.empty()) return o;
   auto exporter = tracing::OtlpExporter::Create(
       {.endpoint = flags.trace_otlp_endpoint,
@@ -112,10 +131,10 @@ Result<Observability> MakeObservability(const Flags& flags) {
        .resource = {.service_name = "ortserve", .service_version = ORTSERVE_VERSION}});
   if (!exporter.ok()) return exporter.status();
   o.trace_exporter = std::move(exporter).value();
-  o.tracer = std::make_shared<const tracing::RequestTracer>(o.trace_exporter, flags.trace_sample_rate);
-  spdlog::info("tracing: spans are sent to {} (OTLP/HTTP JSON, POST {}); requests without a traceparent "
-               "are sampled at {}; at most {} spans wait for export",
-               flags.trace_otlp_endpoint, o.trace_exporter->endpoint().target, flags.trace_sample_rate,
+  o.tracer = std::make_shared<const tracing::RequestTracer>(o.trace_exporter, o.trace_settings);
+  spdlog::info("tracing: spans are sent to {} (OTLP/HTTP JSON, POST {}); 1 of every {} requests without a "
+               "traceparent is traced (trace_rate); at most {} spans wait for export",
+               flags.trace_otlp_endpoint, o.trace_exporter->endpoint().target, trace_defaults.rate,
                flags.trace_buffer_spans);
   return o;
 }
@@ -158,7 +177,8 @@ Result<AccessPolicies> ParseAccessFlags(const Flags& flags) {
   return AccessPolicies{std::move(http_policy).value(), std::move(grpc_policy).value()};
 }
 
-HttpServerOptions HttpOptions(const Flags& flags, const Observability& o, auth::AccessPolicy policy) {
+HttpServerOptions HttpOptions(const Flags& flags, const Observability& o, auth::AccessPolicy policy,
+                              const common::RuntimeSettings& runtime_settings) {
   HttpServerOptions options;
   options.access_policy = std::make_shared<const auth::AccessPolicy>(std::move(policy));
   options.allow_unauthenticated_model_control = flags.allow_unauthenticated_model_control;
@@ -182,10 +202,12 @@ HttpServerOptions HttpOptions(const Flags& flags, const Observability& o, auth::
   options.read_timeout = std::chrono::seconds(flags.http_read_timeout_secs);
   options.access_log = o.access_log;
   options.tracer = o.tracer;
+  options.runtime_settings = runtime_settings;
   return options;
 }
 
-GrpcServerOptions GrpcOptions(const Flags& flags, const Observability& o, auth::AccessPolicy policy) {
+GrpcServerOptions GrpcOptions(const Flags& flags, const Observability& o, auth::AccessPolicy policy,
+                              const common::RuntimeSettings& runtime_settings) {
   GrpcServerOptions options;
   options.access_policy = std::make_shared<const auth::AccessPolicy>(std::move(policy));
   options.allow_unauthenticated_model_control = flags.allow_unauthenticated_model_control;
@@ -203,11 +225,13 @@ GrpcServerOptions GrpcOptions(const Flags& flags, const Observability& o, auth::
   options.server_version = ORTSERVE_VERSION;
   options.access_log = o.access_log;
   options.tracer = o.tracer;
+  options.runtime_settings = runtime_settings;
   return options;
 }
 
 // The serving state, in the order it is built; Run() stops it in reverse.
 struct Server {
+  std::shared_ptr<common::LogControl> log_control;  // installed first, by main()
   std::unique_ptr<ModelRepository> repository;
   Observability observability;
   std::unique_ptr<HttpServer> http;
@@ -225,18 +249,19 @@ Status Build(const Flags& flags, const TritonSettings& triton, Server* s) {
   s->observability = std::move(observability).value();
   auto policies = ParseAccessFlags(flags);
   if (!policies.ok()) return policies.status();
+  const common::RuntimeSettings runtime_settings{.log = s->log_control, .trace = s->observability.trace_settings};
   // One registry of shared memory regions for both front ends.
   auto shared_memory = std::make_shared<common::SharedMemoryRegistry>(common::SharedMemoryOptions{
       .allow_client_shm = flags.triton.allow_client_shm, .max_regions = flags.max_shm_regions});
   if (flags.triton.allow_client_shm) {
     spdlog::info("client system shared memory enabled (--allow-client-shm=true), at most {} regions", flags.max_shm_regions);
   }
-  HttpServerOptions http_options = HttpOptions(flags, s->observability, std::move(policies->http));
+  HttpServerOptions http_options = HttpOptions(flags, s->observability, std::move(policies->http), runtime_settings);
   http_options.shared_memory = shared_memory;
   auto http = HttpServer::Create(std::move(http_options), s->repository.get());
   if (!http.ok()) return http.status();
   s->http = std::move(http).value();
-  GrpcServerOptions grpc_options = GrpcOptions(flags, s->observability, std::move(policies->grpc));
+  GrpcServerOptions grpc_options = GrpcOptions(flags, s->observability, std::move(policies->grpc), runtime_settings);
   grpc_options.shared_memory = std::move(shared_memory);
   auto grpc = GrpcServer::Create(std::move(grpc_options), s->repository.get());
   if (!grpc.ok()) return grpc.status();
@@ -344,8 +369,11 @@ int main(int argc, char** argv) {
   AddFlags(app, flags);
   CLI11_PARSE(app, argc, argv);
 
-  spdlog::set_level(flags.log_verbose > 0 ? spdlog::level::debug : spdlog::level::info);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%L%$ %v");
+  auto log_control = ortserve::common::LogControl::Install(LogSettingsFrom(flags));
+  if (!log_control.ok()) {
+    std::fprintf(stderr, "%s\n", log_control.status().message().c_str());
+    return 1;
+  }
   const sigset_t signals = BlockShutdownSignals();
 
   const std::string malloc_name = ortserve::MallocName();  // logged here, labelled in ortserve_build_info
@@ -363,6 +391,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   Server server;
+  server.log_control = std::move(log_control).value();
   ortserve::Status st = Build(flags, triton.value(), &server);
   if (st.ok()) st = Start(flags, malloc_name, &server);
   if (!st.ok()) {

@@ -145,11 +145,4 @@ SpanId RandomSpanId() {
   return id;
 }
 
-bool RandomChance(double probability) {
-  if (probability >= 1.0) return true;
-  if (!(probability > 0.0)) return false;  // also NaN
-  // The top 53 bits as a double in [0, 1).
-  return static_cast<double>(ThreadGenerator().Next() >> 11) * 0x1.0p-53 < probability;
-}
-
 }  // namespace ortserve

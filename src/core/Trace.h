@@ -72,8 +72,6 @@ void AddTraceparentValue(std::optional<std::string>* collected, std::string_view
 // from std::random_device: no lock, no system call per id.
 TraceId RandomTraceId();
 SpanId RandomSpanId();
-// True with probability `probability` (clamped to [0, 1]).
-bool RandomChance(double probability);
 
 // One traced batch, shared by the traced requests that ran in it. The
 // batch span gets its own trace (a batch serves requests of many traces) and

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import socket
 import time
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import requests
 
-from harness import (SMALL_BODY_LIMIT, assert_error, binary_infer_body, check_add_sub_fp32,
+from harness import (SMALL_BODY_LIMIT, RawResponse, assert_error, binary_infer_body, check_add_sub_fp32,
                      http_request_bytes, raw_exchange, read_response)
 
 pytestmark = pytest.mark.timeout(90)
@@ -157,3 +158,63 @@ def test_body_that_never_arrives(server_still_serves, reference, test_repo):
         assert received == b"" or received.startswith(b"HTTP/1.1 4"), received[:200]
     finally:
         idle.close()
+
+
+# ---------------------------------------------------------------- lingering close
+
+LINGER_MAX_BYTES = 4 << 20  # LingeringClose::kMaxDrainBytes (src/server/http/LingeringClose.h)
+
+
+def send_body_then_read(port: int, head: bytes, body_bytes: int) -> tuple[int, object]:
+    """Sends `head`, then `body_bytes` bytes in 64 KiB pieces without reading,
+    as a client that answers only after its request is out; returns how many
+    were sent and the response (or the exception reading it raised)."""
+    piece = b"x" * 65536
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(head)
+        while sent < body_bytes:
+            s.sendall(piece[:min(len(piece), body_bytes - sent)])
+            sent += min(len(piece), body_bytes - sent)
+        try:
+            resp = read_response(s, 30)
+            rest = s.recv(1)  # then the server's FIN: a clean end, no reset
+            assert rest == b"", rest
+            return sent, resp
+        except OSError as e:
+            return sent, e
+
+
+@pytest.mark.parametrize("status,head", [
+    (413, f"POST {INFER_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          f"Content-Length: {3 * SMALL_BODY_LIMIT}\r\n\r\n".encode()),
+    (400, f"POST {INFER_PATH} HTTP/1.1\r\nHost: x\r\nContent-Length: {3 * SMALL_BODY_LIMIT}\r\n"
+          "Bad Header\r\n\r\n".encode()),
+])
+def test_an_early_error_reaches_a_client_still_sending_its_body(limited, status, head):
+    # The server answers right after the headers; the client goes on sending
+    # 3 MiB (within the drain bound) before it reads. Without a lingering
+    # close the server's close would reset the connection under the client.
+    sent, resp = send_body_then_read(limited.http_port, head, 3 * SMALL_BODY_LIMIT)
+    assert sent == 3 * SMALL_BODY_LIMIT
+    assert isinstance(resp, RawResponse) and resp.status == status, resp
+    if status == 413:
+        assert "--http-max-input-size" in resp.json()["error"]
+
+
+def test_a_client_that_keeps_sending_is_cut_off_after_the_drain_bound(limited):
+    head = (f"POST {INFER_PATH} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {1 << 40}\r\n\r\n").encode()
+    piece = b"x" * 65536
+    cap = 256 << 20  # far beyond the bound plus both sides' socket buffers
+    sent = 0
+    with socket.create_connection(("127.0.0.1", limited.http_port), timeout=30) as s:
+        s.sendall(head)
+        with pytest.raises((ConnectionResetError, BrokenPipeError)):
+            while sent < cap:
+                s.sendall(piece)
+                sent += len(piece)
+    assert sent < cap
+    # By size, not time: the server says it stopped at the byte bound.
+    cut = [line for line in limited.log_text().splitlines() if "lingering close: cut off" in line]
+    assert cut and all(int(re.search(r"after (\d+) bytes", line)[1]) >= LINGER_MAX_BYTES for line in cut), cut

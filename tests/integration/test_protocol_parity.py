@@ -134,7 +134,7 @@ def test_server_metadata_agrees(parity_server, clients):
     # Only what is implemented, in Triton's order.
     assert http_meta["extensions"] == ["classification", "sequence", "model_repository", "schedule_policy",
                                        "model_configuration", "system_shared_memory",
-                                       "binary_tensor_data", "parameters", "statistics"]
+                                       "binary_tensor_data", "parameters", "statistics", "trace", "logging"]
 
 
 # ---------------------------------------------------------------- model metadata

@@ -37,7 +37,8 @@ TEST(HttpApiGroupTest, MapsRoutesAsTriton) {
   EXPECT_EQ(GroupOf("/v2/systemsharedmemory/status"), ApiGroup::kSharedMemory);
   EXPECT_EQ(GroupOf("/v2/cudasharedmemory/region/r/register"), ApiGroup::kSharedMemory);
   EXPECT_EQ(GroupOf("/v2/trace/setting"), ApiGroup::kTrace);
-  EXPECT_EQ(GroupOf("/v2/models/m/trace/setting"), std::nullopt);  // no such route
+  EXPECT_EQ(GroupOf("/v2/models/m/trace/setting"), ApiGroup::kTrace);
+  EXPECT_EQ(GroupOf("/v2/models/m/trace"), std::nullopt);  // no such route
   EXPECT_EQ(GroupOf("/v2/logging"), ApiGroup::kLogging);
   EXPECT_EQ(GroupOf("/metrics"), std::nullopt);
   EXPECT_EQ(GroupOf("/v2/models/m/whatever"), std::nullopt);

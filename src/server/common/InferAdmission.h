@@ -3,7 +3,7 @@
 // ends. A front end decodes the wire format and hands the answer back to its
 // own thread; everything between is here:
 //
-//   StartReport(traceparent)  at arrival: the request's access-log line and,
+//   StartReport(traceparent, model)  at arrival: the request's access-log line and,
 //                             if the tracer samples it, its trace
 //   CheckAccepting()          kUnavailable once StopAccepting() was called
 //   ...                       the front end decodes the request (model name
@@ -89,9 +89,11 @@ class InferAdmission {
   bool ready() const { return accepting() && ready_.load(std::memory_order_acquire); }
 
   // At a request's arrival. `traceparent`: the W3C header (metadata) value,
-  // repeats joined by ','; nullopt when absent.
-  tracing::CompletionReport StartReport(std::optional<std::string_view> traceparent) const {
-    return tracing::CompletionReport::Start(options_.access_log, options_.tracer, traceparent);
+  // repeats joined by ','; nullopt when absent. `model`: the model it names,
+  // whose trace settings apply.
+  tracing::CompletionReport StartReport(std::optional<std::string_view> traceparent,
+                                        std::string_view model = {}) const {
+    return tracing::CompletionReport::Start(options_.access_log, options_.tracer, traceparent, model);
   }
   // kUnavailable with the stopping message once StopAccepting() was called.
   Status CheckAccepting() const;

@@ -32,9 +32,9 @@ ServerMetadata DescribeServer(std::string_view version) {
       // schedule_policy: the timeout and priority request parameters;
       // parameters: request and response parameters; system_shared_memory:
       // inputs and outputs in registered regions (with
-      // --allow-client-shm=true).
+      // --allow-client-shm=true); logging and trace: their run-time settings.
       .extensions = {"classification", "sequence", "model_repository", "schedule_policy", "model_configuration",
-                     "system_shared_memory", "binary_tensor_data", "parameters", "statistics"},
+                     "system_shared_memory", "binary_tensor_data", "parameters", "statistics", "trace", "logging"},
   };
 }
 

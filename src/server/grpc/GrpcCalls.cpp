@@ -9,6 +9,7 @@
 #include "server/grpc/InferCall.h"
 #include "server/grpc/ModelControlCall.h"
 #include "server/grpc/SharedMemoryCalls.h"
+#include "server/grpc/SettingsCalls.h"
 #include "server/grpc/StreamCall.h"
 #include "server/grpc/UnaryCall.h"
 
@@ -102,8 +103,8 @@ void StartListening(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) {
   ORTSERVE_LISTEN(CudaSharedMemoryStatus, kSharedMemory, &CudaSharedMemoryStatus);
   ORTSERVE_LISTEN(CudaSharedMemoryRegister, kSharedMemory, &CudaSharedMemoryRegister);
   ORTSERVE_LISTEN(CudaSharedMemoryUnregister, kSharedMemory, &CudaSharedMemoryUnregister);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(TraceSetting, kTrace);
-  ORTSERVE_LISTEN_UNIMPLEMENTED(LogSettings, kLogging);
+  ORTSERVE_LISTEN(TraceSetting, kTrace, &TraceSetting);
+  ORTSERVE_LISTEN(LogSettings, kLogging, &LogSettings);
   // Two pending ModelInfer listeners per queue, so that a burst of calls finds
   // one posted while the previous is being re-posted.
   ListenModelInfer(core, cq);

@@ -28,6 +28,7 @@
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
 #include "server/common/SharedMemoryRegistry.h"
+#include "server/common/RuntimeSettings.h"
 #include "server/common/TensorLimits.h"
 
 namespace ortserve {
@@ -71,6 +72,8 @@ struct GrpcServerOptions {
   // (server/common/SharedMemoryRegistry.h); null: a registry of its own with
   // client shared memory disabled.
   std::shared_ptr<common::SharedMemoryRegistry> shared_memory{};
+  // Triton's logging and trace extensions (LogSettings, TraceSetting).
+  common::RuntimeSettings runtime_settings{};
   // TLS (--grpc-use-ssl, --grpc-use-ssl-mutual), PEM files. Create() fails
   // naming a file that is missing, unreadable or not PEM.
   struct Tls {

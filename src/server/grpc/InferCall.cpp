@@ -63,7 +63,7 @@ class InferCall final : public CallBase {
     common::InferAdmission& admission = core_->admission();
     std::optional<std::string> traceparent;
     if (admission.tracing()) traceparent = TraceparentOf(ctx_);
-    report_ = admission.StartReport(traceparent);
+    report_ = admission.StartReport(traceparent, message_->model_name());
     if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
       return FinishWithError(denied);
     }

@@ -130,7 +130,7 @@ class StreamCall final : public CallBase {
     common::InferAdmission& admission = core_->admission();
     Answer answer{message->id(), message->model_name(), message->model_version(),
                   Status(StatusCode::kInternal, "unanswered"), 0, {}, {}};
-    answer.report = admission.StartReport(traceparent_);
+    answer.report = admission.StartReport(traceparent_, message->model_name());
     if (answer.report) answer.bytes_in = message->ByteSizeLong();
     auto fail = [&](Status status) {
       answer.result = std::move(status);

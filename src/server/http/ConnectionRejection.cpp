@@ -23,7 +23,7 @@ void ConnectionRejection::Start() {
   net::async_write(socket_, net::buffer(*response_), [self = shared_from_this()](error_code ec, size_t) {
     if (ec) return self->Close();
     self->socket_.shutdown(tcp::socket::shutdown_send, ec);
-    self->timer_.expires_after(kLinger);
+    self->timer_.expires_after(LingeringClose::kMaxDrainTime);
     self->timer_.async_wait([self](error_code) { self->Close(); });
     self->Drain();
   });
@@ -32,7 +32,7 @@ void ConnectionRejection::Start() {
 void ConnectionRejection::Drain() {
   socket_.async_read_some(net::buffer(sink_), [self = shared_from_this()](error_code ec, size_t n) {
     self->drained_ += n;
-    if (ec || self->drained_ > kMaxDrainBytes) return self->Close();
+    if (ec || self->drained_ > LingeringClose::kMaxDrainBytes) return self->Close();
     self->Drain();
   });
 }

@@ -2,8 +2,7 @@
 // A plain-HTTP connection beyond max_connections. It is answered 503 at once,
 // before its request is read (a server may answer before the request is
 // complete), then whatever the client sends is read and dropped for a short
-// while: closing a socket with unread data resets the connection, and the
-// reset can destroy the answer before the client reads it.
+// while, within LingeringClose's bounds (LingeringClose.h says why).
 // Internal to src/server/http.
 #include <array>
 #include <boost/asio/steady_timer.hpp>
@@ -14,6 +13,7 @@
 
 #include "server/http/HttpServerCore.h"
 #include "server/http/IoThread.h"
+#include "server/http/LingeringClose.h"
 
 namespace ortserve::http {
 
@@ -30,8 +30,6 @@ class ConnectionRejection : public std::enable_shared_from_this<ConnectionReject
   void Start();
 
  private:
-  static constexpr auto kLinger = std::chrono::seconds(1);
-  static constexpr size_t kMaxDrainBytes = size_t{1} << 20;
 
   void Drain();
   void Close();

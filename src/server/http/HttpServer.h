@@ -28,6 +28,7 @@
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
 #include "server/common/SharedMemoryRegistry.h"
+#include "server/common/RuntimeSettings.h"
 #include "server/common/TensorLimits.h"
 #include "server/http/InferRequestDecoder.h"
 
@@ -82,6 +83,8 @@ struct HttpServerOptions {
   // (server/common/SharedMemoryRegistry.h); null: a registry of its own with
   // client shared memory disabled.
   std::shared_ptr<common::SharedMemoryRegistry> shared_memory{};
+  // Triton's logging and trace extensions (/v2/logging, .../trace/setting).
+  common::RuntimeSettings runtime_settings{};
   // HTTPS (--http-use-ssl). PEM files; Create() fails naming a file that is
   // missing, unreadable, not PEM, or a key that does not match the cert.
   struct Tls {

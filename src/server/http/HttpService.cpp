@@ -7,8 +7,11 @@
 #include "server/http/InferRequestDecoder.h"
 #include "server/http/InferResponseEncoder.h"
 #include "server/http/JsonWriter.h"
+#include "server/http/LoggingJson.h"
 #include "server/http/ModelJson.h"
 #include "server/http/SharedMemoryRoutes.h"
+#include "server/http/RawInferRequest.h"
+#include "server/http/TraceSettingJson.h"
 
 namespace ortserve::http {
 namespace {
@@ -34,8 +37,11 @@ HttpResponse EmptyResponse(unsigned status) {
 }
 
 // The infer request in `request`'s body, inflated first when it has a
-// Content-Encoding.
-Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const HttpServiceOptions& options) {
+// Content-Encoding. A raw binary request (RawInferRequest.h) is read against
+// the config of the model it names.
+Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const HttpServiceOptions& options,
+                                            ModelRepository& repository, const std::string& model,
+                                            const std::string& version) {
   auto coding = ParseContentEncoding(request.content_encoding);
   if (!coding.ok()) return coding.status();
   std::shared_ptr<const std::string> body = request.body;
@@ -46,6 +52,11 @@ Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const Ht
   }
   std::optional<std::string_view> header_length;
   if (request.inference_header_length) header_length = *request.inference_header_length;
+  if (header_length && IsRawRequestHeaderLength(*header_length)) {
+    auto target = repository.GetModel(model, version);
+    if (!target.ok()) return target.status();
+    return DecodeRawInferRequest(std::move(body), model, (*target)->config(), options.decode);
+  }
   return DecodeInferRequest(std::move(body), header_length, options.decode);
 }
 
@@ -117,13 +128,13 @@ std::optional<auth::ApiGroup> HttpApiGroup(const std::vector<std::string>& p) {
   size_t i = 3;
   if (n >= 5 && p[3] == "versions") i = 5;
   if (n == i) return ApiGroup::kMetadata;
+  if (n == i + 2 && p[i] == "trace" && p[i + 1] == "setting") return ApiGroup::kTrace;
   if (n != i + 1) return std::nullopt;
   const std::string& action = p[i];
   if (action == "ready") return ApiGroup::kHealth;
   if (action == "config") return ApiGroup::kModelConfig;
   if (action == "stats") return ApiGroup::kStatistics;
   if (action == "infer" || action == "generate" || action == "generate_stream") return ApiGroup::kInference;
-  if (action == "trace") return ApiGroup::kTrace;
   return std::nullopt;
 }
 
@@ -200,24 +211,7 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
 
   // Restricted APIs are refused before anything else about the request is
   // looked at (method, model name), so a refusal tells nothing either.
-  if (options_.access_policy && !options_.access_policy->empty()) {
-    if (const std::optional<auth::ApiGroup> group = HttpApiGroup(p)) {
-      if (const auto* restriction = options_.access_policy->RestrictionFor(*group)) {
-        std::optional<std::string_view> presented;
-        for (const auto& [name, value] : request.auth_headers) {
-          if (name == restriction->header) {
-            presented = value;
-            break;
-          }
-        }
-        const auth::Verdict verdict = options_.access_policy->Check(*group, presented);
-        if (verdict != auth::Verdict::kAllowed) {
-          return reply(ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403,
-                                     options_.access_policy->RefusalMessage(*group, verdict)));
-        }
-      }
-    }
-  }
+  if (std::optional<HttpResponse> refusal = AccessRefusal(request, p)) return reply(std::move(*refusal));
 
   if (n == 1) {
     return reply(get ? JsonResponse(ServerMetadataJson(common::DescribeServer(options_.server_version)))
@@ -227,6 +221,15 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
   if (p[1] == "health" && n == 3 && (p[2] == "live" || p[2] == "ready")) {
     if (!get) return reply(MethodNotAllowed(request, "GET"));
     return reply(p[2] == "live" ? EmptyResponse(200) : Ready());
+  }
+
+  if (p[1] == "logging" && n == 2) {
+    if (!get && !post) return reply(MethodNotAllowed(request, "GET or POST"));
+    return reply(HandleLogging(request));
+  }
+  if (p[1] == "trace" && n == 3 && p[2] == "setting") {
+    if (!get && !post) return reply(MethodNotAllowed(request, "GET or POST"));
+    return reply(HandleTraceSetting(request, ""));
   }
 
   if (p[1] == "repository") {
@@ -261,12 +264,36 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
       if (!get) return reply(MethodNotAllowed(request, "GET"));
       return reply(HandleModelGet(model, version, rest == 0 ? std::string_view{} : std::string_view(p[i])));
     }
+    if (rest == 2 && i == 3 && p[i] == "trace" && p[i + 1] == "setting") {  // as Triton: no version
+      if (!get && !post) return reply(MethodNotAllowed(request, "GET or POST"));
+      return reply(HandleTraceSetting(request, model));
+    }
     if (rest == 1 && p[i] == "infer") {
       if (!post) return reply(MethodNotAllowed(request, "POST"));
       return HandleInfer(request, model, version, std::move(context));
     }
   }
   return reply(ErrorResponse(404, "no such endpoint: " + request.target.substr(0, 256)));
+}
+
+std::optional<HttpResponse> HttpService::AccessRefusal(const HttpRequest& request,
+                                                       const std::vector<std::string>& path) const {
+  if (!options_.access_policy || options_.access_policy->empty()) return std::nullopt;
+  const std::optional<auth::ApiGroup> group = HttpApiGroup(path);
+  if (!group) return std::nullopt;
+  const auto* restriction = options_.access_policy->RestrictionFor(*group);
+  if (!restriction) return std::nullopt;
+  std::optional<std::string_view> presented;
+  for (const auto& [name, value] : request.auth_headers) {
+    if (name == restriction->header) {
+      presented = value;
+      break;
+    }
+  }
+  const auth::Verdict verdict = options_.access_policy->Check(*group, presented);
+  if (verdict == auth::Verdict::kAllowed) return std::nullopt;
+  return ErrorResponse(verdict == auth::Verdict::kMissing ? 401 : 403,
+                       options_.access_policy->RefusalMessage(*group, verdict));
 }
 
 HttpResponse HttpService::Ready() {
@@ -351,17 +378,42 @@ void HttpService::HandleModelControl(const std::string& model, bool load, Reques
   }
 }
 
+HttpResponse HttpService::HandleLogging(const HttpRequest& request) {
+  common::LogControl* log = options_.runtime_settings.log.get();
+  if (!log) return ErrorResponse(503, "the server does not support dynamic logging");
+  if (request.method == "POST") {
+    auto change = ParseLogSettingsChange(*request.body);
+    if (!change.ok()) return ErrorResponse(change.status());
+    log->Apply(*change);
+  }
+  return JsonResponse(LogSettingsJson(log->Current()));
+}
+
+HttpResponse HttpService::HandleTraceSetting(const HttpRequest& request, const std::string& model) {
+  tracing::TraceSettings* settings = options_.runtime_settings.trace.get();
+  if (!settings) return ErrorResponse(503, "the server does not support tracing");
+  std::optional<tracing::TraceSettingsChange> change;
+  if (request.method == "POST") {
+    auto parsed = ParseTraceSettingsChange(*request.body);
+    if (!parsed.ok()) return ErrorResponse(parsed.status());
+    change = std::move(*parsed);
+  }
+  auto fields = common::ServeTraceSetting(*repository_, *settings, model, change ? &*change : nullptr);
+  if (!fields.ok()) return ErrorResponse(fields.status());
+  return JsonResponse(TraceSettingJson(*fields));
+}
+
 void HttpService::HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                               RequestContext context) {
   const uint64_t bytes_in = request.body->size();
-  tracing::CompletionReport report = admission_->StartReport(request.traceparent);
+  tracing::CompletionReport report = admission_->StartReport(request.traceparent, model);
   auto fail = [&](const Status& st) {
     HttpResponse r = ErrorResponse(st);
     if (report) ReportInfer(report, {}, model, version, r, bytes_in, nullptr);
     context.reply(std::move(r));
   };
   if (Status accepting = admission_->CheckAccepting(); !accepting.ok()) return fail(accepting);
-  auto decoded = DecodeInferBody(request, options_);
+  auto decoded = DecodeInferBody(request, options_, *repository_, model, version);
   if (!decoded.ok()) return fail(decoded.status());
 
   InferenceRequest& req = *decoded->request;

@@ -23,6 +23,7 @@
 #include "server/auth/AccessPolicy.h"
 #include "server/common/InferAdmission.h"
 #include "server/common/SharedMemoryRegistry.h"
+#include "server/common/RuntimeSettings.h"
 #include "server/http/InferRequestDecoder.h"
 #include "server/tracing/RequestTracer.h"
 
@@ -87,6 +88,8 @@ struct HttpServiceOptions {
   std::shared_ptr<const tracing::RequestTracer> tracer{};
   // Null: a registry of the service's own, client shared memory disabled.
   std::shared_ptr<common::SharedMemoryRegistry> shared_memory{};
+  // GET/POST /v2/logging and /v2[/models/<m>]/trace/setting.
+  common::RuntimeSettings runtime_settings{};
 };
 
 class HttpService {
@@ -115,7 +118,13 @@ class HttpService {
   HttpResponse HandleStats(const std::string& model, const std::string& version);
   HttpResponse HandleRepositoryIndex(const HttpRequest& request);
   void HandleModelControl(const std::string& model, bool load, RequestContext context);
+  // Triton's logging and trace extensions (LoggingJson.h, TraceSettingJson.h).
+  HttpResponse HandleLogging(const HttpRequest& request);
+  HttpResponse HandleTraceSetting(const HttpRequest& request, const std::string& model);
   HttpResponse Ready();
+  // The 401/403 of a request to a restricted API group without the right
+  // header; nullopt when it may go on.
+  std::optional<HttpResponse> AccessRefusal(const HttpRequest& request, const std::vector<std::string>& path) const;
 
   HttpServiceOptions options_;
   ModelRepository* repository_;

@@ -30,6 +30,7 @@
 #include "server/http/HttpService.h"
 #include "server/http/IoThread.h"
 #include "server/http/JsonWriter.h"
+#include "server/http/LingeringClose.h"
 #include "server/http/RequestParser.h"
 #include "server/http/ResponseHead.h"
 #include "server/http/SessionBase.h"
@@ -225,6 +226,7 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
     ctx.reply = [weak](HttpResponse r) {
       if (auto s = weak.lock()) s->OnResponse(std::move(r));
     };
+    spdlog::trace("http: {} {}", hreq.method, std::string_view(hreq.target).substr(0, 256));
     service_->Handle(std::move(hreq), std::move(ctx));
     // Still waiting (the model has the request): watch for the client leaving.
     if (awaiting_reply_ && !closed_) io_thread_->close_monitors.Add(this->weak_from_this(), requests_);
@@ -311,9 +313,12 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
     self_.reset();  // the write (or read-ahead) handler holds the session now
   }
 
+  // An answer to a request that was not (completely) read: the connection
+  // closes after it, lingering (LingeringClose.h).
   void SendError(unsigned status, std::string message) {
     keep_alive_ = false;
     awaiting_reply_ = false;
+    linger_after_write_ = true;
     HttpResponse r;
     r.status = status;
     r.body = ErrorJson(message);
@@ -340,8 +345,37 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
 
   void OnWrite(beast::error_code ec) {
     response_.reset();  // releases the body and the tensors; head and buffer list keep their capacity
+    if (!ec && linger_after_write_) return StartLinger();
     if (ec || !keep_alive_) return DoClose();
     DoRead();
+  }
+
+  // Lingering close: FIN, then read and drop what the client still sends
+  // until it closes, or LingeringClose's bounds (time through the deadline).
+  void StartLinger() {
+    beast::error_code ec;
+    Tcp().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return DoClose();
+    lingered_bytes_ = buffer_.size();  // read but never parsed
+    buffer_.clear();
+    deadline_ = std::chrono::steady_clock::now() + LingeringClose::kMaxDrainTime;
+    Linger();
+  }
+
+  void Linger() {
+    if (closed_) return;
+    if (lingered_bytes_ >= LingeringClose::kMaxDrainBytes) {
+      spdlog::debug("http: lingering close: cut off a client still sending after {} bytes (the size bound)",
+                    lingered_bytes_);
+      return DoClose();
+    }
+    // Below TLS, if any: these bytes are dropped unread.
+    Tcp().async_read_some(buffer_.prepare(kReadBytes), [self = this->shared_from_this()](beast::error_code ec,
+                                                                                       size_t n) {
+      self->lingered_bytes_ += n;
+      if (ec) return self->DoClose();  // the client closed (or the deadline closed the socket)
+      self->Linger();
+    });
   }
 
   void DoClose() {
@@ -363,6 +397,8 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
   // TLS read-ahead while a request is in flight (StartReadAhead).
   static constexpr size_t kReadAheadBytes = 4096;
   bool reading_ahead_ = false;
+  bool linger_after_write_ = false;  // the answer being written is an early error (SendError)
+  size_t lingered_bytes_ = 0;        // dropped since (StartLinger)
   char peek_byte_ = 0;  // the close monitor's receive target (MSG_PEEK: never consumed)
   std::optional<HttpResponse> deferred_response_;
   std::optional<RequestParser> request_;  // the request being read

@@ -38,13 +38,23 @@ void DescribeCall(const AccessLogRecord& completed, Span* span) {
 
 }  // namespace
 
-RequestTracer::RequestTracer(std::shared_ptr<SpanSink> sink, double sample_rate)
-    : sink_(std::move(sink)), sample_rate_(sample_rate) {}
+RequestTracer::RequestTracer(std::shared_ptr<SpanSink> sink, std::shared_ptr<TraceSettings> settings)
+    : sink_(std::move(sink)), settings_(std::move(settings)) {}
 
-std::shared_ptr<RequestTrace> RequestTracer::Start(std::optional<std::string_view> traceparent) const {
+RequestTracer::RequestTracer(std::shared_ptr<SpanSink> sink, double sample_rate)
+    : RequestTracer(std::move(sink),
+                    std::make_shared<TraceSettings>(
+                        TraceSettingValues{.level = kTraceLevelTimestamps,
+                                           .rate = TraceSettings::RateForFraction(sample_rate)},
+                        /*exporting=*/true)) {}
+
+std::shared_ptr<RequestTrace> RequestTracer::Start(std::optional<std::string_view> traceparent,
+                                                   std::string_view model) const {
+  const std::shared_ptr<TraceSampler> sampler = settings_->SamplerFor(model);
+  if (!sampler->enabled()) return nullptr;
   std::optional<TraceParent> parent;
   if (traceparent) parent = ParseTraceparent(*traceparent);
-  if (parent ? !parent->sampled : !RandomChance(sample_rate_)) return nullptr;
+  if (parent ? !parent->sampled : !sampler->SampleNew()) return nullptr;
   auto trace = std::make_shared<RequestTrace>();
   if (parent) {
     trace->trace_id = parent->trace_id;

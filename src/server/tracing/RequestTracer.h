@@ -20,9 +20,11 @@
 // A request that never ran (rejected, invalid, timed out in the queue) has a
 // request span only.
 //
-// Sampling: a valid traceparent decides (sampled flag 1: traced, 0: not);
-// without one (or with an invalid one) a request starts a new trace with
-// probability `sample_rate`.
+// Sampling follows the trace settings of the request's model (TraceSettings.h,
+// changed at run time through Triton's trace extension): none while its
+// trace_level is OFF; otherwise a valid traceparent decides (sampled flag 1:
+// traced, 0: not), and without one (or with an invalid one) the setting's
+// trace_rate and trace_count decide whether a new trace starts.
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -30,16 +32,22 @@
 #include "core/AccessLogRecord.h"
 #include "core/Trace.h"
 #include "server/tracing/Span.h"
+#include "server/tracing/TraceSettings.h"
 
 namespace ortserve::tracing {
 
 class RequestTracer {
  public:
+  RequestTracer(std::shared_ptr<SpanSink> sink, std::shared_ptr<TraceSettings> settings);
+  // Settings of its own: always on, 1 of every round(1/sample_rate) requests
+  // without a traceparent traced.
   RequestTracer(std::shared_ptr<SpanSink> sink, double sample_rate);
 
   // At a request's arrival. `traceparent`: the header (metadata) value, with
-  // repeated ones joined by ','; nullopt when absent. Null: not traced.
-  std::shared_ptr<RequestTrace> Start(std::optional<std::string_view> traceparent) const;
+  // repeated ones joined by ','; nullopt when absent. `model`: the model the
+  // request names (empty: the global setting decides). Null: not traced.
+  std::shared_ptr<RequestTrace> Start(std::optional<std::string_view> traceparent,
+                                      std::string_view model = {}) const;
 
   // When the front end has answered the request (any thread); `completed`
   // describes the answer as the access log sees it.
@@ -47,7 +55,7 @@ class RequestTracer {
 
  private:
   const std::shared_ptr<SpanSink> sink_;
-  const double sample_rate_;
+  const std::shared_ptr<TraceSettings> settings_;
   const UnixTimeAnchor clock_anchor_;
 };
 
@@ -62,9 +70,9 @@ struct CompletionReport {
   // For a request arriving now: traced if `tracer` (null: tracing is off)
   // decides so, see RequestTracer::Start.
   static CompletionReport Start(AccessLogSink access_log, const std::shared_ptr<const RequestTracer>& tracer,
-                                std::optional<std::string_view> traceparent) {
+                                std::optional<std::string_view> traceparent, std::string_view model = {}) {
     CompletionReport report{std::move(access_log), nullptr, nullptr};
-    if (tracer && (report.trace = tracer->Start(traceparent))) report.tracer = tracer;
+    if (tracer && (report.trace = tracer->Start(traceparent, model))) report.tracer = tracer;
     return report;
   }
 

@@ -1,0 +1,149 @@
+#include "server/common/LogControl.h"
+
+#include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <exception>
+#include <utility>
+
+namespace ortserve::common {
+
+// Passes each line to the real sink (console or file) when its level is
+// switched on: spdlog's own level is a threshold, while Triton switches INFO,
+// WARNING and ERROR each on its own. Verbose (debug, trace) lines are let
+// through here; the logger's level, set from log_verbose_level, decides them.
+class LevelFilterSink final : public spdlog::sinks::sink {
+ public:
+  explicit LevelFilterSink(std::shared_ptr<spdlog::sinks::sink> target) : target_(std::move(target)) {}
+
+  void log(const spdlog::details::log_msg& msg) override {
+    if (Enabled(msg.level)) target_->log(msg);
+  }
+  void flush() override { target_->flush(); }
+  void set_pattern(const std::string& pattern) override { target_->set_pattern(pattern); }
+  void set_formatter(std::unique_ptr<spdlog::formatter> formatter) override {
+    target_->set_formatter(std::move(formatter));
+  }
+
+  void Enable(bool info, bool warning, bool error) {
+    info_.store(info, std::memory_order_relaxed);
+    warning_.store(warning, std::memory_order_relaxed);
+    error_.store(error, std::memory_order_relaxed);
+  }
+
+ private:
+  bool Enabled(spdlog::level::level_enum level) const {
+    switch (level) {
+      case spdlog::level::info: return info_.load(std::memory_order_relaxed);
+      case spdlog::level::warn: return warning_.load(std::memory_order_relaxed);
+      case spdlog::level::err:
+      case spdlog::level::critical: return error_.load(std::memory_order_relaxed);
+      default: return true;
+    }
+  }
+
+  const std::shared_ptr<spdlog::sinks::sink> target_;
+  std::atomic<bool> info_{true};
+  std::atomic<bool> warning_{true};
+  std::atomic<bool> error_{true};
+};
+
+namespace {
+
+// Triton's level letters: E, W, and I for everything else (verbose included).
+class TritonLevelLetter final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const char letter = msg.level >= spdlog::level::err ? 'E' : msg.level == spdlog::level::warn ? 'W' : 'I';
+    dest.push_back(letter);
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<TritonLevelLetter>(); }
+};
+
+std::unique_ptr<spdlog::formatter> FormatterFor(LogFormat format) {
+  // %* is the level letter; %^ %$ colour it on a terminal.
+  const char* pattern = format == LogFormat::kIso8601 ? "%Y-%m-%dT%H:%M:%SZ %^%*%$ %P] %v"
+                                                      : "%^%*%$%m%d %H:%M:%S.%f %P] %v";
+  auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+  formatter->add_flag<TritonLevelLetter>('*').set_pattern(pattern);
+  return formatter;
+}
+
+spdlog::level::level_enum LoggerLevel(uint32_t verbose_level) {
+  if (verbose_level >= 2) return spdlog::level::trace;
+  return verbose_level == 1 ? spdlog::level::debug : spdlog::level::info;
+}
+
+}  // namespace
+
+std::string_view LogFormatName(LogFormat format) { return format == LogFormat::kIso8601 ? "ISO8601" : "default"; }
+
+std::optional<LogFormat> ParseLogFormat(std::string_view name) {
+  if (name == "default") return LogFormat::kDefault;
+  if (name == "ISO8601") return LogFormat::kIso8601;
+  return std::nullopt;
+}
+
+Status LogFileNotChangeable() {
+  return Unsupported("log file location can not be updated through network protocol");
+}
+
+Status UnknownLogFormat(std::string_view got) {
+  return InvalidArgument("invalid argument for log_format, got: " + std::string(got.substr(0, 64)) +
+                         " (expected default or ISO8601)");
+}
+
+Result<std::shared_ptr<LogControl>> LogControl::Install(const LogSettings& initial) {
+  std::shared_ptr<spdlog::sinks::sink> target;
+  if (initial.file.empty()) {
+    target = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
+  } else {
+    try {
+      target = std::make_shared<spdlog::sinks::basic_file_sink_mt>(initial.file, /*truncate=*/false);
+    } catch (const std::exception& e) {
+      return InvalidArgument("--log-file: cannot open '" + initial.file + "': " + e.what());
+    }
+  }
+  auto sink = std::make_shared<LevelFilterSink>(std::move(target));
+  auto logger = std::make_shared<spdlog::logger>("ortserve", sink);
+  // Every line reaches the file at once (a file sink buffers otherwise), so
+  // that what a log shows is what happened so far.
+  logger->flush_on(spdlog::level::trace);
+  spdlog::set_default_logger(std::move(logger));
+  auto control = std::make_shared<LogControl>(initial, std::move(sink));
+  std::lock_guard lock(control->mu_);
+  control->ApplyLocked();
+  return control;
+}
+
+LogControl::LogControl(LogSettings initial, std::shared_ptr<LevelFilterSink> sink)
+    : settings_(std::move(initial)), sink_(std::move(sink)) {}
+
+LogSettings LogControl::Current() const {
+  std::lock_guard lock(mu_);
+  return settings_;
+}
+
+void LogControl::Apply(const LogSettingsChange& change) {
+  std::lock_guard lock(mu_);
+  if (change.info) settings_.info = *change.info;
+  if (change.warning) settings_.warning = *change.warning;
+  if (change.error) settings_.error = *change.error;
+  if (change.verbose_level) settings_.verbose_level = *change.verbose_level;
+  if (change.format) settings_.format = *change.format;
+  ApplyLocked();
+}
+
+void LogControl::ApplyLocked() {
+  sink_->Enable(settings_.info, settings_.warning, settings_.error);
+  // The logger's formatter goes to its sink (which locks around each line),
+  // so lines written meanwhile are whole, in the old format or the new.
+  spdlog::default_logger_raw()->set_formatter(FormatterFor(settings_.format));
+  spdlog::set_level(LoggerLevel(settings_.verbose_level));
+}
+
+}  // namespace ortserve::common

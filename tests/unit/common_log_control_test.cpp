@@ -1,0 +1,77 @@
+// LogControl: the server log's run-time settings (Triton's logging
+// extension) applied to spdlog's default logger, checked in the log file.
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "server/common/LogControl.h"
+
+namespace ortserve::common {
+namespace {
+
+std::string ReadAll(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(LogControl, SwitchesLevelsAndFormatsWhileLogging) {
+  const auto path = std::filesystem::temp_directory_path() / ("log_control_test_" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  auto control = LogControl::Install({.file = path.string()});
+  ASSERT_TRUE(control.ok()) << control.status().message();
+
+  spdlog::info("info one");
+  spdlog::debug("debug hidden");
+  LogSettingsChange quiet_info;
+  quiet_info.info = false;
+  quiet_info.verbose_level = 2u;
+  (*control)->Apply(quiet_info);
+  spdlog::info("info hidden");
+  spdlog::warn("warning shown");
+  spdlog::trace("trace shown");
+  LogSettingsChange iso_without_errors;
+  iso_without_errors.info = true;
+  iso_without_errors.error = false;
+  iso_without_errors.format = LogFormat::kIso8601;
+  (*control)->Apply(iso_without_errors);
+  spdlog::error("error hidden");
+  spdlog::info("iso line");
+
+  const std::string log = ReadAll(path);
+  EXPECT_NE(log.find("info one"), std::string::npos);
+  EXPECT_EQ(log.find("hidden"), std::string::npos) << log;
+  EXPECT_TRUE(std::regex_search(log, std::regex(R"(\nW\d{4} \d{2}:\d{2}:\d{2}\.\d{6} \d+\] warning shown)")))
+      << log;
+  EXPECT_TRUE(std::regex_search(log, std::regex(R"(\nI\d{4} [^\n]*\] trace shown)"))) << log;
+  EXPECT_TRUE(std::regex_search(log, std::regex(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z I \d+\] iso line)")))
+      << log;
+
+  const LogSettings now = (*control)->Current();
+  EXPECT_EQ(now.file, path.string());
+  EXPECT_TRUE(now.info);
+  EXPECT_FALSE(now.error);
+  EXPECT_EQ(now.verbose_level, 2u);
+  EXPECT_EQ(LogFormatName(now.format), "ISO8601");
+  std::filesystem::remove(path);
+}
+
+TEST(LogControl, NamesAndRefusals) {
+  EXPECT_EQ(ParseLogFormat("ISO8601"), LogFormat::kIso8601);
+  EXPECT_EQ(ParseLogFormat("default"), LogFormat::kDefault);
+  EXPECT_FALSE(ParseLogFormat("iso8601"));
+  EXPECT_EQ(LogFileNotChangeable().code(), StatusCode::kUnsupported);
+  EXPECT_NE(UnknownLogFormat("xml").message().find("invalid argument for log_format, got: xml"), std::string::npos);
+  EXPECT_FALSE(LogControl::Install({.file = "/dev/null/ortserve.log"}).ok());
+}
+
+}  // namespace
+}  // namespace ortserve::common
