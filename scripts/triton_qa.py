@@ -1,25 +1,14 @@
 #!/usr/bin/env python3
 """Run Triton's own QA suites (qa/L0_*) against ortserve, ONNX cases only.
 
-Nothing of Triton is copied into this repository: the QA sources are read from
---triton-server-src, copied into --work-dir (git-ignored) and run there, as
-each suite's test.sh does for BACKENDS=onnx on a CPU-only machine:
-  * the ONNX QA models are generated with qa/common/gen_qa_*models.py --onnx;
-  * each suite's model repository is built as its test.sh builds it;
-  * ortserve is started on localhost:8000/8001/8002 with the suite's flags;
-  * the suite's Python test files run under unittest (as test.sh runs them),
-    one result per test case.
-
-Cases left out, always listed with the reason (never silently):
-  * whole cases that need another backend (TensorRT, PyTorch, OpenVINO, the
-    Python or identity backend, ensembles of those), a GPU (CUDA shared
-    memory), nginx, or a Triton-internal test hook (TRITONSERVER_DELAY_SCHEDULER);
-  * the non-ONNX halves of mixed cases: test_util's validate_for_trt_model,
-    validate_for_libtorch_model, validate_for_openvino_model and
-    validate_for_ensemble_model answer False, the way a Triton build without
-    those backends would be tested; the ONNX half runs unchanged;
-  * a case that fails only because it asks for a model of another backend
-    (its error names e.g. 'libtorch_int32_int8_int8') is counted as excluded.
+Triton's QA sources are read from --triton-server-src and run from a copy in
+--work-dir (git-ignored), as each suite's test.sh runs them for BACKENDS=onnx
+on a CPU-only machine: ONNX QA models from qa/common/gen_qa_*models.py --onnx,
+each suite's model repository built as its test.sh builds it, ortserve on
+localhost:8000/8001/8002 with the suite's flags, the test files under
+unittest, one result per case. Cases that need another backend, a GPU, nginx
+or a Triton-internal hook are reported as excluded, each with its reason.
+What runs and what is left out: docs/triton-qa.md.
 
 Usage: python scripts/triton_qa.py --triton-server-src /path/to/server \
            --ortserve-bin build/ortserve [--suites L0_infer_zero L0_http ...]
@@ -35,8 +24,6 @@ import socket
 import subprocess
 import sys
 import time
-import traceback
-import unittest
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,6 +205,8 @@ def http_suite(src: Path, data: Path, work: Path, notes: list) -> Suite:
     shutil.copytree(ident / "onnx_zero_1_float32", limit / "onnx_zero_1_float32", dirs_exist_ok=True)
     for repo in (models, unit, limit):
         drop_unservable(repo, notes)
+    notes.append("L0_http: simple_identity, simple_identity_int64 (python backend) left out of "
+                 "python_unit_test_models and http_input_size_limit_test_models")
     size = "http_input_size_limit_test.py"
     default_limit = [f"InferSizeLimitTest.test_{t}" for t in (
         "default_limit_raw_binary", "default_limit_json", "large_string_in_json",
@@ -243,6 +232,8 @@ def http_suite(src: Path, data: Path, work: Path, notes: list) -> Suite:
         "http_client_plugin_test.py": "test.sh runs it against the same server; its "
                                       "models are python backend models",
         "TestHttpAioClient.test_get_model_repository_index": INDEX_OF_8.replace("8", "7"),
+        "HttpTest.test_json_recursion_depth_limit": "its models simple_identity and "
+                                                    "simple_identity_int64 are python backend models",
     })
 
 
@@ -398,67 +389,13 @@ class Server:
         self.out.close()
 
 
-# ---------------------------------------------------------------- driver ----
-
-class RecordingResult(unittest.TextTestResult):
-    """Writes one JSON line per finished case (survives a suite timeout)."""
-
-    def __init__(self, out, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.out = out
-
-    def _record(self, test, outcome, detail=""):
-        self.out.write(json.dumps({"id": short_id(test.id()), "outcome": outcome,
-                                   "detail": detail[-3000:]}) + "\n")
-        self.out.flush()
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        self._record(test, "passed")
-
-    def addFailure(self, test, err):
-        super().addFailure(test, err)
-        self._record(test, "failed", self._exc_info_to_string(err, test))
-
-    def addError(self, test, err):
-        super().addError(test, err)
-        self._record(test, "failed", self._exc_info_to_string(err, test))
-
-    def addSkip(self, test, reason):
-        super().addSkip(test, reason)
-        self._record(test, "skipped", reason)
-
-
-def short_id(test_id: str) -> str:
-    return ".".join(test_id.split(".")[-2:])
-
-
-def driver_main(argv: list) -> int:
-    """Runs in the copied suite directory: imports the test file as test.sh's
-    `python file.py [names]` would, with the non-ONNX validators answering False."""
-    out_path, test_file, names = argv[0], argv[1], argv[2:]
-    sys.path[:0] = [os.getcwd(), str(Path("../common").resolve())]
-    import test_util as tu
-    for validator in ("validate_for_trt_model", "validate_for_libtorch_model",
-                      "validate_for_openvino_model", "validate_for_ensemble_model"):
-        setattr(tu, validator, lambda *a, **k: False)
-    module = __import__(Path(test_file).stem)
-    loader = unittest.TestLoader()
-    suite = loader.loadTestsFromNames(names, module) if names else loader.loadTestsFromModule(module)
-    with open(out_path, "a") as out:
-        runner = unittest.TextTestRunner(
-            verbosity=2, resultclass=lambda *a, **k: RecordingResult(out, *a, **k))
-        runner.run(suite)
-    return 0
-
-
 # ----------------------------------------------------------------- run ----
 
 def run_tests(ctx, suite_dir: Path, run: Run, server_pid: int, deadline: float, results: list):
     out = suite_dir / "results.jsonl"
     out.unlink(missing_ok=True)
     env = dict(os.environ, SERVER_PID=str(server_pid), **run.env)  # test.sh: SERVER_PID=$SERVER_PID
-    cmd = [ctx.python, str(Path(__file__).resolve()), "--unittest-driver", str(out),
+    cmd = [ctx.python, str(Path(__file__).with_name("triton_qa_driver.py").resolve()), str(out),
            run.test_file, *run.names]
     log = suite_dir / f"client.{Path(run.test_file).stem}.log"
     with open(log, "a") as f:
@@ -576,8 +513,6 @@ STATUS_ENV = {}
 
 
 def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--unittest-driver":
-        return driver_main(sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--triton-server-src", required=True, type=Path,
                     help="checkout of github.com/triton-inference-server/server (its qa/ is run)")
@@ -589,6 +524,7 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable,
                     help="interpreter with tritonclient, numpy, onnx, ml_dtypes")
     ctx = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the server via finally
     ctx.src = ctx.triton_server_src.resolve()
     ctx.work = ctx.work_dir.resolve()
     ctx.data = ctx.work / "data"

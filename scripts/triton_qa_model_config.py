@@ -109,11 +109,6 @@ def _run_success_case(ctx, server_cls, target: Path, index: int) -> dict:
     suite_dir = ctx.work / "L0_model_config"
     whole = (target / "config.pbtxt").exists() or target.name.startswith("no_config")
     _build_repo(suite_dir / "models", target, whole, None)
-    if target.name == "cpu_instance":  # test.sh copies this model in
-        version = suite_dir / "models" / target.name / "1"
-        version.mkdir(exist_ok=True)
-        shutil.copy(ctx.data / "qa_identity_model_repository/onnx_zero_1_float16/1/model.onnx",
-                    version)
     log = suite_dir / f"server.{index}.log"
     server = server_cls(ctx.ortserve, str(suite_dir / "models"), ["--strict-model-config=false"], log)
     try:
@@ -130,8 +125,23 @@ def _run_success_case(ctx, server_cls, target: Path, index: int) -> dict:
             "detail": "served config matches none of the expected* files:\n" + cmp.stdout[-2500:]}
 
 
+def _prepare(qa: Path, data: Path):
+    """test.sh's set-up of the ONNX and platform-free cases' folders."""
+    for d in ("noautofill_platform/invalid_cpu/1", "noautofill_platform/invalid_gpu/1",
+              "noautofill_platform/negative_gpu/1", "special_cases/invalid_platform/1",
+              "special_cases/runtime_escape/1", "special_cases/runtime_escape/dummy_runtime",
+              "special_cases/invalid_runtime/1", "autofill_noplatform_success/onnx/cpu_instance/1"):
+        (qa / d).mkdir(parents=True, exist_ok=True)
+    (qa / "special_cases/runtime_escape/dummy_runtime/libtriton_identity.so").touch()
+    shutil.copy(data / "qa_model_repository/onnx_float32_float32_float32/1/model.onnx",
+                qa / "special_cases/invalid_platform/1")
+    shutil.copy(data / "qa_identity_model_repository/onnx_zero_1_float16/1/model.onnx",
+                qa / "autofill_noplatform_success/onnx/cpu_instance/1")
+
+
 def run_model_config(ctx, server_cls) -> list:
     qa = ctx.work / "L0_model_config"
+    _prepare(qa, ctx.data)
     results = []
     for i, case in enumerate(_failure_cases(qa)):
         results.append(_run_failure_case(ctx, server_cls, case, i))
