@@ -50,8 +50,11 @@ std::string ModelControlDisabledMessage(ModelControlMode mode) {
     return "explicit model load / unload is not allowed if polling is enabled "
            "(the server runs with --model-control-mode=poll; use --model-control-mode=explicit)";
   }
-  return std::string("explicit model load / unload is not allowed in model control mode '") +
-         ModelControlModeName(mode) + "' (start the server with --model-control-mode=explicit)";
+  // Triton's words for every mode but explicit (core model_repository_manager.cc), which its L0_http and
+  // L0_grpc tests match.
+  return std::string("explicit model load / unload is not allowed if polling is enabled (the server runs with "
+                     "--model-control-mode=") +
+         ModelControlModeName(mode) + "; start it with --model-control-mode=explicit)";
 }
 
 void ModelRepository::LoadAsync(const std::string&, std::function<void(Status)> done) {

@@ -201,7 +201,9 @@ Status ValidateRequestedOutputs(const inference::ModelConfig& config, const Infe
                              " (outputs: " + OutputNames(config) + ")");
     }
     if (NamedAmong(outputs, i, out.name)) {
-      return InvalidArgument("output '" + out.name + "' requested more than once for " + ModelLabel(config));
+      // Triton's words first (core infer_request.cc), which its L0_http and L0_grpc tests match.
+      return InvalidArgument("output '" + out.name + "' already exists in request (requested more than once for " +
+                             ModelLabel(config) + ")");
     }
     if (out.classification > 0) {
       ORTSERVE_RETURN_IF_ERROR(CheckClassifiable("output '" + out.name + "' of " + ModelLabel(config),

@@ -287,7 +287,7 @@ TEST(HttpInferRequestDecoder, ClassificationParameterPerOutput) {
 
 TEST(HttpInferRequestDecoder, SizeOverflowAndLimit) {
   ExpectError(Decode(Body(Input("x", "FP32", "[4611686018427387904,4611686018427387904]", "[1]"))), 400,
-              "element count of shape [4611686018427387904,4611686018427387904] overflows");
+              "shape [4611686018427387904,4611686018427387904] causes total element count to exceed maximum size of");
   ExpectError(Decode(Body(Input("x", "FP64", "[4611686018427387904]", "[1]"))), 400, "byte size of FP64");
   // Within uint64 but over the configured limit: 413 before anything is allocated.
   ExpectError(Decode(Body(Input("x", "FP32", "[1000000]", "[1]")), std::nullopt, {.max_tensor_bytes = 1024}), 413,

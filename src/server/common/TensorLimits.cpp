@@ -1,5 +1,6 @@
 #include "server/common/TensorLimits.h"
 
+#include <cstdint>
 #include <string>
 
 namespace ortserve::common {
@@ -9,7 +10,12 @@ Result<uint64_t> LimitedElementCount(std::string_view name, DataType dtype, cons
   const std::optional<uint64_t> count = ElementCount(shape);
   // Built only for an error: this runs for every input of every request.
   const auto input = [name] { return "input '" + std::string(name.substr(0, 128)) + "'"; };
-  if (!count) return InvalidArgument(input() + ": element count of shape " + ShapeToString(shape) + " overflows");
+  // Triton's words first (http_server.cc), which its L0_http test matches.
+  if (!count) {
+    return InvalidArgument("invalid shape for " + input() + ": shape " + ShapeToString(shape) +
+                           " causes total element count to exceed maximum size of " +
+                           std::to_string(INT64_MAX) + " (the element count overflows)");
+  }
   if (dtype != DataType::kBytes && !FixedByteSize(dtype, shape)) {
     return InvalidArgument(input() + ": byte size of " + std::string(DataTypeName(dtype)) + " " +
                            ShapeToString(shape) + " overflows");
