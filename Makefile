@@ -114,6 +114,13 @@ soak: build
 bench-sequences: build
 	$(PY) bench/sequence_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(SEQ_BENCH_ARGS)
 
+# The response cache under a repeating request mix: uncached vs all hits vs
+# all misses on the bench's cnn (perf_analyzer); writes
+# bench/results/RESULTS-response-cache.md. CACHE_BENCH_ARGS="--distinct 32".
+.PHONY: bench-cache
+bench-cache: build
+	$(PY) bench/cache_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(CACHE_BENCH_ARGS)
+
 # System shared memory against the same 1 MiB load over the wire (perf_analyzer).
 .PHONY: bench-shm
 bench-shm: build

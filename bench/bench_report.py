@@ -100,7 +100,8 @@ def comparison_lines(args, report_dir):
 # it that say what they found begin), linked from RESULTS.md so that its reader finds them.
 OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of the oldest strategy"),
                  ("make bench-shm", "RESULTS-shared-memory.md", "Shared memory over the wire"),
-                 ("make bench-scaleout", "RESULTS-scaleout.md", "Scale-out:")]
+                 ("make bench-scaleout", "RESULTS-scaleout.md", "Scale-out:"),
+                 ("make bench-cache", "RESULTS-response-cache.md", "Response cache under a repeating request mix:")]
 
 
 def other_bench_lines(report_dir):

@@ -95,7 +95,7 @@ def write_report(points: dict, args) -> Path:
     base = points["uncached"]["throughput"]
     rows = []
     for name, p in points.items():
-        rate = "-" if p["hit_rate"] is None else f"{100 * p['hit_rate']:.1f}%"
+        rate = "-" if p["hit_rate"] is None else f"{100 * p['hit_rate']:.2f}%"
         rows.append(f"| {name} | {p['throughput']:.1f} | {p['throughput'] / base:.2f}x | {p['p50_us'] / 1000:.2f} | "
                     f"{p['p99_us'] / 1000:.2f} | {rate} |")
     text = "\n".join([
@@ -105,6 +105,10 @@ def write_report(points: dict, args) -> Path:
         f"--thread-budget 2. Client: perf_analyzer over HTTP, concurrency {args.concurrency}, "
         f"3 windows of {args.window_ms} ms, cycling through {args.distinct} distinct inputs "
         f"({4 * args.distinct} for `misses`).", "",
+        f"Response cache under a repeating request mix: all hits {points['hits']['throughput'] / base:.2f}x the "
+        f"throughput of the uncached model, p99 {points['uncached']['p99_us'] / points['hits']['p99_us']:.1f}x "
+        f"lower; every lookup a miss {points['misses']['throughput'] / base:.2f}x (load average at the start "
+        f"{machine_info()['loadavg_at_start'][0]:.1f} on {machine_info()['cores']} cores).", "",
         "| point | inferences/s | vs uncached | p50 ms | p99 ms | hit rate |",
         "|---|---|---|---|---|---|", *rows, "",
         "- uncached: cnn without response_cache.",
