@@ -17,8 +17,10 @@ Result<uint64_t> LimitedElementCount(std::string_view name, DataType dtype, cons
                            std::to_string(INT64_MAX) + " (the element count overflows)");
   }
   if (dtype != DataType::kBytes && !FixedByteSize(dtype, shape)) {
-    return InvalidArgument(input() + ": byte size of " + std::string(DataTypeName(dtype)) + " " +
-                           ShapeToString(shape) + " overflows");
+    return InvalidArgument("byte size overflow for " + input() + ": element count (" + std::to_string(*count) +
+                           ") * data type size (" + std::to_string(DataTypeSize(dtype)) +
+                           ") exceeds maximum allowed size (" + std::to_string(INT64_MAX) + ") (byte size of " +
+                           std::string(DataTypeName(dtype)) + " " + ShapeToString(shape) + ")");
   }
   if (*count > max_elements) {
     return Status(StatusCode::kPayloadTooLarge, input() + ": shape " + ShapeToString(shape) + " has " +
