@@ -91,7 +91,9 @@ def _run_failure_case(ctx, server_cls, case, index: int) -> dict:
     exited = _startup_outcome(server, ctx.http_status)
     server.stop()
     text = log.read_text()
-    error_lines = [ln for ln in text.splitlines() if re.search(r"\sE\s", ln)]
+    # An error line in either of ortserve's log layouts: Triton's default
+    # ("E1202 05:30:26.123456 4711] ...") or ISO8601 ("... E 4711] ...").
+    error_lines = [ln for ln in text.splitlines() if re.search(r"^E\d{4} |\sE\s", ln)]
     cli = case_id.startswith("cli_messages")
     found = [ex for ex in expecteds
              if any(re.search(re.escape(ex) if cli else _bre_to_python(ex), ln)
