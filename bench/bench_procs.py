@@ -85,10 +85,22 @@ def run_bounded(cmd, timeout_s, env_extra=None, record=True):
         Procs.live.pop(p.pid, None)
 
 
+def free_ports(count):
+    """`count` distinct free loopback ports (each held until all are bound)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def with_cpus(cmd, cpus):

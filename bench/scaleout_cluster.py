@@ -31,18 +31,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-
-def free_ports(count: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_procs import free_ports  # noqa: E402  (bench's helpers)
 
 
 def http_get_status(port: int, path: str, timeout_s: float = 2.0) -> int | None:
