@@ -297,7 +297,7 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
     tensor.shape.assign(input.shape().begin(), input.shape().end());
     Result<uint64_t> count = common::LimitedElementCount(input.name(), tensor.dtype, tensor.shape, max_tensor_elements);
     if (!count.ok()) return count.status();
-    auto region = SharedMemoryRefOf(input.parameters(), "input '" + input.name() + "'");
+    auto region = SharedMemoryRefOf(input.parameters(), "input", input.name());
     if (!region.ok()) return region.status();
     if (region->has_value()) {
       if (!shared_memory) return Unsupported("input '" + input.name() + "': shared memory inputs are not supported");
@@ -326,7 +326,7 @@ Status DecodeInferRequest(std::shared_ptr<const inference::ModelInferRequest> me
   out->requested_outputs.clear();
   out->requested_outputs.reserve(static_cast<size_t>(m.outputs_size()));
   for (const auto& output : m.outputs()) {
-    auto region = SharedMemoryRefOf(output.parameters(), "output '" + output.name() + "'");
+    auto region = SharedMemoryRefOf(output.parameters(), "output", output.name());
     if (!region.ok()) return region.status();
     if (region->has_value()) {
       if (!shared_memory) return Unsupported("output '" + output.name() + "': shared memory outputs are not supported");

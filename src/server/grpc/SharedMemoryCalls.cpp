@@ -37,8 +37,9 @@ grpc::Status Disabled() {
 }  // namespace
 
 Result<std::optional<common::SharedMemoryRef>> SharedMemoryRefOf(const ParameterMap& parameters,
-                                                                 std::string_view tensor) {
+                                                                 std::string_view kind, const std::string& name) {
   if (parameters.empty()) return std::optional<common::SharedMemoryRef>();
+  const std::string tensor = std::string(kind) + " '" + name + "'";
   return common::ParseSharedMemoryRef(tensor, [&parameters](std::string_view key) {
     const auto it = parameters.find(std::string(key));
     return it == parameters.end() ? common::WireParameter{} : WireOf(it->second);
@@ -47,8 +48,9 @@ Result<std::optional<common::SharedMemoryRef>> SharedMemoryRefOf(const Parameter
 
 int CountSharedMemoryInputs(const inference::ModelInferRequest& message) {
   int count = 0;
+  const std::string region(common::kShmRegionParameter);
   for (const auto& input : message.inputs()) {
-    if (input.parameters().contains(std::string(common::kShmRegionParameter))) ++count;
+    if (!input.parameters().empty() && input.parameters().contains(region)) ++count;
   }
   return count;
 }

@@ -21,9 +21,11 @@ using ParameterMap = google::protobuf::Map<std::string, inference::InferParamete
 
 // The reference in a tensor's parameters (tritonclient sends the region as
 // string_param, offset and byte size as int64_param; uint64_param is taken
-// too); nullopt when it names no region. `tensor`: "input 'X'" / "output 'Y'".
+// too); nullopt when it names no region. `kind` "input" or "output" and
+// `name` name the tensor in errors; nothing is built for a tensor without
+// parameters.
 Result<std::optional<common::SharedMemoryRef>> SharedMemoryRefOf(const ParameterMap& parameters,
-                                                                 std::string_view tensor);
+                                                                 std::string_view kind, const std::string& name);
 
 // How many of the request's inputs name a region (they have no
 // raw_input_contents entry).

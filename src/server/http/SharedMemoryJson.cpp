@@ -41,12 +41,25 @@ std::string Named(std::string_view kind, std::string_view name) {
   return s;
 }
 
+// True when `params` names any shared memory parameter. Checked first, so
+// that a request without shared memory (binary tensors carry parameters on
+// every input) builds no name and no lookup for it.
+bool MentionsSharedMemory(object params) {
+  for (std::string_view key : {common::kShmRegionParameter, common::kShmOffsetParameter,
+                               common::kShmByteSizeParameter}) {
+    element e;
+    if (params.at_key(key).get(e) == simdjson::SUCCESS) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<bool> DecodeInputSharedMemory(std::optional<element> parameters, std::string_view name, size_t index,
                                      bool has_data, bool has_binary, common::SharedMemoryRefs* refs) {
   object params;
   if (!parameters || parameters->get_object().get(params) != simdjson::SUCCESS) return false;
+  if (!MentionsSharedMemory(params)) return false;
   auto ref = common::ParseSharedMemoryRef(Named("input", name), JsonLookup(params));
   if (!ref.ok()) return ref.status();
   if (!ref->has_value()) return false;
@@ -63,6 +76,7 @@ Result<bool> DecodeInputSharedMemory(std::optional<element> parameters, std::str
 
 Status DecodeOutputSharedMemory(object parameters, std::string_view name, size_t index,
                                 common::SharedMemoryRefs* refs) {
+  if (!MentionsSharedMemory(parameters)) return Status::Ok();
   auto ref = common::ParseSharedMemoryRef(Named("output", name), JsonLookup(parameters));
   if (!ref.ok()) return ref.status();
   if (!ref->has_value()) return Status::Ok();
