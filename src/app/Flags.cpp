@@ -114,6 +114,11 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "true: /v2/health/ready is 200 only when every model in the repository is "
                  "ready; false: once the server is up")
       ->capture_default_str();
+  app.add_option("--exit-on-error", f.exit_on_error,
+                 "true: exit (status 1) after the startup load when any model failed to load, as "
+                 "Triton does by default; false: serve the models that loaded, the failed ones "
+                 "UNAVAILABLE with their reason (docs/triton-differences.md)")
+      ->capture_default_str();
   app.add_option("--exit-timeout-secs", f.exit_timeout_secs,
                  "On SIGTERM/SIGINT, how long queued and running requests may take to finish; "
                  "what is left then is answered 503/UNAVAILABLE and the process exits 0")

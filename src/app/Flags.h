@@ -35,6 +35,7 @@ struct Flags {
   double trace_sample_rate = 0.01;
   size_t trace_buffer_spans = 8192;
   bool strict_readiness = true;
+  bool exit_on_error = false;  // Triton's default is true: docs/triton-differences.md
   int exit_timeout_secs = 30;
   int drain_delay_secs = 0;
   uint64_t http_max_input_size = kHttpDefaults.max_input_size;

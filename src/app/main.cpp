@@ -303,6 +303,9 @@ Status Start(const Flags& flags, const std::string& malloc_name, Server* s) {
   // Models load before the port opens so that a client never sees a model
   // missing that is merely still loading; liveness follows the port.
   s->repository->LoadAll();
+  if (flags.exit_on_error && !s->repository->AllModelsReady()) {
+    return Internal("failed to load all models (--exit-on-error)");
+  }
   if (Status st = s->http->Start(); !st.ok()) return st;
   spdlog::info("HTTP KServe v2 endpoint listening on {}:{} ({} I/O threads{})", flags.http_address, s->http->port(),
                flags.http_thread_count > 0 ? flags.http_thread_count : DefaultHttpThreads(flags.thread_budget),
