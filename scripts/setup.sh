@@ -31,7 +31,7 @@ APT_PACKAGES=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsimdjson-dev rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libjemalloc-dev libb64-0d npm python3-venv wrk
+  libjemalloc-dev libb64-0d npm python3-venv wrk ccache
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime@0.4.9"
