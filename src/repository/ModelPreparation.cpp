@@ -175,13 +175,22 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   common.model_dir = dir;
   common.stamp = FileStamp(dir / "config.pbtxt");
   common.config = std::move(config).value();
+  const bool names_its_backend = !common.config.platform().empty() || !common.config.backend().empty() ||
+                                 !common.config.default_model_filename().empty();
   if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled); !checked.ok()) {
     p.failure = checked.message();
     return p;
   }
   const std::vector<int64_t> available = FindVersions(dir, name);
   if (available.empty()) {
-    p.failure = "no version directories (positive integers) in " + dir.string();
+    // Triton's words where it would look for a model file to tell the
+    // backend by (auto-complete on, nothing in the config names one).
+    p.failure = auto_complete.enabled && !names_its_backend
+                    ? "Invalid model name: Could not determine backend for model '" + name +
+                          "' with no backend in model configuration. Expected model name of the form "
+                          "'model.<backend_name>'. (no version directories (positive integers) in " +
+                          dir.string() + ")"
+                    : "no version directories (positive integers) in " + dir.string();
     return p;
   }
   const VersionSelection selection = SelectVersions(common.config.version_policy(), available);
