@@ -21,7 +21,7 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
       ->capture_default_str();
   app.add_option("--http-max-body-chunks", f.http_max_body_chunks,
-                 "Most chunks in one chunked request body (more: 413)")
+                 "Most chunks in one chunked request body (more: 400, as Triton)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 32))
       ->capture_default_str();
   app.add_option("--http-max-connections", f.http_max_connections,
@@ -36,7 +36,7 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--max-tensor-elements", f.max_tensor_elements,
                  "Most elements of one input tensor, HTTP and gRPC, checked from its shape before its "
-                 "data is read (more: HTTP 413, gRPC RESOURCE_EXHAUSTED)")
+                 "data is read (more: HTTP 400, gRPC RESOURCE_EXHAUSTED)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
       ->capture_default_str();
   app.add_option("--max-shm-regions", f.max_shm_regions,

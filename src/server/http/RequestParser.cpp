@@ -29,15 +29,28 @@ beast::error_code RequestParser::ParseBuffered(beast::flat_buffer& buffer) {
   return ec;
 }
 
+std::string RequestParser::BodyOverLimitMessage() const {
+  const std::string limit = std::to_string(limits_.max_body_bytes) + " bytes";
+  const std::string hint = ". Use --http-max-input-size to increase the limit.";
+  const auto length = parser_.content_length();
+  const std::string size = length ? std::to_string(*length) + " bytes" : "more than " + limit;
+  const auto& fields = parser_.get();
+  const auto header_length = fields.find("Inference-Header-Content-Length");
+  if (header_length == fields.end()) {
+    return "request JSON size of " + size + " exceeds the maximum allowed input size of " + limit + hint;
+  }
+  if (header_length->value() == "0") {
+    return "Raw input has a byte_size (" + size + ") that exceeds the maximum allowed value of " + limit + hint;
+  }
+  return "request size of " + size + " exceeds the maximum allowed input size of " + limit + hint;
+}
+
 std::optional<ParseErrorAnswer> RequestParser::AnswerFor(beast::error_code ec) const {
   if (body_chunks_ > limits_.max_body_chunks) {
-    return ParseErrorAnswer{413, "chunked request body has more than " + std::to_string(limits_.max_body_chunks) +
-                                     " chunks (--http-max-body-chunks)"};
+    return ParseErrorAnswer{400, "Chunked request body exceeds maximum of " + std::to_string(limits_.max_body_chunks) +
+                                     " non-empty chunks. Send fewer or larger HTTP chunks. (--http-max-body-chunks)"};
   }
-  if (ec == bhttp::error::body_limit) {
-    return ParseErrorAnswer{413, "request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) +
-                                     " bytes (--http-max-input-size)"};
-  }
+  if (ec == bhttp::error::body_limit) return ParseErrorAnswer{400, BodyOverLimitMessage()};
   if (ec == bhttp::error::header_limit) {
     return ParseErrorAnswer{431, "request headers exceed the limit of " + std::to_string(limits_.max_header_bytes) +
                                      " bytes (--http-max-header-size)"};
