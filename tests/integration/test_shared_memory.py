@@ -303,6 +303,12 @@ def test_malformed_parameters_are_refused(shm_server, regions, still_serves):
         "outputs": [{"name": "OUTPUT0", "parameters": {"shared_memory_region": name, "shared_memory_byte_size": 64,
                                                         "binary_data": True}}]})
     assert r.status_code == 400 and "Output can't set both" in r.json()["error"], r.text
+    r = requests.post(f"{shm_server.base}/v2/models/add_sub_int32/infer", timeout=HTTP_TIMEOUT_S, json={
+        "inputs": [{**base, "data": [0] * 16}, wire],
+        "outputs": [{"name": "OUTPUT0", "parameters": {"shared_memory_region": name, "shared_memory_byte_size": 64,
+                                                        "classification": 2}}]})
+    assert r.status_code == 400, r.text
+    assert "Output can't set both 'shared_memory_region' and 'classification'" in r.json()["error"], r.text
 
 
 @pytest.mark.parametrize("key, why", [
