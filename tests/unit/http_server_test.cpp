@@ -150,6 +150,15 @@ TEST_F(HttpServerTest, BodyOverTheLimitIs400InTritonsWords) {
                                           "Inference-Header-Content-Length: 0\r\n\r\n")));
   EXPECT_THAT(ReadAll(raw), HasSubstr("Raw input has a byte_size (5000 bytes) that exceeds the maximum allowed value "
                                       "of 4096 bytes"));
+
+  // Binary tensors: the JSON header is named when it alone is over the limit.
+  for (const auto& [header, text] : {std::pair{"4500", "request JSON size of 4500 bytes exceeds"},
+                                     std::pair{"100", "request size of 5000 bytes exceeds"}}) {
+    auto binary = Connect();
+    net::write(binary, net::buffer("POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n"
+                                   "Inference-Header-Content-Length: " + std::string(header) + "\r\n\r\n"));
+    EXPECT_THAT(ReadAll(binary), HasSubstr(text)) << header;
+  }
 }
 
 TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {

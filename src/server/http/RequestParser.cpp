@@ -1,6 +1,7 @@
 #include "server/http/RequestParser.h"
 
 #include <algorithm>
+#include <charconv>
 #include <boost/beast/http/error.hpp>
 
 namespace ortserve::http {
@@ -35,12 +36,21 @@ std::string RequestParser::BodyOverLimitMessage() const {
   const auto length = parser_.content_length();
   const std::string size = length ? std::to_string(*length) + " bytes" : "more than " + limit;
   const auto& fields = parser_.get();
-  const auto header_length = fields.find("Inference-Header-Content-Length");
-  if (header_length == fields.end()) {
+  const auto header_field = fields.find("Inference-Header-Content-Length");
+  if (header_field == fields.end()) {
     return "request JSON size of " + size + " exceeds the maximum allowed input size of " + limit + hint;
   }
-  if (header_length->value() == "0") {
+  const std::string_view header(header_field->value().data(), header_field->value().size());
+  if (header == "0") {
     return "Raw input has a byte_size (" + size + ") that exceeds the maximum allowed value of " + limit + hint;
+  }
+  // Binary tensors after a JSON header: Triton names the header when it is
+  // itself over the limit.
+  uint64_t header_bytes = 0;
+  const auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), header_bytes);
+  if (ec == std::errc() && end == header.data() + header.size() && header_bytes > limits_.max_body_bytes) {
+    return "request JSON size of " + std::string(header) + " bytes exceeds the maximum allowed input size of " +
+           limit + hint;
   }
   return "request size of " + size + " exceeds the maximum allowed input size of " + limit + hint;
 }
