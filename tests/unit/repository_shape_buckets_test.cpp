@@ -8,6 +8,7 @@
 
 #include "repository/ConfigParse.h"
 #include "repository/ResponseCache.h"
+#include "repository/RuntimeConfig.h"
 #include "repository/ShapeBuckets.h"
 #include "repository/Warmup.h"
 
@@ -138,6 +139,15 @@ TEST(ShapeBucketsConfig, ErrorsNameTheField) {
   const char* strings = R"(name: "m" max_batch_size: 2
     input [ { name: "input_ids" data_type: TYPE_STRING dims: [ -1 ] } ])";
   EXPECT_NE(ErrorOf(on + pad, strings).find("is BYTES"), std::string::npos);
+}
+
+TEST(ShapeBucketsConfig, BatchesAreGroupedByShapeOnlyWithBuckets) {
+  auto with = MakeDynamicBatcherOptions(Config(kBuckets + "dynamic_batching { }"), "1");
+  ASSERT_TRUE(with.ok()) << with.status().message();
+  EXPECT_TRUE(with.value().batching.group_by_shape);
+  auto without = MakeDynamicBatcherOptions(Config("dynamic_batching { }"), "1");
+  ASSERT_TRUE(without.ok());
+  EXPECT_FALSE(without.value().batching.group_by_shape);
 }
 
 TEST(ShapeBucketsConfig, PadValuesFollowTheDataType) {
