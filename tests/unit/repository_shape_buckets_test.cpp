@@ -2,6 +2,7 @@
 // chosen, requests padded, outputs cropped, and warm-up per bucket.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <utility>
@@ -283,6 +284,25 @@ TEST(ShapeBuckets, WarmUpCoversEveryBucketAtEveryBatchSize) {
     EXPECT_NE(s.name.find(" bucket "), std::string::npos) << s.name;
   }
   EXPECT_EQ(seen, (std::set<std::pair<int64_t, int64_t>>{{1, 4}, {1, 8}, {2, 4}, {2, 8}, {8, 4}, {8, 8}}));
+}
+
+TEST(ShapeBuckets, AConfiguredWarmUpSampleRunsAtEveryBucketItFits) {
+  const std::string warmup = R"(
+    model_warmup { name: "five" batch_size: 2
+      inputs { key: "input_ids" value { data_type: TYPE_INT64 dims: [ 5 ] random_data: true } }
+      inputs { key: "attention_mask" value { data_type: TYPE_INT64 dims: [ 5 ] zero_data: true } }
+      inputs { key: "scale" value { data_type: TYPE_FP32 dims: [ 1 ] zero_data: true } } })";
+  auto samples = BuildWarmupSamples(Config(kBuckets + warmup), "/nonexistent");
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  ASSERT_EQ(samples.value().size(), 1u);  // 5 fits bucket 8 only
+  const WarmupSample& s = samples.value()[0];
+  EXPECT_EQ(s.name, "five bucket 8");
+  auto ids_tensor = std::find_if(s.inputs.begin(), s.inputs.end(), [](const Tensor& t) { return t.name == "input_ids"; });
+  ASSERT_NE(ids_tensor, s.inputs.end());
+  EXPECT_EQ(ids_tensor->shape, (Shape{2, 8}));
+  const std::vector<int64_t> ids = Int64s(*ids_tensor);
+  EXPECT_EQ(ids[5], 7);  // padded with input_ids' pad value
+  EXPECT_EQ(ids[15], 7);
 }
 
 }  // namespace
