@@ -272,7 +272,8 @@ TEST(ShapeBuckets, CacheKeysTellPaddedLengthsApart) {
 }
 
 TEST(ShapeBuckets, WarmUpCoversEveryBucketAtEveryBatchSize) {
-  auto samples = BuildWarmupSamples(Config(kBuckets + "dynamic_batching { preferred_batch_size: [ 2 ] }"), "/nonexistent");
+  const std::string batching = "dynamic_batching { preferred_batch_size: [ 2 ] }";
+  auto samples = BuildWarmupSamples(Config(kBuckets + batching), "/nonexistent");
   ASSERT_TRUE(samples.ok()) << samples.status().message();
   // Batch sizes 1, 2, 8; buckets 4, 8.
   ASSERT_EQ(samples.value().size(), 6u);
@@ -297,7 +298,8 @@ TEST(ShapeBuckets, AConfiguredWarmUpSampleRunsAtEveryBucketItFits) {
   ASSERT_EQ(samples.value().size(), 1u);  // 5 fits bucket 8 only
   const WarmupSample& s = samples.value()[0];
   EXPECT_EQ(s.name, "five bucket 8");
-  auto ids_tensor = std::find_if(s.inputs.begin(), s.inputs.end(), [](const Tensor& t) { return t.name == "input_ids"; });
+  auto ids_tensor =
+      std::find_if(s.inputs.begin(), s.inputs.end(), [](const Tensor& t) { return t.name == "input_ids"; });
   ASSERT_NE(ids_tensor, s.inputs.end());
   EXPECT_EQ(ids_tensor->shape, (Shape{2, 8}));
   const std::vector<int64_t> ids = Int64s(*ids_tensor);
