@@ -8,6 +8,7 @@
 
 #include "repository/GpuConfig.h"
 #include "repository/SequenceConfig.h"
+#include "repository/ShapeBuckets.h"
 
 namespace ortserve {
 namespace {
@@ -130,7 +131,7 @@ bool IsKnownParameter(const std::string& key) {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",
       kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
-  return kKnown.count(key) > 0 || IsGpuParameter(key);
+  return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key);
 }
 
 std::string FallbackModelName(const inference::ModelConfig& config) {

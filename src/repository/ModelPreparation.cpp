@@ -13,6 +13,7 @@
 #include "repository/ConfigTypes.h"
 #include "repository/ModelDirectory.h"
 #include "repository/SequenceConfig.h"
+#include "repository/ShapeBuckets.h"
 #include "repository/VersionPolicy.h"
 #include "runtime/OrtModelInstance.h"
 
@@ -142,6 +143,8 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
     ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(c.config));
   }
   ORTSERVE_RETURN_IF_ERROR(ValidateConfigAgainstSignature(c.config, signature.value()));
+  // Once the tensors are final: the bucketed dims are checked against them.
+  if (auto buckets = ShapeBuckets::FromConfig(c.config); !buckets.ok()) return buckets.status();
   if (c.config.has_sequence_batching()) {
     auto sequence_options = MakeSequenceBatcherOptions(c.config, std::to_string(v), c.model_dir);
     if (!sequence_options.ok()) return sequence_options.status();

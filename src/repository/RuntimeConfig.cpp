@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "repository/ConfigParse.h"
+#include "repository/ShapeBuckets.h"
 
 namespace ortserve {
 namespace {
@@ -238,6 +239,8 @@ Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelCo
   auto adaptive = ReadAdaptiveWindow(config);
   if (!adaptive.ok()) return adaptive.status();
   b.adaptive_window = adaptive.value();
+  // Padded requests come in a few interleaved shapes, one per bucket.
+  b.group_by_shape = config.parameters().count(kShapeBucketsParameter) > 0;
   // Without default_queue_policy the batcher's defaults stand (request
   // timeouts honoured, global queue bound).
   if (db.has_default_queue_policy()) s.queueing.default_policy = MakeQueuePolicy(db.default_queue_policy());
