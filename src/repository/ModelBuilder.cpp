@@ -67,16 +67,26 @@ std::string OptimizedModelCacheDir(const std::string& model_cache_dir) {
   return model_cache_dir.empty() ? std::string() : (std::filesystem::path(model_cache_dir) / "optimized").string();
 }
 
-Result<Instances> CreateInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir) {
-  Instances instances;
-  // One container of pre-packed weights for the version's CPU instances.
-  // GPU kernels pre-pack into device memory, which ORT does not share.
-  std::shared_ptr<SharedWeights> cpu_weights;
+// The weights a version's CPU instances share: null for a single CPU
+// instance (nothing to share with; mapping its weights can cost memory,
+// docs/decisions.md, "Instances share their weights") or when ORT cannot
+// make the container. GPU kernels pre-pack into device memory, which ORT
+// does not share.
+std::shared_ptr<SharedWeights> SharedCpuWeights(const Candidate& c) {
+  const auto cpu_instances = std::count_if(c.instances.begin(), c.instances.end(),
+                                           [](const InstanceSpec& i) { return !i.gpu; });
+  if (cpu_instances < 2) return nullptr;
   try {
-    cpu_weights = CreateSharedWeights();
+    return CreateSharedWeights();
   } catch (const std::exception& e) {
-    spdlog::warn("model '{}': instances keep their own pre-packed weights: {}", Label(c), e.what());
+    spdlog::warn("model '{}': instances keep their own weights: {}", Label(c), e.what());
+    return nullptr;
   }
+}
+
+Result<Instances> CreateInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir,
+                                  const std::shared_ptr<SharedWeights>& cpu_weights) {
+  Instances instances;
   for (size_t i = 0; i < c.instances.size(); ++i) {
     RuntimeOptions options = MakeRuntimeOptions(c.settings, plan.intra, c.instances[i], c.model_path,
                                                 Label(c) + "#" + std::to_string(i), cache_dir);
@@ -186,9 +196,11 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   ORTSERVE_RETURN_IF_ERROR(CheckFallbackAtLoad(c, context.fallbacks.get()));
   auto cache = ResponseCacheFor(c, context);
   if (!cache.ok()) return cache.status();
-  auto instances = CreateInstances(c, plan, context.model_cache_dir);
+  const std::shared_ptr<SharedWeights> cpu_weights = SharedCpuWeights(c);
+  auto instances = CreateInstances(c, plan, context.model_cache_dir, cpu_weights);
   if (!instances.ok()) return instances.status();
   ORTSERVE_RETURN_IF_ERROR(WarmUp(c, instances.value()));
+  if (cpu_weights) ReleaseSharedWeightPages(*cpu_weights);
   for (auto& instance : instances.value()) instance->FinishWarmup();
   const ModelCacheUse cache_use = instances.value().front()->cache_use();
 

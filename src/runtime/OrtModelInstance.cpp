@@ -240,6 +240,8 @@ RuntimeOptions ReferenceOptions(const RuntimeOptions& gpu) {
 
 std::shared_ptr<SharedWeights> CreateSharedWeights() { return std::make_shared<SharedWeights>(); }
 
+void ReleaseSharedWeightPages(SharedWeights& weights) { weights.ReleaseResidentPages(); }
+
 Result<std::unique_ptr<ModelInstance>> CreateOrtModelInstance(const RuntimeOptions& requested) {
   RuntimeOptions options = requested;
   if (options.label.empty()) options.label = options.model_path;  // messages must name the model

@@ -26,6 +26,10 @@ Result<std::unique_ptr<ModelInstance>> CreateOrtModelInstance(const RuntimeOptio
 // (RuntimeOptions::shared_weights) keep one copy of their pre-packed weights.
 // Throws Ort::Exception only if ORT cannot allocate the container.
 std::shared_ptr<SharedWeights> CreateSharedWeights();
+// Once every instance holding `weights` is created: the raw weights leave
+// the process's resident set (the page cache keeps them; the pre-packed
+// copies are what runs read).
+void ReleaseSharedWeightPages(SharedWeights& weights);
 
 // Makes the process's ORT env own one global intra-op pool of `threads`
 // (threads - 1 pool threads named ort-pool-N, plus the thread that calls

@@ -76,12 +76,26 @@ bool IsCpuOnly(const RuntimeOptions& options) {
                      [](const ExecutionProviderOptions& p) { return IsCpu(p.name); });
 }
 
+// With shared weights: the file's initializers come from the one mapping
+// and their pre-packed copies from the one container. A model ORT refuses
+// that way (e.g. an initializer that is also a graph input) loads with its
+// own copy, and says so.
 Ort::Session OpenSession(const std::string& path, const Ort::SessionOptions& session_options,
                          const RuntimeOptions& options) {
-  if (options.shared_weights) {
-    return Ort::Session(SharedOrtEnv(), path.c_str(), session_options, options.shared_weights->container);
+  if (!options.shared_weights) return Ort::Session(SharedOrtEnv(), path.c_str(), session_options);
+  SharedWeights& shared = *options.shared_weights;
+  const MappedInitializers* initializers = shared.InitializersFor(path, options.label);
+  if (initializers != nullptr && initializers->count() > 0) {
+    Ort::SessionOptions with_shared = session_options.Clone();
+    initializers->AddTo(with_shared);
+    try {
+      return Ort::Session(SharedOrtEnv(), path.c_str(), with_shared, shared.container);
+    } catch (const Ort::Exception& e) {
+      spdlog::warn("{}: cannot share the initializers of {} ({}); the instance keeps its own copy", options.label,
+                   path, e.what());
+    }
   }
-  return Ort::Session(SharedOrtEnv(), path.c_str(), session_options);
+  return Ort::Session(SharedOrtEnv(), path.c_str(), session_options, shared.container);
 }
 
 // A CPU session through the optimized-model cache: the saved graph with
