@@ -79,6 +79,7 @@ def run_mode(binary, repo, mode, args, work):
                    ["--thread-budget", str(args.thread_budget), "--ort-thread-pool", mode])
     try:
         ready_s = srv.wait_ready()
+        load_s = srv.metric_sum("ortserve_model_load_duration_seconds")
         time.sleep(1.0)
         cpu0 = srv.cpu_seconds()
         time.sleep(args.idle_secs)
@@ -89,7 +90,8 @@ def run_mode(binary, repo, mode, args, work):
         rss_after = srv.rss_kib()
         ort = sum(n for name, n in threads.items() if name.startswith("ort-"))
         p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
-        print(f"{mode}: {args.models} models READY in {ready_s:.1f} s; VmRSS {rss_ready / 1024:.0f} MiB "
+        print(f"{mode}: {args.models} models READY {ready_s:.2f} s after the start (loads {load_s:.2f} s "
+              f"in all); VmRSS {rss_ready / 1024:.0f} MiB "
               f"(after requests {rss_after / 1024:.0f} MiB); threads {sum(threads.values())} "
               f"(ORT {ort}); idle CPU {idle_cpu:.2f} s over {args.idle_secs:.0f} s; "
               f"{args.requests} requests over all models, concurrency {args.concurrency}: "

@@ -19,6 +19,7 @@ class Ortserve:
         cmd = [binary, "--model-repository", repo, "--http-port", self.http_port, "--grpc-port",
                self.grpc_port, "--metrics-port", self.metrics_port, *extra_args]
         self.log_path = Path(log_path)
+        self.started = time.monotonic()
         self.proc = Procs.start(cmd, self.log_path)
         self.pid = self.proc.pid
 
@@ -27,8 +28,9 @@ class Ortserve:
         return f"127.0.0.1:{self.http_port}"
 
     def wait_ready(self, timeout_s=600):
-        """Waits for /v2/health/ready (every model READY); returns the seconds it took."""
-        t0 = time.monotonic()
+        """Waits for /v2/health/ready (every model READY); returns the seconds since the
+        process started."""
+        t0 = self.started
         while time.monotonic() - t0 < timeout_s:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"ortserve exited; see {self.log_path}")
@@ -39,6 +41,19 @@ class Ortserve:
                 pass
             time.sleep(0.05)
         raise RuntimeError(f"ortserve not ready after {timeout_s} s; see {self.log_path}")
+
+    def metric_sum(self, name):
+        """The sum of every sample of `name` on /metrics (the endpoint starts last: retried)."""
+        for _ in range(100):
+            try:
+                text = requests.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=30).text
+                break
+            except requests.ConnectionError:
+                time.sleep(0.1)
+        else:
+            raise RuntimeError(f"no metrics endpoint; see {self.log_path}")
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(name + "{") or line.startswith(name + " "))
 
     def rss_kib(self):
         for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():

@@ -3,13 +3,17 @@
 #include <onnxruntime_cxx_api.h>
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace ortserve {
@@ -95,9 +99,13 @@ bool AddModelFiles(Sha256& hash, const fs::path& model) {
   return true;
 }
 
-std::string FileChecksum(const fs::path& path) {
-  Sha256 hash;
-  return hash.AddFile(path) ? hash.Hex() : std::string();
+// A file's identity for the digests below: path, inode, size, change time.
+std::string FileStamp(const fs::path& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "";
+  return path.string() + "|" + std::to_string(st.st_ino) + "|" + std::to_string(st.st_size) + "|" +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "|" +
+         std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
 }
 
 std::string ReadSmallFile(const fs::path& path) {
@@ -106,6 +114,81 @@ std::string ReadSmallFile(const fs::path& path) {
   std::getline(in, text);
   return text;
 }
+
+// Digests already computed, by file stamp: in memory for this process (a
+// version's other instances, reloads), and as small files under
+// <cache>/digests for later processes, so that a restart does not read a
+// large unchanged model or entry again. A stamp includes the change time,
+// which every write and rename moves, so a stamp never outlives the bytes
+// it was computed from.
+class DigestMemo {
+ public:
+  template <typename Compute>
+  std::string Get(const fs::path& cache_dir, const std::string& stamp, Compute compute) {
+    if (stamp.empty()) return compute();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto found = digests_.find(stamp);
+      if (found != digests_.end()) return found->second;
+    }
+    Sha256 name;
+    name.Add(stamp);
+    const fs::path file = cache_dir / "digests" / name.Hex().substr(0, 32);
+    std::string digest = ReadSmallFile(file);
+    if (digest.size() != 64) {
+      digest = compute();
+      if (!digest.empty()) Store(file, digest);
+    }
+    if (!digest.empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      digests_[stamp] = digest;
+    }
+    return digest;
+  }
+
+ private:
+  static void Store(const fs::path& file, const std::string& digest) {
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    const fs::path staging = file.string() + ".tmp-" + std::to_string(getpid());
+    {
+      std::ofstream out(staging, std::ios::trunc);
+      out << digest << "\n";
+      if (!out.flush()) return;
+    }
+    fs::rename(staging, file, ec);
+    if (ec) fs::remove(staging, ec);
+  }
+
+  std::mutex mu_;
+  std::map<std::string, std::string> digests_;
+};
+
+DigestMemo& Memo() {
+  static DigestMemo* memo = new DigestMemo();  // never destroyed: used until exit
+  return *memo;
+}
+
+std::string FileChecksum(const fs::path& cache_dir, const fs::path& path) {
+  return Memo().Get(cache_dir, FileStamp(path), [&] {
+    Sha256 hash;
+    return hash.AddFile(path) ? hash.Hex() : std::string();
+  });
+}
+
+// The model's files' digest ("" when a file cannot be read).
+std::string ModelFilesDigest(const fs::path& cache_dir, const fs::path& model) {
+  std::string stamp = FileStamp(model);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(model.parent_path(), ec)) {
+    if (entry.path() != model) stamp += "\n" + FileStamp(entry.path());
+  }
+  return Memo().Get(cache_dir, ec ? std::string() : stamp, [&] {
+    Sha256 hash;
+    return AddModelFiles(hash, model) ? hash.Hex() : std::string();
+  });
+}
+
 
 // Keeps a cache file name readable: the label's model name, safe characters only.
 std::string FilePrefix(const std::string& label) {
@@ -123,10 +206,10 @@ Result<OptimizedModelEntry> OptimizedModelEntry::Find(const RuntimeOptions& opti
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return Status(StatusCode::kInternal, "cannot create " + dir.string() + ": " + ec.message());
+  const std::string model_digest = ModelFilesDigest(dir, options.model_path);
+  if (model_digest.empty()) return Status(StatusCode::kInternal, "cannot read the files of " + options.model_path);
   Sha256 hash;
-  if (!AddModelFiles(hash, options.model_path)) {
-    return Status(StatusCode::kInternal, "cannot read the files of " + options.model_path);
-  }
+  hash.Add(model_digest);
   hash.Add(Ort::GetVersionString());
   hash.Add(std::to_string(static_cast<int>(options.graph_optimization_level)));
   hash.Add(ProvidersText(options));
@@ -134,6 +217,7 @@ Result<OptimizedModelEntry> OptimizedModelEntry::Find(const RuntimeOptions& opti
   const std::string name = FilePrefix(options.label) + "-" + hash.Hex().substr(0, 32);
   OptimizedModelEntry entry;
   entry.label_ = options.label;
+  entry.dir_ = dir.string();
   entry.path_ = (dir / (name + ".onnx")).string();
   entry.checksum_path_ = (dir / (name + ".sha256")).string();
   // One staging file per process and load: concurrent servers sharing the
@@ -152,7 +236,7 @@ bool OptimizedModelEntry::Usable() const {
     Discard("its checksum file is missing");
     return false;
   }
-  if (FileChecksum(path_) != expected) {
+  if (FileChecksum(dir_, path_) != expected) {
     Discard("its checksum does not match (corrupt or partly written)");
     return false;
   }
@@ -160,7 +244,8 @@ bool OptimizedModelEntry::Usable() const {
 }
 
 bool OptimizedModelEntry::Commit() const {
-  const std::string checksum = FileChecksum(staging_path_);
+  Sha256 hash;
+  const std::string checksum = hash.AddFile(staging_path_) ? hash.Hex() : std::string();
   std::error_code ec;
   if (checksum.empty()) {
     spdlog::warn("{}: optimized-model cache: ORT saved no graph to {}; not cached", label_, staging_path_);
@@ -183,6 +268,7 @@ bool OptimizedModelEntry::Commit() const {
     DropStaging();
     return false;
   }
+  Memo().Get(dir_, FileStamp(path_), [&] { return checksum; });  // the version's next instances hash nothing
   spdlog::info("{}: optimized-model cache: saved {}", label_, path_);
   return true;
 }

@@ -42,6 +42,7 @@ class OptimizedModelEntry {
 
  private:
   std::string label_;
+  std::string dir_;
   std::string path_;
   std::string checksum_path_;
   std::string staging_path_;
