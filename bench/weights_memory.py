@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 1024
 
 
-def gemm_stack(weights_mb):
-    """[-1, WIDTH] -> `layers` x (Gemm WIDTH x WIDTH, Relu) -> [-1, WIDTH]."""
+def gemm_stack(weights_mb, op="gemm"):
+    """[-1, WIDTH] -> `layers` x (Gemm WIDTH x WIDTH, Relu) -> [-1, WIDTH]; with op "matmul",
+    MatMul + Add instead of Gemm."""
     layers = max(1, round(weights_mb * 1e6 / (WIDTH * WIDTH * 4)))
     rng = np.random.default_rng(7)
     nodes, inits, prev = [], [], "INPUT0"
@@ -37,7 +38,11 @@ def gemm_stack(weights_mb):
         w = (rng.standard_normal((WIDTH, WIDTH), dtype=np.float32) / np.sqrt(WIDTH)).astype(np.float32)
         inits += [numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(np.zeros(WIDTH, np.float32), f"b{i}")]
         out = "OUTPUT0" if i == layers - 1 else f"h{i}"
-        nodes.append(helper.make_node("Gemm", [prev, f"w{i}", f"b{i}"], [f"g{i}"]))
+        if op == "matmul":
+            nodes.append(helper.make_node("MatMul", [prev, f"w{i}"], [f"m{i}"]))
+            nodes.append(helper.make_node("Add", [f"m{i}", f"b{i}"], [f"g{i}"]))
+        else:
+            nodes.append(helper.make_node("Gemm", [prev, f"w{i}", f"b{i}"], [f"g{i}"]))
         nodes.append(helper.make_node("Relu", [f"g{i}"], [out]))
         prev = out
     graph = helper.make_graph(nodes, "weights", [helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, [-1, WIDTH])],
@@ -86,10 +91,11 @@ def main():
     ap.add_argument("--instances", type=int, default=4)
     ap.add_argument("--thread-budget", type=int, default=2)
     ap.add_argument("--work", default=None, help="keep the generated repositories here")
+    ap.add_argument("--op", choices=["gemm", "matmul"], default="gemm")
     ap.add_argument("--config-extra", default="", help="appended to config.pbtxt, e.g. "
                     "'optimization { graph { level: -1 } }'")
     args = ap.parse_args()
-    model, layers = gemm_stack(args.weights_mb)
+    model, layers = gemm_stack(args.weights_mb, args.op)
     with tempfile.TemporaryDirectory(prefix="ortserve-weights-") as tmp:
         work = Path(args.work or tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -102,7 +108,7 @@ def main():
         finally:
             Procs.stop_all()
     mb = layers * WIDTH * WIDTH * 4 / 1e6
-    print(f"model: {layers} Gemm {WIDTH}x{WIDTH} layers, {mb:.0f} MB of float weights "
+    print(f"model: {layers} {args.op} {WIDTH}x{WIDTH} layers, {mb:.0f} MB of float weights "
           f"{args.config_extra}; load {loadavg()}")
     for n, (ready, after) in rows.items():
         print(f"{n} instance(s): VmRSS {ready / 1024:.0f} MiB after READY, {after / 1024:.0f} MiB after one request")
