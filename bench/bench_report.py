@@ -101,7 +101,9 @@ def comparison_lines(args, report_dir):
 OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of the oldest strategy"),
                  ("make bench-shm", "RESULTS-shared-memory.md", "Shared memory over the wire"),
                  ("make bench-scaleout", "RESULTS-scaleout.md", "Scale-out:"),
-                 ("make bench-cache", "RESULTS-response-cache.md", "Response cache under a repeating request mix:")]
+                 ("make bench-cache", "RESULTS-response-cache.md", "Response cache under a repeating request mix:"),
+                 ("bench/thread_pool_ab.py, weights_memory.py, model_cache_start.py, many_models.py",
+                  "RESULTS-efficiency.md", "Runtime efficiency:")]
 
 
 def other_bench_lines(report_dir):

@@ -136,6 +136,14 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "down; the startup log names the source). Each instance's intra-op threads are planned "
                  "so the sum stays within it unless a config sets threads explicitly")
       ->capture_default_str();
+  app.add_option("--ort-thread-pool", f.ort_thread_pool,
+                 "shared: every model runs on one ONNX Runtime intra-op pool of --thread-budget threads "
+                 "(budget - 1 threads named ort-pool-N plus the calling thread), however many models are "
+                 "loaded; a model keeps pools of its own when its config asks (intra_op_thread_count, "
+                 "execution_mode 1, allow_spinning 1 or ort_thread_pool own; docs/model-config.md). "
+                 "per-session: every instance gets pools of its own (ORT's default)")
+      ->check(CLI::IsMember({"shared", "per-session"}))
+      ->capture_default_str();
   app.add_option("--log-verbose", f.log_verbose,
                  "Verbose log level (Triton's): 0 none; 1 ortserve's debug lines; 2 and above also its trace "
                  "lines (one per HTTP request). Changed at run time through /v2/logging (log_verbose_level)")
@@ -172,7 +180,9 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "explicit mode starts with no model loaded");
   app.add_option("--model-cache-dir", f.model_cache_dir,
                  "Directory for TensorRT engine and timing caches, shared by all instances of a "
-                 "model and kept across restarts (empty: <temp dir>/ortserve-model-cache)");
+                 "model and kept across restarts (empty: <temp dir>/ortserve-model-cache). When set, CPU "
+                 "models also keep their ONNX Runtime-optimized graphs in <dir>/optimized, so that later "
+                 "loads skip the graph optimizations (a corrupt or stale entry is rebuilt)");
 }
 
 // Restricted APIs and TLS for both endpoints.

@@ -48,6 +48,7 @@ struct Flags {
   int http_idle_timeout_secs = static_cast<int>(kHttpDefaults.idle_timeout.count());
   int http_read_timeout_secs = static_cast<int>(kHttpDefaults.read_timeout.count());
   int thread_budget = 0;  // 0: DetectCpuBudget() (CpuBudget.h); main() resolves it
+  std::string ort_thread_pool = "shared";  // "shared" | "per-session"
   int log_verbose = 0;
   // Triton's log flags (server/common/LogControl.h).
   bool log_info = true;

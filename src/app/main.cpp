@@ -69,6 +69,7 @@ Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, cons
   }
   return ModelRepository::Create({.repository_path = flags.model_repository,
                                   .thread_budget = flags.thread_budget,
+                                  .shared_thread_pool = flags.ort_thread_pool == "shared",
                                   .control_mode = control_mode,
                                   .poll_interval = std::chrono::seconds(flags.repository_poll_secs),
                                   .startup_models = flags.load_models,

@@ -129,7 +129,7 @@ std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& confi
 bool IsKnownParameter(const std::string& key) {
   static const std::set<std::string> kKnown = {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
-      "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",
+      "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",        "ort_thread_pool",
       kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
   return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key);
 }

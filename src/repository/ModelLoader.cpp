@@ -17,6 +17,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Why a model's config asks for ORT pools of its own ("": it does not).
+std::string OwnPoolReason(const OrtSessionSettings& s) {
+  if (s.own_thread_pool) return "ort_thread_pool own";
+  if (s.intra_op_threads > 0) return "intra_op_thread_count";
+  if (s.execution_mode == ExecutionMode::kParallel) return "execution_mode 1";
+  if (s.allow_spinning) return "allow_spinning";
+  return "";
+}
+
 ThreadPlanRequest PlanRequest(const Candidate& c) {
   ThreadPlanRequest r;
   r.label = c.name + ":" + std::to_string(c.version);
@@ -25,22 +34,23 @@ ThreadPlanRequest PlanRequest(const Candidate& c) {
   r.inter = c.settings.inter_op_threads;
   r.parallel_execution = c.settings.execution_mode == ExecutionMode::kParallel;
   r.allow_spinning = c.settings.allow_spinning;
+  r.own_pool_reason = OwnPoolReason(c.settings);
   return r;
 }
 
 // Plans the threads of every candidate at once and logs the plan.
-void PlanThreads(int budget, std::vector<PreparedModel>& prepared) {
+void PlanThreads(const RepositoryOptions& options, std::vector<PreparedModel>& prepared) {
   std::vector<ThreadPlanRequest> requests;
   for (const auto& p : prepared) {
     for (const auto& c : p.candidates) requests.push_back(PlanRequest(c));
   }
-  const ThreadPlan plan = ThreadPlan::Compute(budget, requests);
+  const ThreadPlan plan = ThreadPlan::Compute(options.thread_budget, requests, options.shared_thread_pool);
   for (const auto& line : plan.Describe()) spdlog::info("thread plan: {}", line);
   if (plan.oversubscribed) {
     const bool any_explicit = std::any_of(plan.entries.begin(), plan.entries.end(),
                                           [](const ThreadPlanEntry& e) { return e.explicit_intra; });
-    spdlog::info("thread plan: {} threads exist for {} cores{}; executions wait for free compute "
-                 "slots rather than contend",
+    spdlog::info("thread plan: {} threads could compute at once for {} cores{}; executions wait for free "
+                 "compute slots rather than contend",
                  plan.total_threads, plan.budget,
                  any_explicit ? " because of configured intra_op_thread_count" : " (more instances than cores)");
   }
@@ -182,7 +192,7 @@ void ModelLoader::LoadAll() {
   // instance count before any session is created.
   std::vector<PreparedModel> prepared;
   for (const auto& name : StartupModels()) prepared.push_back(PrepareModel(options_->repository_path, name, options_->auto_complete));
-  PlanThreads(options_->thread_budget, prepared);
+  PlanThreads(*options_, prepared);
   FallbacksFirst(prepared);
   // Every model's LOADING/UNAVAILABLE state is published before the first load.
   for (auto& p : prepared) ShutDown(table_->Publish(p));
@@ -235,7 +245,7 @@ void ModelLoader::PollNow() {
 }
 
 ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {
-  ThreadPlan plan = ThreadPlan::Compute(options_->thread_budget, {PlanRequest(c)});
+  ThreadPlan plan = ThreadPlan::Compute(options_->thread_budget, {PlanRequest(c)}, options_->shared_thread_pool);
   spdlog::info("thread plan: {} (loaded at run time)", plan.Describe().front());
   return plan.entries.front();
 }

@@ -6,11 +6,14 @@
 #include <set>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "repository/FallbackRouter.h"
 #include "repository/ModelDirectory.h"
 #include "repository/ModelLoader.h"
 #include "repository/ModelTable.h"
 #include "repository/ResponseCache.h"
+#include "runtime/OrtModelInstance.h"
 
 namespace ortserve {
 
@@ -163,6 +166,10 @@ Result<std::unique_ptr<ModelRepository>> ModelRepository::Create(RepositoryOptio
   }
   if (options.thread_budget <= 0) {
     options.thread_budget = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (options.shared_thread_pool) {
+    Status pool = ConfigureSharedThreadPool(options.thread_budget);
+    if (!pool.ok()) spdlog::warn("shared ORT thread pool: {}", pool.message());
   }
   return std::unique_ptr<ModelRepository>(new ModelRepositoryImpl(std::move(options)));
 }

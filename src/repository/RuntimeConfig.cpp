@@ -81,6 +81,12 @@ Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& con
     if (!b.ok()) return b.status();
     s.allow_spinning = b.value();
   }
+  if (auto* v = get("ort_thread_pool")) {
+    if (*v != "own" && *v != "shared") {
+      return InvalidArgument("parameter 'ort_thread_pool' must be 'shared' or 'own', got '" + *v + "'");
+    }
+    s.own_thread_pool = *v == "own";
+  }
   auto gpu = ReadGpuSettings(config);
   if (!gpu.ok()) return gpu.status();
   s.gpu = std::move(gpu).value();
