@@ -1,0 +1,92 @@
+#pragma once
+// The scheduler of an ensemble (`platform: "ensemble"`): runs each admitted
+// request through the steps of its EnsemblePlan. A step is launched as soon
+// as every tensor it consumes exists (the steps form a graph, not a list);
+// it is a request of its own to the composing model, found at launch time
+// (ModelLookup), which admits, batches (with that model's other traffic),
+// runs, counts and answers it like any other. Tensors pass between steps by
+// sharing their buffers (core/Tensor.h), never copied.
+//
+// Every step's request carries the ensemble request's id, sequence,
+// priority (capped at the composing model's priority_levels), cancellation,
+// and what is left of its timeout; a cancelled or expired request launches
+// no further step. The first failing step fails the request, with the
+// step named: "in ensemble 'E', step 1 (model 'M'): <its error>" (Triton's
+// prefix, with the step); steps still running are waited for, none is
+// launched after it.
+//
+// Statistics (Triton's semantics for an ensemble): one success or failure
+// per request, its queue time zero, its compute time the sum of its steps'
+// compute times, one execution of the request's batch size.
+//
+// Readiness(): every composing model has a READY version (the one the step
+// names, or any); otherwise which does not, in Triton's words.
+//
+// Thread safety: as Scheduler. Steps are answered on the composing models'
+// threads; the ensemble's answer goes out from the thread of its last step.
+#include <condition_variable>
+#include <map>
+#include <vector>
+#include <memory>
+#include <string>
+
+#include "core/ModelStatistics.h"
+#include "core/Mutex.h"
+#include "repository/EnsembleGraph.h"
+#include "repository/ModelLookup.h"
+#include "scheduler/Scheduler.h"
+
+namespace ortserve {
+
+class EnsembleScheduler final : public Scheduler {
+ public:
+  // `stats` and `completer` are the ensemble's and must outlive the
+  // scheduler; `version` is the ensemble's, named in its responses.
+  EnsembleScheduler(EnsemblePlan plan, std::string version, bool batching, std::shared_ptr<const ModelLookup> models,
+                    ModelStatistics* stats, RequestCompleter* completer);
+  ~EnsembleScheduler() override;
+
+  void Submit(std::unique_ptr<InferenceRequest> request) override ORTSERVE_EXCLUDES(mu_);
+  // Never full: the steps queue at their models.
+  Status TrySubmit(std::unique_ptr<InferenceRequest>& request) override;
+  bool ExpectedToMissDeadline(const InferenceRequest&) const override { return false; }
+  // Refuses new requests, launches no step after `abandon_at` (the request
+  // fails kUnavailable), and waits until every request accepted is answered.
+  void Shutdown(Clock::time_point abandon_at) override ORTSERVE_EXCLUDES(mu_);
+  using Scheduler::Shutdown;
+  size_t QueueDepth() const override { return 0; }
+  size_t BusyInstances() const override { return 0; }
+  Status Readiness() const override;
+
+ private:
+  struct Run;
+  // Launches `steps` of `run`, outside every lock (a step may be answered
+  // inside Infer).
+  void Launch(const std::shared_ptr<Run>& run, const std::vector<size_t>& steps);
+  // Why step `index` of `run` must not start now (cancelled, expired,
+  // shutting down, model not ready), or its request.
+  Result<std::unique_ptr<InferenceRequest>> StepRequest(const std::shared_ptr<Run>& run, size_t index,
+                                                        const Model& model);
+  void OnStepDone(const std::shared_ptr<Run>& run, size_t index, Result<InferenceResponse> result);
+  // Answers `run` once nothing of it is running: its outputs, or its failure.
+  void Finish(const std::shared_ptr<Run>& run);
+  void CountSuccess(const Run& run, Clock::time_point arrival, uint64_t compute_ns);
+
+  const EnsemblePlan plan_;
+  const std::string version_;
+  const bool batching_;
+  const std::shared_ptr<const ModelLookup> models_;
+  ModelStatistics* const stats_;
+  RequestCompleter* const completer_;
+  // Per ensemble tensor, the steps consuming it (once per mapping).
+  std::map<std::string, std::vector<size_t>> consumers_;
+  std::vector<size_t> input_counts_;  // per step, its mapped inputs
+
+  mutable Mutex mu_;
+  std::condition_variable idle_;
+  bool stopping_ ORTSERVE_GUARDED_BY(mu_) = false;
+  Clock::time_point abandon_at_ ORTSERVE_GUARDED_BY(mu_) = Clock::time_point::max();
+  size_t active_ ORTSERVE_GUARDED_BY(mu_) = 0;  // requests accepted and not yet answered
+};
+
+}  // namespace ortserve
