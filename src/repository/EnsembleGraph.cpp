@@ -38,6 +38,10 @@ Result<TensorGraph> BuildGraph(const inference::ModelConfig& config) {
     const auto& step = steps[static_cast<int>(i)];
     const std::string where = " in step " + std::to_string(i) + " of ensemble '" + config.name() + "'";
     if (step.model_name().empty()) return Unavailable("must specify 'model_name'" + where);
+    if (step.model_name() == config.name()) {
+      return Unavailable("ensemble '" + config.name() + "' has a cycle: " + StepLabel(i, step.model_name()) +
+                         " runs the ensemble itself");
+    }
     if (step.input_map().empty()) return Unavailable("must specify 'input_map'" + where);
     if (step.output_map().empty()) return Unavailable("must specify 'output_map'" + where);
     for (const auto& [model_output, tensor] : Sorted(step.output_map())) {
@@ -141,16 +145,25 @@ std::string NotWritten(const inference::ModelConfig& config, const TensorGraph& 
   return message;
 }
 
+// The client provides the ensemble inputs: no step may produce one.
+Status CheckInputsNotProduced(const inference::ModelConfig& config, const TensorGraph& graph) {
+  const Steps& steps = config.ensemble_scheduling().step();
+  for (const auto& input : config.input()) {
+    auto it = graph.find(input.name());
+    if (it == graph.end() || !it->second.producer) continue;
+    const size_t producer = *it->second.producer;
+    return Unavailable("ensemble input '" + input.name() + "'" + InEnsemble(config) + " is also produced by " +
+                       StepLabel(producer, steps[static_cast<int>(producer)].model_name()));
+  }
+  return Status::Ok();
+}
+
 Status CheckDataFlow(const inference::ModelConfig& config, const TensorGraph& graph) {
   const Steps& steps = config.ensemble_scheduling().step();
   for (const auto& input : config.input()) {
     auto it = graph.find(input.name());
     if (it == graph.end()) {
       return Unavailable("ensemble input '" + input.name() + "' for ensemble " + config.name() + "' is not used");
-    }
-    if (it->second.producer) {
-      return Unavailable("ensemble input '" + input.name() + "'" + InEnsemble(config) + " is also produced by " +
-                         StepLabel(*it->second.producer, steps[static_cast<int>(*it->second.producer)].model_name()));
     }
   }
   const std::set<std::string> ready = ReachableTensors(config, graph);
@@ -301,6 +314,7 @@ Status CheckEnsembleScheduling(const inference::ModelConfig& config) {
   if (config.ensemble_scheduling().step_size() == 0) return Unavailable("must specify 'step' for ensemble '" + name + "'");
   auto graph = BuildGraph(config);
   if (!graph.ok()) return graph.status();
+  ORTSERVE_RETURN_IF_ERROR(CheckInputsNotProduced(config, graph.value()));
   if (std::string cycle = FindCycle(config, graph.value()); !cycle.empty()) {
     return Unavailable("ensemble '" + name + "' has a cycle: " + cycle);
   }
