@@ -68,8 +68,24 @@ EnsembleScheduler::EnsembleScheduler(EnsemblePlan plan, std::string version, boo
       completer_(completer) {
   for (const EnsembleStep& step : plan_.steps) {
     for (const auto& [model_input, tensor] : step.inputs) consumers_[tensor].push_back(step.index);
+    for (const auto& [model_output, tensor] : step.outputs) producers_[tensor] = step.index;
     input_counts_.push_back(step.inputs.size());
   }
+}
+
+std::vector<bool> EnsembleScheduler::StepsNotNeeded(const std::vector<RequestedOutput>& requested) const {
+  if (requested.empty()) return std::vector<bool>(plan_.steps.size(), false);
+  std::vector<bool> not_needed(plan_.steps.size(), true);
+  std::vector<std::string> tensors;
+  for (const RequestedOutput& output : requested) tensors.push_back(output.name);
+  while (!tensors.empty()) {
+    auto producer = producers_.find(tensors.back());
+    tensors.pop_back();
+    if (producer == producers_.end() || !not_needed[producer->second]) continue;
+    not_needed[producer->second] = false;
+    for (const auto& [model_input, tensor] : plan_.steps[producer->second].inputs) tensors.push_back(tensor);
+  }
+  return not_needed;
 }
 
 EnsembleScheduler::~EnsembleScheduler() { Shutdown(); }
@@ -105,7 +121,7 @@ void EnsembleScheduler::Submit(std::unique_ptr<InferenceRequest> request) {
     request->inputs.clear();
     run->request = std::move(request);
     run->missing = input_counts_;
-    run->launched.assign(plan_.steps.size(), false);
+    run->launched = StepsNotNeeded(run->request->requested_outputs);
     for (const std::string& input : plan_.inputs) {
       std::vector<size_t> steps = run->Provide(consumers_, input);
       ready.insert(ready.end(), steps.begin(), steps.end());
@@ -219,8 +235,15 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Run>& run) {
     MutexLock lock(run->mu);
     failure = run->failure;
     compute_ns = run->compute_ns;
+    const auto& requested = run->request->requested_outputs;
     for (const std::string& name : plan_.outputs) {
       auto found = run->tensors.find(name);
+      const bool wanted = requested.empty() || std::any_of(requested.begin(), requested.end(),
+                                                           [&](const RequestedOutput& r) { return r.name == name; });
+      if (!wanted) {
+        response.outputs.push_back(Tensor{name, DataType::kInvalid, {}, {}});  // not computed; the shaper drops it
+        continue;
+      }
       if (found == run->tensors.end()) {
         if (failure.ok()) {
           failure = Unavailable("in ensemble '" + plan_.name +

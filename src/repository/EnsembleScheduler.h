@@ -7,7 +7,8 @@
 // runs, counts and answers it like any other. Tensors pass between steps by
 // sharing their buffers (core/Tensor.h), never copied.
 //
-// Every step's request carries the ensemble request's id, sequence,
+// A request that names its outputs runs only the steps they need (as
+// Triton). Every step's request carries the ensemble request's id, sequence,
 // priority (capped at the composing model's priority_levels), cancellation,
 // and what is left of its timeout; a cancelled or expired request launches
 // no further step. The first failing step fails the request, with the
@@ -60,6 +61,9 @@ class EnsembleScheduler final : public Scheduler {
 
  private:
   struct Run;
+  // Per step, whether the outputs asked for (all when none) can do
+  // without it (as Triton, a step whose outputs nobody needs never runs).
+  std::vector<bool> StepsNotNeeded(const std::vector<RequestedOutput>& requested) const;
   // Launches `steps` of `run`, outside every lock (a step may be answered
   // inside Infer).
   void Launch(const std::shared_ptr<Run>& run, const std::vector<size_t>& steps);
@@ -80,7 +84,8 @@ class EnsembleScheduler final : public Scheduler {
   RequestCompleter* const completer_;
   // Per ensemble tensor, the steps consuming it (once per mapping).
   std::map<std::string, std::vector<size_t>> consumers_;
-  std::vector<size_t> input_counts_;  // per step, its mapped inputs
+  std::map<std::string, size_t> producers_;  // per ensemble tensor, the step producing it
+  std::vector<size_t> input_counts_;         // per step, its mapped inputs
 
   mutable Mutex mu_;
   std::condition_variable idle_;

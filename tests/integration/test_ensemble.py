@@ -326,3 +326,121 @@ def test_explicit_load_brings_composing_models_and_readiness_follows_them(ensemb
     with pytest.raises(Exception) as failed:
         client.load_model("bad_unknown_model")
     assert "no_such_model" in str(failed.value)
+
+
+def test_an_expired_request_launches_no_further_step(srv):
+    """A 1 us timeout is spent before the first step ends: the request fails
+    as timed out, the step named, and the steps after it never reach their
+    models."""
+    later_steps = ("ens_mul2", "ens_neg")
+    before = {m: int(srv.model_stats(m)["inference_stats"]["success"]["count"]) +
+              int(srv.model_stats(m)["inference_stats"]["fail"]["count"]) for m in later_steps}
+    client = httpclient.InferenceServerClient(srv.url)
+    in0, in1 = diamond_inputs(11, rows=1)
+    inputs = [httpclient.InferInput("IN0", [1, 4], "FP32"), httpclient.InferInput("IN1", [1, 4], "FP32")]
+    inputs[0].set_data_from_numpy(in0)
+    inputs[1].set_data_from_numpy(in1)
+    with pytest.raises(Exception) as expired:
+        client.infer("ens_diamond", inputs, timeout=1)
+    message = str(expired.value)
+    assert "in ensemble 'ens_diamond', step " in message, message
+    assert "timeout expired" in message.lower(), message
+    after = {m: int(srv.model_stats(m)["inference_stats"]["success"]["count"]) +
+             int(srv.model_stats(m)["inference_stats"]["fail"]["count"]) for m in later_steps}
+    assert after == before
+    # The next request, without a timeout, is fine.
+    assert client.infer("ens_diamond", inputs).as_numpy("OUT").shape == (1, 4)
+
+
+# ---- Triton's own QA ensemble (qa/L0_simple_ensemble, ensemble_add_sub):
+# six steps over two versions of Triton's `simple` (add/sub, INT32 [16]);
+# OUTPUT0 comes from version 2 (model_version -1) alone, OUTPUT1 from
+# version 1, each through an add and a sub of its own.
+TRITON_SIMPLE = REPO_ROOT / ".." / "shared" / "triton-examples" / "simple"
+ADD_SUB_STEPS = [
+    ("-1", {"INPUT0": "INPUT0", "INPUT1": "INPUT0"}, {"OUTPUT0": "double_input0"}),
+    ("1", {"INPUT0": "INPUT1", "INPUT1": "INPUT1"}, {"OUTPUT0": "double_input1"}),
+    ("-1", {"INPUT0": "double_input0", "INPUT1": "INPUT0"}, {"OUTPUT1": "input0_val"}),
+    ("1", {"INPUT0": "double_input1", "INPUT1": "INPUT1"}, {"OUTPUT1": "input1_val"}),
+    ("-1", {"INPUT0": "input0_val", "INPUT1": "INPUT1"}, {"OUTPUT0": "OUTPUT0"}),
+    ("1", {"INPUT0": "INPUT0", "INPUT1": "input1_val"}, {"OUTPUT1": "OUTPUT1"}),
+]
+
+
+@pytest.fixture(scope="module")
+def add_sub_server(tmp_path_factory, log_dir):
+    if not (TRITON_SIMPLE / "1" / "model.onnx").is_file():
+        pytest.skip(f"Triton's example repository is not at {TRITON_SIMPLE}")
+    from harness import start_server
+    repo = tmp_path_factory.mktemp("triton_ensemble")
+    config = (TRITON_SIMPLE / "config.pbtxt").read_text() + "\nversion_policy: { all {} }\n"
+    for version in ("1", "2"):
+        (repo / "simple" / version).mkdir(parents=True)
+        (repo / "simple" / version / "model.onnx").write_bytes((TRITON_SIMPLE / "1" / "model.onnx").read_bytes())
+    (repo / "simple" / "config.pbtxt").write_text(config)
+    steps = [_step("simple", ins, outs).replace("model_version: -1", f"model_version: {v}")
+             for v, ins, outs in ADD_SUB_STEPS]
+    i16 = ("TYPE_INT32", [16])
+    _write(repo, "ensemble_add_sub", _ensemble("ensemble_add_sub", 8, [("INPUT0", *i16), ("INPUT1", *i16)],
+                                               [("OUTPUT0", *i16), ("OUTPUT1", *i16)], steps))
+    server = start_server(repo, log_dir, "triton_ensemble")
+    try:
+        server.wait_models_ready(["simple", "ensemble_add_sub"])
+        yield server, repo
+    finally:
+        server.stop()
+
+
+def _version_count(server, version: str) -> int:
+    r = server.get(f"/v2/models/simple/versions/{version}/stats")
+    assert r.status_code == 200, r.text
+    return int(r.json()["model_stats"][0]["inference_count"])
+
+
+def _add_sub_reference(repo, reference, in0, in1):
+    def simple(a, b):
+        return reference.run(repo / "simple" / "1" / "model.onnx", {"INPUT0": a, "INPUT1": b})
+    double0 = simple(in0, in0)["OUTPUT0"]
+    double1 = simple(in1, in1)["OUTPUT0"]
+    val0 = simple(double0, in0)["OUTPUT1"]
+    val1 = simple(double1, in1)["OUTPUT1"]
+    return simple(val0, in1)["OUTPUT0"], simple(in0, val1)["OUTPUT1"]
+
+
+@pytest.mark.parametrize("rows", [1, 8])
+def test_tritons_add_sub_ensemble_over_two_versions(add_sub_server, reference, rows):
+    server, repo = add_sub_server
+    before = (_version_count(server, "1"), _version_count(server, "2"))
+    client = httpclient.InferenceServerClient(server.url)
+    rng = np.random.default_rng(rows)
+    in0 = rng.integers(-100, 100, (rows, 16), dtype=np.int32)
+    in1 = rng.integers(-100, 100, (rows, 16), dtype=np.int32)
+    inputs = [httpclient.InferInput("INPUT0", [rows, 16], "INT32"), httpclient.InferInput("INPUT1", [rows, 16], "INT32")]
+    inputs[0].set_data_from_numpy(in0)
+    inputs[1].set_data_from_numpy(in1)
+    result = client.infer("ensemble_add_sub", inputs)
+    out0, out1 = _add_sub_reference(repo, reference, in0, in1)
+    assert_matches(result.as_numpy("OUTPUT0"), out0, exact=True)
+    assert_matches(result.as_numpy("OUTPUT1"), out1, exact=True)
+    np.testing.assert_array_equal(out0, in0 + in1)
+    np.testing.assert_array_equal(out1, in0 - in1)
+    after = (_version_count(server, "1"), _version_count(server, "2"))
+    # Three steps on each version, `rows` inferences each (as Triton's test expects: equal counts).
+    assert after[0] - before[0] == after[1] - before[1] == 3 * rows
+
+
+def test_one_requested_output_runs_only_the_steps_it_needs(add_sub_server):
+    server, _ = add_sub_server
+    before = (_version_count(server, "1"), _version_count(server, "2"))
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    in0 = np.arange(16, dtype=np.int32).reshape(1, 16)
+    in1 = np.ones((1, 16), dtype=np.int32)
+    inputs = [grpcclient.InferInput("INPUT0", [1, 16], "INT32"), grpcclient.InferInput("INPUT1", [1, 16], "INT32")]
+    inputs[0].set_data_from_numpy(in0)
+    inputs[1].set_data_from_numpy(in1)
+    result = client.infer("ensemble_add_sub", inputs, outputs=[grpcclient.InferRequestedOutput("OUTPUT0")])
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), in0 + in1)
+    assert result.as_numpy("OUTPUT1") is None
+    after = (_version_count(server, "1"), _version_count(server, "2"))
+    assert after[0] == before[0]  # version 1 only feeds OUTPUT1
+    assert after[1] - before[1] == 3
