@@ -306,11 +306,6 @@ Status CheckEnsembleScheduling(const inference::ModelConfig& config) {
   if (config.model_warmup_size() != 0) {
     return Unavailable("model_warmup can not be specified for ensemble '" + name + "'");
   }
-  if (config.has_sequence_batching() || config.has_dynamic_batching()) {
-    return Unavailable(std::string(config.has_sequence_batching() ? "sequence_batching" : "dynamic_batching") +
-                       " should not be specified for ensemble '" + name +
-                       "': each step is batched by its own model's scheduler");
-  }
   if (config.ensemble_scheduling().step_size() == 0) return Unavailable("must specify 'step' for ensemble '" + name + "'");
   auto graph = BuildGraph(config);
   if (!graph.ok()) return graph.status();
