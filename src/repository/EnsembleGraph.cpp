@@ -251,7 +251,9 @@ Status CheckStepMapping(const std::string& ensemble, size_t index, const inferen
   const std::string label = StepLabel(index, name);
   const std::string in = "in ensemble " + ensemble + ", " + label + ", ";
   const bool batching = model.max_batch_size() > 0;
-  for (const auto& [model_input, tensor] : Sorted(step.input_map())) {
+  for (const auto& mapping : Sorted(step.input_map())) {
+    const std::string& model_input = mapping.first;
+    const std::string& tensor = mapping.second;
     const auto found = std::find_if(model.input().begin(), model.input().end(),
                                     [&](const auto& i) { return i.name() == model_input; });
     if (found == model.input().end()) {
@@ -266,7 +268,9 @@ Status CheckStepMapping(const std::string& ensemble, size_t index, const inferen
       return Unavailable(in + "input " + input.name() + " in model " + name + " is not mapped to any ensemble tensors");
     }
   }
-  for (const auto& [model_output, tensor] : Sorted(step.output_map())) {
+  for (const auto& mapping : Sorted(step.output_map())) {
+    const std::string& model_output = mapping.first;
+    const std::string& tensor = mapping.second;
     const auto found = std::find_if(model.output().begin(), model.output().end(),
                                     [&](const auto& o) { return o.name() == model_output; });
     if (found == model.output().end()) {
