@@ -279,6 +279,7 @@ Status ModelLoader::UnloadNow(const std::string& name, bool forget) {
                forget ? " (removed from the model repository)" : "");
   ShutDown(*retired);
   table_->FinishUnload(name, forget);
+  ensembles_failed_.erase(name);
   spdlog::info("model '{}' unloaded", name);
   return Status::Ok();
 }
@@ -296,6 +297,15 @@ void ModelLoader::PollNow() {
     if (known != stamps.end() && known->second == DirectoryStamp(dir)) continue;
     spdlog::info("poll: model '{}' {}", name, known == stamps.end() ? "added" : "changed");
     changed.push_back(PrepareModel(options_->repository_path, name, options_->auto_complete));
+  }
+  // An ensemble that failed to load may now find the composing models it lacked.
+  if (!changed.empty()) {
+    for (const std::string& name : std::set<std::string>(ensembles_failed_)) {
+      const bool already = std::any_of(changed.begin(), changed.end(), [&](const auto& p) { return p.name == name; });
+      if (already || !std::binary_search(names.begin(), names.end(), name)) continue;
+      spdlog::info("poll: ensemble '{}' retried after its repository changed", name);
+      changed.push_back(PrepareModel(options_->repository_path, name, options_->auto_complete));
+    }
   }
   EnsemblesLast(changed);
   for (auto& p : changed) {
@@ -328,6 +338,13 @@ Status ModelLoader::LoadCandidates(const PreparedModel& p) {
       spdlog::info("model '{}' version {} reloaded; the previous load drains and unloads", c.name, c.version);
       old->Shutdown();  // waits for its in-flight requests
     }
+  }
+  const bool ensemble = std::any_of(p.candidates.begin(), p.candidates.end(),
+                                    [](const Candidate& c) { return IsEnsemble(c.config); });
+  if (ensemble && !failures.empty()) {
+    ensembles_failed_.insert(p.name);
+  } else {
+    ensembles_failed_.erase(p.name);
   }
   if (failures.empty()) return Status::Ok();
   return InvalidArgument("failed to load '" + p.name + "': " + Join(failures));

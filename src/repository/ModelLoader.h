@@ -77,6 +77,9 @@ class ModelLoader {
   const RepositoryOptions* const options_;
   ModelTable* const table_;
   const ModelBuildContext context_;
+  // Ensembles whose last load failed (a poll that changes the repository
+  // retries them). Loader thread only.
+  std::set<std::string> ensembles_failed_;
 
   Mutex mu_;
   std::condition_variable cv_;

@@ -444,3 +444,26 @@ def test_one_requested_output_runs_only_the_steps_it_needs(add_sub_server):
     after = (_version_count(server, "1"), _version_count(server, "2"))
     assert after[0] == before[0]  # version 1 only feeds OUTPUT1
     assert after[1] - before[1] == 3
+
+
+def test_poll_mode_loads_an_ensemble_once_its_missing_model_arrives(tmp_path, launch):
+    repo = tmp_path / "repo"
+    staging = tmp_path / "staging"
+    build_composing(staging)
+    repo.mkdir()
+    for name in ("ens_add", "ens_mul2"):  # ens_neg arrives later
+        (staging / name).rename(repo / name)
+    _write(repo, "ens_diamond", _ensemble("ens_diamond", 8, *DIAMOND_IO, DIAMOND_STEPS))
+    server = launch(repo, extra_args=("--model-control-mode=poll", "--repository-poll-secs", "1"))
+    server.wait_models_ready(["ens_add", "ens_mul2"])
+    entry = {e["name"]: e for e in server.repository_index()}["ens_diamond"]
+    assert entry["state"] == "UNAVAILABLE"
+    assert "depends on 'ens_neg' which has no loaded version" in entry["reason"]
+    (staging / "ens_neg").rename(repo / "ens_neg")  # moved in whole
+    server.wait_models_ready(["ens_neg", "ens_diamond"], timeout_s=60)
+    client = httpclient.InferenceServerClient(server.url)
+    in0, in1 = diamond_inputs(21, rows=1)
+    inputs = [httpclient.InferInput("IN0", [1, 4], "FP32"), httpclient.InferInput("IN1", [1, 4], "FP32")]
+    inputs[0].set_data_from_numpy(in0)
+    inputs[1].set_data_from_numpy(in1)
+    np.testing.assert_allclose(client.infer("ens_diamond", inputs).as_numpy("OUT"), in0 + in1, rtol=1e-6)
