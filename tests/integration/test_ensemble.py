@@ -160,6 +160,10 @@ def ensemble_repo(tmp_path_factory):
     build_composing(repo)
     _write(repo, "ens_diamond", _ensemble("ens_diamond", 8, *DIAMOND_IO, DIAMOND_STEPS))
     _write(repo, "ens_fail", _ensemble("ens_fail", 0, *FAIL_IO, FAIL_STEPS))
+    # An ensemble of an ensemble: loads after it, whatever the directory order.
+    _write(repo, "aa_nested", _ensemble("aa_nested", 4, *DIAMOND_IO[:1], [("OUT", *F4), ("NEG", *F4)],
+                                        [_step("ens_diamond", {"IN0": "IN0", "IN1": "IN1"},
+                                               {"OUT": "OUT", "negated": "NEG"})]))
     for name, (config, _) in BAD.items():
         _write(repo, name, config)
     return repo
@@ -170,7 +174,7 @@ def srv(ensemble_repo, log_dir):
     from harness import start_server
     server = start_server(ensemble_repo, log_dir, "ensemble")
     try:
-        server.wait_models_ready(["ens_add", "ens_diamond", "ens_fail"])
+        server.wait_models_ready(["ens_add", "ens_diamond", "ens_fail", "aa_nested"])
         yield server
     finally:
         server.stop()
@@ -204,6 +208,18 @@ def test_diamond_over_http_matches_the_steps_run_in_turn(srv, ensemble_repo, ref
         assert_matches(result.as_numpy("OUT"), out)
         assert_matches(result.as_numpy("negated"), negated)
         assert result.get_response()["model_name"] == "ens_diamond"
+
+
+def test_an_ensemble_of_an_ensemble(srv, ensemble_repo, reference):
+    client = httpclient.InferenceServerClient(srv.url)
+    in0, in1 = diamond_inputs(5, rows=4)
+    inputs = [httpclient.InferInput("IN0", [4, 4], "FP32"), httpclient.InferInput("IN1", [4, 4], "FP32")]
+    inputs[0].set_data_from_numpy(in0)
+    inputs[1].set_data_from_numpy(in1)
+    result = client.infer("aa_nested", inputs)
+    out, negated = reference_diamond(ensemble_repo, reference, in0, in1)
+    assert_matches(result.as_numpy("OUT"), out)
+    assert_matches(result.as_numpy("NEG"), negated)
 
 
 def test_diamond_over_grpc_with_one_requested_output(srv, ensemble_repo, reference):
