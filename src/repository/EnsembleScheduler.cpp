@@ -32,6 +32,8 @@ struct EnsembleScheduler::Run {
   std::unique_ptr<InferenceRequest> request;
   Clock::time_point deadline = Clock::time_point::max();
   uint64_t rows = 1;  // the request's batch size (1 when the ensemble does not batch)
+  std::string id;     // the request's
+  CancelFlag cancelled;  // the request's, shared with every step; null: none
   Mutex mu;
   std::map<std::string, Tensor> tensors ORTSERVE_GUARDED_BY(mu);
   std::vector<size_t> missing ORTSERVE_GUARDED_BY(mu);  // per step, inputs not yet produced
@@ -96,24 +98,26 @@ Status EnsembleScheduler::TrySubmit(std::unique_ptr<InferenceRequest>& request) 
 }
 
 void EnsembleScheduler::Submit(std::unique_ptr<InferenceRequest> request) {
+  auto run = std::make_shared<Run>();
   bool refused = false;
   {
     MutexLock lock(mu_);
     refused = stopping_;
-    if (!refused) ++active_;
+    if (!refused) runs_.insert(run);
   }
   if (refused) {
     stats_->fail.Add(NanosSince(request->arrival_time));
     stats_->CountOutcome(RequestOutcome::kRejected);
     return completer_->Complete(std::move(request), Unavailable("ensemble '" + plan_.name + "' is shutting down"));
   }
-  auto run = std::make_shared<Run>();
   if (request->timeout_us > 0) {
     run->deadline = request->arrival_time + std::chrono::microseconds(request->timeout_us);
   }
   if (batching_ && !request->inputs.empty() && !request->inputs.front().shape.empty()) {
     run->rows = static_cast<uint64_t>(std::max<int64_t>(1, request->inputs.front().shape.front()));
   }
+  run->cancelled = request->cancelled;
+  run->id = request->id;
   std::vector<size_t> ready;
   {
     MutexLock lock(run->mu);
@@ -271,7 +275,7 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Run>& run) {
     completer_->Complete(std::move(request), std::move(failure));
   }
   MutexLock lock(mu_);
-  --active_;
+  runs_.erase(run);
   idle_.notify_all();
 }
 
@@ -296,10 +300,30 @@ void EnsembleScheduler::CountSuccess(const Run& run, Clock::time_point arrival, 
 }
 
 void EnsembleScheduler::Shutdown(Clock::time_point abandon_at) {
+  std::vector<std::shared_ptr<Run>> left;
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+    abandon_at_ = std::min(abandon_at_, abandon_at);
+    const auto idle = [this]() ORTSERVE_REQUIRES(mu_) { return runs_.empty(); };
+    if (abandon_at_ == Clock::time_point::max()) return lock.Wait(idle_, idle);
+    if (idle_.wait_until(lock.native(), abandon_at_, idle)) return;
+    left.assign(runs_.begin(), runs_.end());
+  }
+  // At the exit timeout: each request still running fails as abandoned, and
+  // its running steps are cancelled so that their models stop them now.
+  for (const std::shared_ptr<Run>& run : left) {
+    {
+      MutexLock lock(run->mu);
+      if (run->failure.ok()) {
+        run->failure = Unavailable("ensemble '" + plan_.name + "' is shutting down: request '" + run->id +
+                                   "' was not finished before the exit timeout");
+      }
+    }
+    if (run->cancelled) run->cancelled->Cancel();
+  }
   MutexLock lock(mu_);
-  stopping_ = true;
-  abandon_at_ = std::min(abandon_at_, abandon_at);
-  lock.Wait(idle_, [this]() ORTSERVE_REQUIRES(mu_) { return active_ == 0; });
+  lock.Wait(idle_, [this]() ORTSERVE_REQUIRES(mu_) { return runs_.empty(); });
 }
 
 Status EnsembleScheduler::Readiness() const {

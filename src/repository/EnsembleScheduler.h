@@ -27,6 +27,7 @@
 // threads; the ensemble's answer goes out from the thread of its last step.
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <vector>
 #include <memory>
 #include <string>
@@ -51,8 +52,11 @@ class EnsembleScheduler final : public Scheduler {
   // Never full: the steps queue at their models.
   Status TrySubmit(std::unique_ptr<InferenceRequest>& request) override;
   bool ExpectedToMissDeadline(const InferenceRequest&) const override { return false; }
-  // Refuses new requests, launches no step after `abandon_at` (the request
-  // fails kUnavailable), and waits until every request accepted is answered.
+  // Refuses new requests and waits until every request accepted is answered.
+  // At `abandon_at`, the requests still running fail kUnavailable, launch no
+  // further step, and their running steps are cancelled (through the
+  // request's cancellation, which every step shares) so that their models
+  // stop them.
   void Shutdown(Clock::time_point abandon_at) override ORTSERVE_EXCLUDES(mu_);
   using Scheduler::Shutdown;
   size_t QueueDepth() const override { return 0; }
@@ -91,7 +95,7 @@ class EnsembleScheduler final : public Scheduler {
   std::condition_variable idle_;
   bool stopping_ ORTSERVE_GUARDED_BY(mu_) = false;
   Clock::time_point abandon_at_ ORTSERVE_GUARDED_BY(mu_) = Clock::time_point::max();
-  size_t active_ ORTSERVE_GUARDED_BY(mu_) = 0;  // requests accepted and not yet answered
+  std::set<std::shared_ptr<Run>> runs_ ORTSERVE_GUARDED_BY(mu_);  // accepted and not yet answered
 };
 
 }  // namespace ortserve

@@ -186,5 +186,32 @@ TEST_F(EnsembleSchedulerTest, ShutdownRefusesNewRequestsAfterAnsweringTheRunning
   EXPECT_EQ(refused.status().message(), "ensemble 'e' is shutting down");
 }
 
+TEST_F(EnsembleSchedulerTest, AtTheExitTimeoutRunningStepsAreCancelledAndTheRequestFails) {
+  auto a = AddModel("a", FakeModel::Reply::kEcho, /*hold=*/true);
+  auto b = AddModel("b");
+  EnsembleScheduler& scheduler = Start();
+  auto request = Request("r1");
+  request->cancelled = std::make_shared<CancelToken>();
+  CancelFlag cancelled = request->cancelled;
+  scheduler.Submit(std::move(request));
+  // Step 0's model answers only once the step is cancelled, as a run the
+  // watchdog stops.
+  std::thread model([&] {
+    std::unique_ptr<InferenceRequest> step0 = a->TakeHeld();
+    while (!step0->cancelled->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    a->Answer(*step0);
+  });
+  scheduler.Shutdown(Clock::now() + std::chrono::milliseconds(20));
+  model.join();
+  EXPECT_TRUE(cancelled->IsCancelled());
+  auto result = recorded_.Get("r1");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(result.status().message(),
+            "ensemble 'e' is shutting down: request 'r1' was not finished before the exit timeout");
+  EXPECT_EQ(b->last_timeout_us(), 0u);
+  EXPECT_EQ(b->LastCancelFlag(), nullptr);  // step 1 never started
+}
+
 }  // namespace
 }  // namespace ortserve
