@@ -93,6 +93,37 @@ TEST_F(EnsembleSchedulerTest, TensorsPassBetweenStepsWithoutACopy) {
   EXPECT_EQ(stats_.fail.count.load(), 0u);
 }
 
+TEST_F(EnsembleSchedulerTest, AStepStartsAsSoonAsItsInputsExist) {
+  // a: IN -> t; b: t -> u (held); c: t -> v; e: v -> W (held); d: u, v -> OUT.
+  EnsemblePlan plan;
+  plan.name = "e";
+  plan.steps = {{0, "a", -1, {{"X", "IN"}}, {{"OUT_X", "t"}}},
+                {1, "b", -1, {{"X", "t"}}, {{"OUT_X", "u"}}},
+                {2, "c", -1, {{"X", "t"}}, {{"OUT_X", "v"}}},
+                {3, "e", -1, {{"X", "v"}}, {{"OUT_X", "W"}}},
+                {4, "d", -1, {{"X", "u"}, {"Y", "v"}}, {{"OUT_X", "OUT"}}}};
+  plan.inputs = {"IN"};
+  plan.outputs = {"OUT", "W"};
+  AddModel("a");
+  auto b = AddModel("b", FakeModel::Reply::kEcho, /*hold=*/true);
+  AddModel("c");
+  auto e = AddModel("e", FakeModel::Reply::kEcho, /*hold=*/true);
+  AddModel("d");
+  Start(std::move(plan)).Submit(Request("r1"));
+  std::unique_ptr<InferenceRequest> step1 = b->TakeHeld();
+  // Step 3 is launched while step 1 has not finished: its input exists.
+  std::unique_ptr<InferenceRequest> step3 = e->TakeHeld();
+  EXPECT_FALSE(recorded_.Done("r1"));
+  e->Answer(*step3);
+  EXPECT_FALSE(recorded_.Done("r1"));  // step 4 still waits for step 1's output
+  b->Answer(*step1);
+  auto result = recorded_.Get("r1");
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  ASSERT_EQ(result.value().outputs.size(), 2u);
+  EXPECT_EQ(result.value().outputs[0].name, "OUT");
+  EXPECT_EQ(result.value().outputs[1].name, "W");
+}
+
 TEST_F(EnsembleSchedulerTest, AFailingStepIsNamedWithItsStatus) {
   AddModel("a");
   AddModel("b", FakeModel::Reply::kFail);
