@@ -271,7 +271,10 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Run>& run) {
     completer_->Complete(std::move(request), std::move(response));
   } else {
     stats_->fail.Add(NanosSince(request->arrival_time));
-    stats_->CountOutcome(OutcomeOfFailure(failure));
+    // A step refused or stopped once the request's timeout had passed: the
+    // request timed out (a Status alone would read as a rejection).
+    const bool expired = failure.code() == StatusCode::kUnavailable && Clock::now() >= run->deadline;
+    stats_->CountOutcome(expired ? RequestOutcome::kTimeout : OutcomeOfFailure(failure));
     completer_->Complete(std::move(request), std::move(failure));
   }
   MutexLock lock(mu_);

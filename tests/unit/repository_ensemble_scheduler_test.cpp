@@ -181,6 +181,7 @@ TEST_F(EnsembleSchedulerTest, AnExpiredRequestLaunchesNoFurtherStep) {
   EXPECT_NE(result.status().message().find("in ensemble 'e', step 0 (model 'a'): Request timeout expired"),
             std::string::npos)
       << result.status().message();
+  EXPECT_EQ(stats_.outcomes[static_cast<size_t>(RequestOutcome::kTimeout)].load(), 1u);
   EXPECT_EQ(a->last_timeout_us(), 0u);  // neither step reached its model
   EXPECT_EQ(b->last_timeout_us(), 0u);
 }
