@@ -47,7 +47,7 @@ const std::set<std::string>& SupportedLeaves() {
   static const std::set<std::string> kLeaves = {
       "name", "platform", "backend", "version_policy", "max_batch_size",
       "default_model_filename", "parameters", "model_warmup",
-      // Handled by CheckPlatform (fails the load), not ignored.
+      // Ensembles (repository/EnsembleGraph.h, EnsembleScheduler.h).
       "ensemble_scheduling",
       // The sequence batcher's (repository/SequenceConfig.h); iterative_sequence fails the load there.
       "sequence_batching.max_sequence_idle_microseconds", "sequence_batching.control_input",

@@ -9,6 +9,8 @@
 #include "core/ThreadName.h"
 #include "repository/ConfigChecks.h"
 #include "repository/ConfigParse.h"
+#include "repository/EnsembleGraph.h"
+#include "repository/EnsembleScheduler.h"
 #include "repository/Warmup.h"
 #include "runtime/OrtModelInstance.h"
 #include "scheduler/DynamicBatcher.h"
@@ -188,6 +190,36 @@ std::string SchedulingText(const Candidate& c) {
   return text;
 }
 
+// An ensemble: its steps checked against the composing models' complete
+// configs (as Triton, once they are loaded), then its scheduler.
+Result<std::shared_ptr<ServedModel>> BuildEnsemble(const Candidate& c, const ModelBuildContext& context,
+                                                   std::shared_ptr<ResponseCache> cache) {
+  const auto start = std::chrono::steady_clock::now();
+  EnsemblePlan plan = MakeEnsemblePlan(c.config);
+  std::vector<std::shared_ptr<Model>> composing;
+  std::vector<const inference::ModelConfig*> configs;
+  for (const EnsembleStep& step : plan.steps) {
+    std::shared_ptr<Model> model = context.models ? context.models->Ready(step.model_name, step.model_version) : nullptr;
+    if (!model || !model->ready()) return EnsembleDependencyError(c.name, step);
+    configs.push_back(&model->config());
+    composing.push_back(std::move(model));
+  }
+  ORTSERVE_RETURN_IF_ERROR(CheckEnsembleAgainstModels(c.config, configs));
+  const std::string version = std::to_string(c.version);
+  const size_t steps = plan.steps.size();
+  auto model = std::make_shared<ServedModel>(c.config, version, plan.outputs, context.fallbacks, c.labels,
+                                             std::move(cache));
+  auto scheduler = std::make_unique<EnsembleScheduler>(std::move(plan), version, c.config.max_batch_size() > 0,
+                                                       context.models, &model->stats(), model->completer());
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  model->stats().load_duration_ns.store(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+  model->Start(std::move(scheduler));
+  spdlog::info("model '{}' version {} READY (ensemble of {} step(s), max_batch_size {})", c.name, c.version, steps,
+               c.config.max_batch_size());
+  return model;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const ThreadPlanEntry& plan,
@@ -196,6 +228,7 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   ORTSERVE_RETURN_IF_ERROR(CheckFallbackAtLoad(c, context.fallbacks.get()));
   auto cache = ResponseCacheFor(c, context);
   if (!cache.ok()) return cache.status();
+  if (IsEnsemble(c.config)) return BuildEnsemble(c, context, std::move(cache).value());
   const std::shared_ptr<SharedWeights> cpu_weights = SharedCpuWeights(c);
   auto instances = CreateInstances(c, plan, context.model_cache_dir, cpu_weights);
   if (!instances.ok()) return instances.status();

@@ -11,6 +11,7 @@
 #include "repository/ConfigParse.h"
 #include "repository/ConfigRules.h"
 #include "repository/ConfigTypes.h"
+#include "repository/EnsembleGraph.h"
 #include "repository/ModelDirectory.h"
 #include "repository/SequenceConfig.h"
 #include "repository/ShapeBuckets.h"
@@ -83,6 +84,8 @@ Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete) {
   ORTSERVE_RETURN_IF_ERROR(CheckModelConfigRules(config));
   ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(config, /*skip_gaps=*/auto_complete));
   ORTSERVE_RETURN_IF_ERROR(CheckPlatform(&config));
+  // An ensemble's steps are checked against its composing models when it is built.
+  if (IsEnsemble(config)) return Status::Ok();
   // The schedulers' own rules; a sequence model's once its config is final
   // (auto-complete may still set max_batch_size, which they check against).
   if (config.has_sequence_batching()) {
@@ -128,6 +131,7 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
                                  const AutoCompletePolicy& auto_complete) {
   Candidate c = common;
   c.version = v;
+  if (IsEnsemble(c.config)) return c;  // no model file
   const fs::path model_path = c.model_dir / std::to_string(v) / filename;
   std::error_code ec;
   if (!fs::is_regular_file(model_path, ec)) return Unavailable("model file not found: " + model_path.string());
@@ -184,7 +188,9 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
     p.failure = checked.message();
     return p;
   }
-  const std::vector<int64_t> available = FindVersions(dir, name);
+  std::vector<int64_t> available = FindVersions(dir, name);
+  // An ensemble has nothing to put in a version directory: without one it is version 1.
+  if (available.empty() && IsEnsemble(common.config)) available.push_back(1);
   if (available.empty()) {
     // Triton's words where it would look for a model file to tell the
     // backend by (auto-complete on, nothing in the config names one).

@@ -66,8 +66,18 @@ void ServedModel::InferHandedOn(std::unique_ptr<InferenceRequest> request) {
   Serve(std::move(request), /*may_fall_back=*/false);
 }
 
+Status ServedModel::Readiness() const {
+  if (state_.load(std::memory_order_acquire) != ModelState::kReady) {
+    return Unavailable("model '" + name() + "' version '" + version_ + "' is not ready");
+  }
+  if (Status scheduler = scheduler_ ? scheduler_->Readiness() : Status::Ok(); !scheduler.ok()) {
+    return Unavailable("model '" + name() + "' version '" + version_ + "' is not ready: " + scheduler.message());
+  }
+  return Status::Ok();
+}
+
 Status ServedModel::Admit(InferenceRequest& request) const {
-  if (!ready()) return Unavailable("model '" + name() + "' version '" + version_ + "' is not ready");
+  ORTSERVE_RETURN_IF_ERROR(Readiness());
   ORTSERVE_RETURN_IF_ERROR(ValidateRequest(*config_, request));
   ORTSERVE_RETURN_IF_ERROR(ApplyInputReshape(*config_, &request));
   return buckets_ ? buckets_->Pad(&request) : Status::Ok();

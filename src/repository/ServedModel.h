@@ -48,7 +48,10 @@ class ServedModel final : public Model, private RequestCompleter {
   const std::string& version() const override { return version_; }
   const inference::ModelConfig& config() const override { return *config_; }
   ModelStatistics& stats() override { return stats_; }
-  bool ready() const override { return state_.load(std::memory_order_acquire) == ModelState::kReady; }
+  bool ready() const override { return Readiness().ok(); }
+  // OK when serving; otherwise why not (loading or unloading, or what its
+  // scheduler lacks: an ensemble's composing model).
+  Status Readiness() const;
   void Infer(std::unique_ptr<InferenceRequest> request) override;
   size_t QueueDepth() const override { return scheduler_ ? scheduler_->QueueDepth() : 0; }
   size_t BusyInstances() const override { return scheduler_ ? scheduler_->BusyInstances() : 0; }

@@ -168,8 +168,10 @@ TEST(ModelConfigPlatform, FillsEmptyAndRejectsOthers) {
   inference::ModelConfig python = Parse("backend: \"python\"");
   EXPECT_EQ(CheckPlatform(&python).code(), StatusCode::kUnavailable);
 
+  // An ensemble gets its own checks (repository/EnsembleGraph.h): one with no step fails them.
   auto ensemble = Parse("platform: \"ensemble\" ensemble_scheduling { step [] }");
   EXPECT_EQ(CheckPlatform(&ensemble).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(ensemble.platform(), "ensemble");
 
   // A stateful model is the sequence batcher's (repository/SequenceConfig.h).
   auto seq = Parse(ReadAll(kTritonExamples / "simple_sequence" / "config.pbtxt"));
