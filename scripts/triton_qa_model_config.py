@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 
 STARTUP_SECONDS = 20  # test.sh: SERVER_TIMEOUT=20
+# Their composing model is the decoupled `repeat` backend (libtriton_repeat.so).
+DECOUPLED_ENSEMBLE_CASES = ("invalid_decoupled_branching", "invalid_decoupled_branching_2")
 
 
 def _expected_texts(model_dir: Path) -> list:
@@ -40,8 +42,10 @@ def _failure_cases(qa: Path) -> list:
     for flag in ("--strict-model-config=true", "--disable-auto-complete-config"):
         cases += [(f"noautofill_platform/{t.name} [onnxruntime_onnx {flag}]", t, True, [flag],
                    "onnxruntime_onnx") for t in sorted((qa / "noautofill_platform").iterdir())]
-    for group in ("onnx", "common"):
+    for group in ("onnx", "common", "ensemble"):
         for t in sorted((qa / "autofill_noplatform" / group).iterdir()):
+            if t.name in DECOUPLED_ENSEMBLE_CASES:
+                continue
             whole = (t / "config.pbtxt").exists()
             cases.append((f"autofill_noplatform/{group}/{t.name}", t, whole,
                           ["--strict-model-config=false"], None))
@@ -133,7 +137,10 @@ def _run_success_case(ctx, server_cls, target: Path, index: int) -> dict:
 
 
 def _prepare(qa: Path, data: Path):
-    """test.sh's set-up of the ONNX and platform-free cases' folders."""
+    """test.sh's set-up of the ONNX, ensemble and platform-free cases' folders."""
+    # test.sh makes the (empty) version folders of the ensemble cases' models.
+    for d in re.findall(r"autofill_noplatform(?:_success)?/ensemble/\S+/1\b", (qa / "test.sh").read_text()):
+        (qa / d).mkdir(parents=True, exist_ok=True)
     for d in ("noautofill_platform/invalid_cpu/1", "noautofill_platform/invalid_gpu/1",
               "noautofill_platform/negative_gpu/1", "special_cases/invalid_platform/1",
               "special_cases/runtime_escape/1", "special_cases/runtime_escape/dummy_runtime",
@@ -154,12 +161,18 @@ def run_model_config(ctx, server_cls) -> list:
         results.append(_run_failure_case(ctx, server_cls, case, i))
     for j, target in enumerate(sorted((qa / "autofill_noplatform_success/onnx").iterdir())):
         results.append(_run_success_case(ctx, server_cls, target, 1000 + j))
-    others = ("tensorrt", "pytorch", "python", "openvino", "ensemble", "custom")
+    others = ("tensorrt", "pytorch", "python", "openvino", "custom")
     for group in ("autofill_noplatform", "autofill_noplatform_success"):
         for platform in others:
             for t in sorted((qa / group / platform).glob("*")):
                 results.append({"id": f"{group}/{platform}/{t.name}", "outcome": "excluded",
                                 "detail": f"needs the {platform} backend"})
+    for t in sorted((qa / "autofill_noplatform_success" / "ensemble").glob("*")):
+        results.append({"id": f"autofill_noplatform_success/ensemble/{t.name}", "outcome": "excluded",
+                        "detail": "its composing models are served by the identity backend"})
+    for name in DECOUPLED_ENSEMBLE_CASES:
+        results.append({"id": f"autofill_noplatform/ensemble/{name}", "outcome": "excluded",
+                        "detail": "its composing model is the decoupled repeat backend"})
     results.append({"id": "noautofill_platform/* [tensorrt_plan, pytorch_libtorch]",
                     "outcome": "excluded", "detail": "trials of other platforms"})
     results.append({"id": "model_metrics/*, custom_parameters/*", "outcome": "excluded",

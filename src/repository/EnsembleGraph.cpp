@@ -39,8 +39,11 @@ Result<TensorGraph> BuildGraph(const inference::ModelConfig& config) {
     const std::string where = " in step " + std::to_string(i) + " of ensemble '" + config.name() + "'";
     if (step.model_name().empty()) return Unavailable("must specify 'model_name'" + where);
     if (step.model_name() == config.name()) {
-      return Unavailable("ensemble '" + config.name() + "' has a cycle: " + StepLabel(i, step.model_name()) +
-                         " runs the ensemble itself");
+      // Triton's words first.
+      const std::string& e = config.name();
+      return Unavailable("circular dependency between ensembles: " + e + " -> ... -> " + e + " -> " + e +
+                         " (ensemble '" + e + "' has a cycle: " + StepLabel(i, step.model_name()) +
+                         " runs the ensemble itself)");
     }
     if (step.input_map().empty()) return Unavailable("must specify 'input_map'" + where);
     if (step.output_map().empty()) return Unavailable("must specify 'output_map'" + where);
@@ -298,6 +301,10 @@ Status CheckEnsembleScheduling(const inference::ModelConfig& config) {
   if (config.platform() != kEnsemblePlatform) {
     return Unavailable("ensemble scheduling cannot be set for model '" + name + "' whose platform is not " +
                        kEnsemblePlatform);
+  }
+  if (!config.backend().empty()) {
+    return Unavailable("Ensemble model '" + name + "' must have platform type '" + kEnsemblePlatform +
+                       "' and empty backend type");
   }
   if (!config.has_ensemble_scheduling()) {
     return Unavailable("ensemble scheduling must be set for ensemble " + name + " whose platform is " +

@@ -96,6 +96,34 @@ void EnsemblesLast(std::vector<PreparedModel>& prepared) {
                    [&](const PreparedModel& a, const PreparedModel& b) { return depth[a.name] < depth[b.name]; });
 }
 
+// An ensemble whose steps lead back to it through other ensembles never
+// loads; each ensemble on such a cycle fails in Triton's words, naming the
+// ensemble it depends on that leads back.
+void FailEnsembleCycles(std::vector<PreparedModel>& prepared) {
+  std::map<std::string, std::set<std::string>> steps;
+  for (const auto& p : prepared) steps[p.name] = ComposingModels(p);
+  for (auto& p : prepared) {
+    std::set<std::string> seen;
+    std::string back;  // the last ensemble before the cycle returns to p
+    std::function<bool(const std::string&)> returns = [&](const std::string& from) {
+      auto next = steps.find(from);
+      if (next == steps.end()) return false;
+      for (const auto& step : next->second) {
+        if (step == p.name && from != p.name) {
+          back = from;
+          return true;
+        }
+        if (step != p.name && seen.insert(step).second && returns(step)) return true;
+      }
+      return false;
+    };
+    if (!returns(p.name)) continue;
+    p.failure = "circular dependency between ensembles: " + p.name + " -> ... -> " + back + " -> " + p.name;
+    p.candidates.clear();
+    p.version_failures.clear();
+  }
+}
+
 // Fallback models load before the models that name them, so that a
 // primary's load can check its fallback's inputs and outputs.
 void FallbacksFirst(std::vector<PreparedModel>& prepared) {
@@ -231,6 +259,7 @@ void ModelLoader::LoadAll() {
   AddComposingModels(prepared);
   PlanThreads(*options_, prepared);
   FallbacksFirst(prepared);
+  FailEnsembleCycles(prepared);
   EnsemblesLast(prepared);
   // Every model's LOADING/UNAVAILABLE state is published before the first load.
   for (auto& p : prepared) ShutDown(table_->Publish(p));

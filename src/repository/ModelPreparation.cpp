@@ -56,12 +56,9 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
     if (!parsed.ok()) return parsed.status();
     config = std::move(parsed).value();
   }
-  if (config.name().empty()) {
-    config.set_name(name);
-  } else if (config.name() != name) {
-    return Unavailable("config.pbtxt names the model '" + config.name() + "' but its directory is '" + name +
-                       "'; they must be equal");
-  }
+  // A name that differs from the directory's is reported once the config
+  // itself is checked (NameMatchesDirectory), as Triton orders it.
+  if (config.name().empty()) config.set_name(name);
   WarnAboutIgnored(name, config);
   if (auto w = config.parameters().find(kVersionWeightsParameter); w != config.parameters().end()) {
     auto weights = ParseVersionWeights(w->second.string_value());
@@ -103,6 +100,12 @@ Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete) {
   common->settings = settings.value();
   common->instances = instances.value();
   return Status::Ok();
+}
+
+Status NameMatchesDirectory(const inference::ModelConfig& config, const std::string& directory) {
+  if (config.name() == directory) return Status::Ok();
+  return Unavailable("unexpected directory name '" + directory + "' for model '" + config.name() +
+                     "', directory name must equal model name");
 }
 
 // The version directories of `dir`, each number once.
@@ -186,6 +189,10 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
                                  !common.config.default_model_filename().empty();
   if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled); !checked.ok()) {
     p.failure = checked.message();
+    return p;
+  }
+  if (Status named = NameMatchesDirectory(common.config, name); !named.ok()) {
+    p.failure = named.message();
     return p;
   }
   std::vector<int64_t> available = FindVersions(dir, name);

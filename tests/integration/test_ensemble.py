@@ -147,6 +147,11 @@ BAD = {
                             [_step("ens_three", {"X": "IN0"}, {"Y": "OUT"})]),
                   ["step 0 (model 'ens_three')", "ensemble tensor IN0", "inconsistent shape", "[-1,4]",
                    "[-1,3]"]),
+    # Two ensembles whose steps run each other: Triton's words for each.
+    "bad_loop_a": (_ensemble("bad_loop_a", 8, ONE_IN, ONE_OUT, [_step("bad_loop_b", {"IN0": "IN0"}, {"OUT": "OUT"})]),
+                   ["circular dependency between ensembles: bad_loop_a -> ... -> bad_loop_b -> bad_loop_a"]),
+    "bad_loop_b": (_ensemble("bad_loop_b", 8, ONE_IN, ONE_OUT, [_step("bad_loop_a", {"IN0": "IN0"}, {"OUT": "OUT"})]),
+                   ["circular dependency between ensembles: bad_loop_b -> ... -> bad_loop_a -> bad_loop_b"]),
     "bad_unmapped_input": (_ensemble("bad_unmapped_input", 8, ONE_IN, ONE_OUT,
                                      [_step("ens_add", {"A": "IN0"}, {"C": "OUT"})]),
                            ["step 0 (model 'ens_add')", "input B in model ens_add is not mapped to any "

@@ -70,6 +70,8 @@ TEST(EnsembleGraph, ADiamondListedOutOfOrderIsValid) {
 TEST(EnsembleGraph, ConfigFieldsOfAnEnsemble) {
   ExpectFails(CheckEnsembleScheduling(Parse("name: \"e\" platform: \"ensemble\"")),
               {"ensemble scheduling must be set for ensemble e"});
+  ExpectFails(CheckEnsembleScheduling(Parse("name: \"e\" platform: \"ensemble\" backend: \"onnxruntime\"")),
+              {"Ensemble model 'e' must have platform type 'ensemble' and empty backend type"});
   ExpectFails(CheckEnsembleScheduling(Parse("name: \"e\" ensemble_scheduling { step [] }")),
               {"ensemble scheduling cannot be set for model 'e' whose platform is not ensemble"});
   ExpectFails(CheckEnsembleScheduling(Ensemble({"IN"}, {"OUT"}, {}, "instance_group { count: 1 }")),
@@ -95,7 +97,8 @@ TEST(EnsembleGraph, ACycleIsNamedStepByStep) {
   ExpectFails(CheckEnsembleScheduling(config),
               {"ensemble 'e' has a cycle: step 0 (model 'a') -> step 1 (model 'b') -> step 0 (model 'a')"});
   auto itself = Ensemble({"IN"}, {"OUT"}, {Step("a", In("X", "IN"), Out("Y", "t")), Step("e", In("X", "t"), Out("Y", "OUT"))});
-  ExpectFails(CheckEnsembleScheduling(itself), {"ensemble 'e' has a cycle: step 1 (model 'e') runs the ensemble itself"});
+  ExpectFails(CheckEnsembleScheduling(itself), {"circular dependency between ensembles: e -> ... -> e -> e",
+                                                "ensemble 'e' has a cycle: step 1 (model 'e') runs the ensemble itself"});
 }
 
 TEST(EnsembleGraph, DataFlowErrorsNameTheTensor) {

@@ -199,7 +199,8 @@ TEST_F(TempRepository, FailingModelsDoNotStopOthers) {
 
   // Config errors fail the whole model, before its versions are looked at.
   EXPECT_NE(FindIndexEntry(index, "tf", "")->reason.find("tensorflow_graphdef"), std::string::npos);
-  EXPECT_NE(FindIndexEntry(index, "renamed", "")->reason.find("'other'"), std::string::npos);
+  EXPECT_EQ(FindIndexEntry(index, "renamed", "")->reason,
+            "unexpected directory name 'renamed' for model 'other', directory name must equal model name");
   EXPECT_EQ(FindIndexEntry(index, "corrupt", "1")->state, ModelState::kUnavailable);
   EXPECT_NE(FindIndexEntry(index, "nofile", "1")->reason.find("model file not found"), std::string::npos);
   EXPECT_NE(FindIndexEntry(index, "noversions", "")->reason.find("no version directories"), std::string::npos);
