@@ -70,6 +70,7 @@ GENERATORS = [
     ("qa_variable_model_repository", "gen_qa_models.py", ["--onnx", "--variable"]),
     ("qa_identity_model_repository", "gen_qa_identity_models.py", ["--onnx"]),
     ("qa_reshape_model_repository", "gen_qa_reshape_models.py", ["--onnx", "--variable"]),
+    ("qa_ragged_model_repository", "gen_qa_ragged_models.py", ["--onnx"]),
 ]
 
 
@@ -489,6 +490,37 @@ def print_table(all_results: dict):
             print(f"  {name} EXCLUDED x{len(ids)} ({reason}): {', '.join(ids)[:300]}")
 
 
+def batch_input_suite(data: Path, work: Path) -> Suite:
+    """L0_batch_input's repository as its test.sh builds it for BACKEND=onnx."""
+    models = work / "L0_batch_input/models"
+    ragged = data / "qa_ragged_model_repository"
+    renames = {  # model -> (source, [(pattern, replacement, count)])
+        "ragged_element_count_acc_zero": ("onnx_batch_input", []),
+        "ragged_acc_shape": ("onnx_batch_input", [
+            ("BATCH_ELEMENT_COUNT", "BATCH_ACCUMULATED_ELEMENT_COUNT", 0),
+            ("BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO", "BATCH_MAX_ELEMENT_COUNT_AS_SHAPE", 0)]),
+        "batch_item_flatten": ("onnx_batch_input", [
+            ("-1", "-1, -1", 1),
+            ("BATCH_ELEMENT_COUNT", "BATCH_ACCUMULATED_ELEMENT_COUNT", 0),
+            ("BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO", "BATCH_ITEM_SHAPE_FLATTEN", 0)]),
+        "batch_item": ("onnx_batch_item", []),
+    }
+    for name, (source, edits) in renames.items():
+        shutil.copytree(ragged / source, models / name, dirs_exist_ok=True)
+        sed_config(models / name, source, name)
+        for pattern, repl, count in edits:
+            sed_config(models / name, pattern, repl, count)
+    io = models / "ragged_io"
+    shutil.copytree(data / "qa_identity_model_repository/onnx_nobatch_zero_1_float32", io, dirs_exist_ok=True)
+    sed_config(io, "onnx_nobatch_zero_1_float32", "ragged_io")
+    sed_config(io, r"^max_batch_size:.*", "max_batch_size: 4")
+    sed_config(io, 'name: "INPUT0"', 'name: "INPUT0"\nallow_ragged_batch: true')
+    append_config(io, 'batch_output [{target_name: "OUTPUT0" kind: BATCH_SCATTER_WITH_INPUT_SHAPE '
+                      'source_input: "INPUT0" }] dynamic_batching { max_queue_delay_microseconds: 1000000 }')
+    return Suite("L0_batch_input", [Step(str(models), ["--exit-timeout-secs=120"],
+                                         [Run("batch_input_test.py")])])
+
+
 def prepare(ctx) -> list:
     """Copies qa/common and the suites' directories into the work dir and
     builds every suite's model repository there."""
@@ -503,6 +535,7 @@ def prepare(ctx) -> list:
     suites.append(http_suite(ctx.src, ctx.data, ctx.work, notes))
     suites.append(grpc_suite(ctx.src, ctx.data, ctx.work, notes))
     suites.append(batcher_suite(ctx.data, ctx.work))
+    suites.append(batch_input_suite(ctx.data, ctx.work))
     suites.append(Suite("L0_model_config", [], runner=run_model_config))
     for note in notes:
         print("note:", note)
@@ -511,7 +544,7 @@ def prepare(ctx) -> list:
 
 ALL_SUITES = ["L0_infer_zero", "L0_infer_reshape", "L0_client_nobatch", "L0_string_io",
               "L0_server_status", "L0_infer_variable", "L0_http", "L0_grpc",
-              "L0_model_config", "L0_batcher", "L0_infer"]
+              "L0_model_config", "L0_batcher", "L0_batch_input", "L0_infer"]
 STATUS_ENV = {}
 
 

@@ -8,6 +8,7 @@
 
 #include "repository/ConfigTypes.h"
 #include "repository/EnsembleGraph.h"
+#include "repository/RaggedConfig.h"
 #include "repository/SequenceConfig.h"
 
 namespace ortserve {
@@ -196,11 +197,14 @@ Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
     return Unavailable("max_batch_size must be >= 0, got " + std::to_string(config.max_batch_size()));
   }
   ORTSERVE_RETURN_IF_ERROR(CheckInputCount(config, signature));
+  ORTSERVE_RETURN_IF_ERROR(CheckRaggedAgainstModel(config, signature));
   std::set<std::string> seen;
   for (const auto& input : config.input()) {
     if (!seen.insert(input.name()).second) {
       return Unavailable("input '" + input.name() + "' appears twice in the config");
     }
+    // A ragged input reaches the model as one 1-D tensor (CheckRaggedAgainstModel).
+    if (input.allow_ragged_batch() && FindTensor(signature.inputs, input.name())) continue;
     ORTSERVE_RETURN_IF_ERROR(
         CheckTensor("input", input, FindTensor(signature.inputs, input.name()), signature.inputs, config));
   }
@@ -215,6 +219,8 @@ Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
     if (!seen.insert(output.name()).second) {
       return Unavailable("output '" + output.name() + "' appears twice in the config");
     }
+    // A scattered output takes its source input's shape (CheckRaggedAgainstModel).
+    if (IsBatchOutputTarget(config, output.name()) && FindTensor(signature.outputs, output.name())) continue;
     ORTSERVE_RETURN_IF_ERROR(
         CheckTensor("output", output, FindTensor(signature.outputs, output.name()), signature.outputs, config));
   }

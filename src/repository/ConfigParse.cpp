@@ -58,6 +58,8 @@ const std::set<std::string>& SupportedLeaves() {
       "sequence_batching.state.input_name", "sequence_batching.state.output_name",
       "sequence_batching.state.data_type", "sequence_batching.state.dims", "sequence_batching.state.initial_state",
       "input.name", "input.data_type", "input.dims", "input.reshape", "input.optional",
+      // Ragged batching (repository/RaggedConfig.h).
+      "input.allow_ragged_batch", "batch_input", "batch_output",
       // Informational in Triton too (layout hint for clients).
       "input.format",
       "output.name", "output.data_type", "output.dims", "output.reshape",

@@ -1,5 +1,6 @@
 #include "repository/ConfigRules.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -118,6 +119,58 @@ Status CheckDynamicBatching(const inference::ModelConfig& config) {
   return Status::Ok();
 }
 
+// Triton's ValidateBatchIO: each batch input's kind, source count and data
+// type, each batch output's kind and source count, and the tensor names they
+// refer to. `skip_gaps`: a name check against a list auto-complete will fill
+// (no outputs listed) waits until it has.
+Status CheckBatchIoRules(const inference::ModelConfig& config, bool skip_gaps) {
+  std::set<std::string> inputs;
+  std::set<std::string> outputs;
+  for (const auto& input : config.input()) inputs.insert(input.name());
+  for (const auto& output : config.output()) outputs.insert(output.name());
+  auto check_sources = [&](const auto& sources) {
+    for (const auto& source : sources) {
+      if (!inputs.count(source)) return Broken("unknown source input name '" + source + "'", config);
+    }
+    return Status::Ok();
+  };
+  for (const auto& batch_input : config.batch_input()) {
+    const std::string kind = inference::BatchInput::Kind_Name(batch_input.kind());
+    if (batch_input.source_input_size() != 1) {
+      return Broken("batch input kind '" + kind + "' expects 1 source input, got " +
+                        std::to_string(batch_input.source_input_size()),
+                    config);
+    }
+    if (batch_input.data_type() != inference::TYPE_INT32 && batch_input.data_type() != inference::TYPE_FP32) {
+      return Broken("batch input data type must be TYPE_INT32 or TYPE_FP32", config,
+                    "kind '" + kind + "' is " + inference::DataType_Name(batch_input.data_type()));
+    }
+    if (batch_input.target_name_size() == 0) {
+      return Broken("batch input kind '" + kind + "' must specify 'target_name'", config);
+    }
+    ORTSERVE_RETURN_IF_ERROR(check_sources(batch_input.source_input()));
+  }
+  for (const auto& batch_output : config.batch_output()) {
+    const std::string kind = inference::BatchOutput::Kind_Name(batch_output.kind());
+    if (batch_output.source_input_size() != 1) {
+      return Broken("batch output kind '" + kind + "' expects 1 source input, got " +
+                        std::to_string(batch_output.source_input_size()),
+                    config);
+    }
+    ORTSERVE_RETURN_IF_ERROR(check_sources(batch_output.source_input()));
+    std::set<std::string> targets;
+    for (const auto& target : batch_output.target_name()) {
+      if (!(skip_gaps && config.output_size() == 0) && !outputs.count(target)) {
+        return Broken("unknown target output name '" + target + "'", config);
+      }
+      if (!targets.insert(target).second) {
+        return Broken("target output name '" + target + "' can only be specified once", config);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckModelConfigRules(const inference::ModelConfig& config) {
@@ -126,12 +179,6 @@ Status CheckModelConfigRules(const inference::ModelConfig& config) {
                   "got " + std::to_string(config.max_batch_size()));
   }
   if (config.has_dynamic_batching()) ORTSERVE_RETURN_IF_ERROR(CheckDynamicBatching(config));
-  if (config.batch_input_size() > 0 || config.batch_output_size() > 0) {
-    const char* field = config.batch_input_size() > 0 ? "batch_input" : "batch_output";
-    return Unavailable(std::string(field) + " is not supported for " + config.name() +
-                       ": ortserve does not implement ragged batching (batch_input/batch_output) yet; remove '" +
-                       field + "' from config.pbtxt");
-  }
   return Status::Ok();
 }
 
@@ -143,7 +190,7 @@ Status CheckModelIoRules(const inference::ModelConfig& config, bool skip_gaps) {
   for (const auto& output : config.output()) {
     if (!(skip_gaps && has_gap(output))) ORTSERVE_RETURN_IF_ERROR(CheckIoShape(output, "output", config));
   }
-  return Status::Ok();
+  return CheckBatchIoRules(config, skip_gaps);
 }
 
 }  // namespace ortserve

@@ -10,13 +10,14 @@
 namespace ortserve {
 
 // The whole-model rules: max_batch_size, preferred batch sizes, priority
-// levels, preserve_ordering, and fields ortserve refuses (batch_input,
-// batch_output). kUnavailable with the reason; Ok otherwise.
+// levels, preserve_ordering. kUnavailable with the reason; Ok otherwise.
 Status CheckModelConfigRules(const inference::ModelConfig& config);
 
 // Each config input's and output's name, data_type, dims and reshape
-// (Triton's ValidateIOShape). `skip_gaps`: a tensor without data_type or
-// dims is left for auto-complete to fill (checked again once it has run).
+// (Triton's ValidateIOShape), then the batch_input and batch_output entries
+// (Triton's ValidateBatchIO: kinds, source counts, data types, the names they
+// refer to). `skip_gaps`: a tensor without data_type or dims, or an output
+// list auto-complete will fill, is checked again once it has run.
 Status CheckModelIoRules(const inference::ModelConfig& config, bool skip_gaps = false);
 
 }  // namespace ortserve

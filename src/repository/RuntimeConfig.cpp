@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "repository/ConfigParse.h"
+#include "repository/RaggedConfig.h"
 #include "repository/ShapeBuckets.h"
 
 namespace ortserve {
@@ -228,6 +229,7 @@ Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelCo
   s.model_version = version;
   BatchingPolicy& b = s.batching;
   b.max_batch_size = config.max_batch_size();
+  b.ragged = MakeRaggedBatching(config);
   auto shared = ReadSharedInstanceBatches(config);
   if (!shared.ok()) return shared.status();
   s.compute.balance_across_instances = shared.value();

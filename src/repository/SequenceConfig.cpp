@@ -9,6 +9,7 @@
 #include "repository/ConfigParse.h"
 #include "repository/ConfigTypes.h"
 #include "repository/ModelDirectory.h"
+#include "repository/RaggedConfig.h"
 #include "repository/RuntimeConfig.h"
 #include "repository/VersionWeights.h"
 #include "repository/Warmup.h"
@@ -351,6 +352,7 @@ Status CheckSequenceTensors(const inference::ModelConfig& config, const ModelSig
 }
 
 bool IsServerFedInput(const inference::ModelConfig& config, const std::string& name) {
+  if (IsBatchInputTarget(config, name)) return true;
   if (!config.has_sequence_batching()) return false;
   for (const auto& c : config.sequence_batching().control_input())
     if (c.name() == name) return true;
@@ -367,6 +369,7 @@ bool IsStateOutput(const inference::ModelConfig& config, const std::string& name
 }
 
 std::string DescribeServerFedInput(const inference::ModelConfig& config, const std::string& name) {
+  if (IsBatchInputTarget(config, name)) return "a batch input, which the server makes for each batch it forms";
   for (const auto& c : config.sequence_batching().control_input()) {
     if (c.name() != name) continue;
     const std::string kind = c.control_size() > 0 ? ControlName(c.control(0).kind()) : "control";

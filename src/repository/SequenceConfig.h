@@ -31,12 +31,12 @@ inline constexpr int kMaxSequenceSlotsPerInstance = 65536;
 inline constexpr const char* kInitialStateFolder = "initial_state";
 
 // Whether `name` is an input the server feeds (a control input or a state
-// input of sequence_batching); false for models without it.
+// input of sequence_batching, or a batch input's target).
 bool IsServerFedInput(const inference::ModelConfig& config, const std::string& name);
 // Whether `name` is a state output of sequence_batching.
 bool IsStateOutput(const inference::ModelConfig& config, const std::string& name);
 // "the sequence batcher's control input CONTROL_SEQUENCE_START", "the
-// implicit state input fed from output 'X'": what a message calls a
+// implicit state input fed from output 'X'", "a batch input ...": what a message calls a
 // server-fed input (`name` must be one).
 std::string DescribeServerFedInput(const inference::ModelConfig& config, const std::string& name);
 

@@ -9,9 +9,11 @@
 #include <set>
 
 #include "repository/ConfigTypes.h"
+#include "repository/RaggedConfig.h"
 #include "repository/ShapeBuckets.h"
 #include "scheduler/SequenceControls.h"
 #include "scheduler/SequenceStates.h"
+#include "scheduler/TensorStacker.h"
 
 namespace ortserve {
 namespace {
@@ -326,6 +328,22 @@ Result<std::vector<WarmupSample>> UnbucketedSamples(const inference::ModelConfig
   return samples;
 }
 
+// A ragged model takes each sample as a batch of one request: its ragged
+// inputs flattened to 1-D and its batch inputs made, as the batcher does.
+Status ShapeAsRaggedBatches(const RaggedBatching& ragged, std::vector<WarmupSample>* samples) {
+  TensorStacker stacker;
+  for (WarmupSample& sample : *samples) {
+    InferenceRequest request;
+    request.id = "warm-up " + sample.name;
+    request.inputs = std::move(sample.inputs);
+    std::vector<Tensor> batch;
+    ORTSERVE_RETURN_IF_ERROR(stacker.Stack({&request}, &batch, &ragged));
+    ORTSERVE_RETURN_IF_ERROR(AppendBatchInputs(ragged, {&request}, &batch));
+    sample.inputs = std::move(batch);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
@@ -358,8 +376,11 @@ Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfi
   if (!samples.ok()) return samples.status();
   auto buckets = ShapeBuckets::FromConfig(config);
   if (!buckets.ok()) return buckets.status();
-  if (!buckets.value()) return samples;
-  return PerBucket(*buckets.value(), std::move(samples).value());
+  if (buckets.value()) samples = PerBucket(*buckets.value(), std::move(samples).value());
+  if (auto ragged = MakeRaggedBatching(config)) {
+    ORTSERVE_RETURN_IF_ERROR(ShapeAsRaggedBatches(*ragged, &samples.value()));
+  }
+  return samples;
 }
 
 }  // namespace ortserve

@@ -36,6 +36,8 @@ struct WarmupSample {
 // feeds: a model_warmup entry may name them itself; those it leaves out, and
 // every default sample, get START and READY true, END false, CORRID 0 and the
 // initial state, one row per batch row; its default samples are best_effort.
+// A ragged model's samples run as a batch of one request (RaggedConfig.h):
+// ragged inputs flattened, batch inputs made.
 Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfig& config,
                                                      const std::filesystem::path& model_dir,
                                                      const SequencePolicy* sequence = nullptr);

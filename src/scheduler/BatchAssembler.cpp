@@ -10,6 +10,7 @@ namespace ortserve {
 BatchAssembler::BatchAssembler(const BatchingPolicy& policy)
     : batching_(policy.max_batch_size > 0 && policy.dynamic_batching),
       group_by_shape_(policy.group_by_shape),
+      ragged_(policy.ragged),
       max_batch_size_(policy.max_batch_size > 0 ? static_cast<uint64_t>(policy.max_batch_size) : 1),
       // Capped at an hour so that enqueue_time + delay cannot overflow.
       max_queue_delay_(std::chrono::duration_cast<Clock::duration>(
@@ -50,7 +51,7 @@ BatchPlan BatchAssembler::PlanScan(Scan&& scan, Clock::time_point now, bool flus
     // (batches are runs of consecutive requests, so no request is overtaken
     // by a later one that happens to fit); grouped by shape, it is passed over.
     const uint64_t grown = total + entry.batch_size;
-    if (grown > max_batch_size_ || !CanStack(*plan.members.front()->request, *entry.request)) {
+    if (grown > max_batch_size_ || !CanStack(*plan.members.front()->request, *entry.request, ragged_.get())) {
       saturated = true;
       return group_by_shape_;
     }

@@ -19,6 +19,7 @@
 //    max_queue_delay since it was queued; until then the worker waits for
 //    more requests (Triton's DynamicBatchScheduler::GetDynamicBatch).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "scheduler/DynamicBatcherOptions.h"
@@ -54,6 +55,7 @@ class BatchAssembler {
 
   bool batching_;
   bool group_by_shape_;
+  std::shared_ptr<const RaggedBatching> ragged_;  // may be null
   uint64_t max_batch_size_;
   std::vector<uint64_t> preferred_;  // sorted ascending
   // Size at which waiting cannot help: the largest preferred size, or max.

@@ -46,7 +46,9 @@ Status BatchRunner::StackRunSplit(std::vector<QueuedRequest>& batch, BatchRun* r
   }
   std::vector<Tensor> inputs;
   std::vector<Tensor> outputs;
-  Status status = stacker_.Stack(requests_, &inputs);
+  const RaggedBatching* ragged = options_->batching.ragged.get();
+  Status status = stacker_.Stack(requests_, &inputs, ragged);
+  if (status.ok() && ragged) status = AppendBatchInputs(*ragged, requests_, &inputs);
   run->input_end = clock_->Now();
   if (status.ok()) {
     try {
@@ -70,6 +72,9 @@ Status BatchRunner::StackRunSplit(std::vector<QueuedRequest>& batch, BatchRun* r
   if (batch.size() == 1 && options_->batching.max_batch_size == 0) {
     per_request->push_back(std::move(outputs));  // tensors as the model made them
     return Status::Ok();
+  }
+  if (ragged && !ragged->batch_outputs.empty()) {
+    return SplitRaggedOutputs(*ragged, outputs, instance_->OutputNames(), rows_, requests_, per_request);
   }
   return TensorStacker::Split(outputs, rows_, per_request);
 }

@@ -10,6 +10,7 @@
 
 #include "core/Status.h"
 #include "scheduler/ComputeSlots.h"
+#include "scheduler/RaggedBatch.h"
 
 namespace ortserve {
 
@@ -42,6 +43,8 @@ struct BatchingPolicy {
   // buckets, repository/ShapeBuckets.h); the head is always the oldest
   // request, so none waits behind more than the batches formed before it.
   bool group_by_shape = false;
+  // Triton's ragged batching (scheduler/RaggedBatch.h); null or empty: none.
+  std::shared_ptr<const RaggedBatching> ragged;
 };
 
 struct QueueingPolicy {

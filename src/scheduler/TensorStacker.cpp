@@ -57,21 +57,27 @@ Status BadOutput(const Tensor& output, const std::string& why) {
 
 }  // namespace
 
-bool CanStack(const InferenceRequest& a, const InferenceRequest& b) {
+bool CanStack(const InferenceRequest& a, const InferenceRequest& b, const RaggedBatching* ragged) {
   if (a.inputs.size() != b.inputs.size()) return false;
   for (size_t i = 0; i < a.inputs.size(); ++i) {
     const Tensor& x = a.inputs[i];
     const Tensor* y = FindInput(b, x.name, i);
-    if (!y || x.dtype != y->dtype || !SameNonBatchDims(x.shape, y->shape)) return false;
+    if (!y || x.dtype != y->dtype) return false;
+    if (ragged && ragged->IsRagged(x.name)) continue;
+    if (!SameNonBatchDims(x.shape, y->shape)) return false;
   }
   return true;
 }
 
-Status TensorStacker::Stack(const std::vector<const InferenceRequest*>& requests,
-                            std::vector<Tensor>* batched) {
+Status TensorStacker::Stack(const std::vector<const InferenceRequest*>& requests, std::vector<Tensor>* batched,
+                            const RaggedBatching* ragged) {
   batched->clear();
   if (requests.size() == 1) {
     *batched = requests.front()->inputs;  // shares the request's buffers
+    if (!ragged) return Status::Ok();
+    for (Tensor& input : *batched) {
+      if (ragged->IsRagged(input.name)) input.shape = {static_cast<int64_t>(ElementCount(input.shape).value_or(0))};
+    }
     return Status::Ok();
   }
   const InferenceRequest& head = *requests.front();
@@ -81,6 +87,7 @@ Status TensorStacker::Stack(const std::vector<const InferenceRequest*>& requests
     std::vector<const Tensor*> parts;
     parts.reserve(requests.size());
     uint64_t rows = 0;
+    uint64_t elements = 0;
     size_t bytes = 0;
     for (const InferenceRequest* request : requests) {
       const Tensor* part = FindInput(*request, first.name, i);
@@ -92,6 +99,7 @@ Status TensorStacker::Stack(const std::vector<const InferenceRequest*>& requests
       }
       parts.push_back(part);
       rows += static_cast<uint64_t>(part->shape[0]);
+      elements += *ElementCount(part->shape);
       bytes += *size;
     }
 
@@ -111,6 +119,7 @@ Status TensorStacker::Stack(const std::vector<const InferenceRequest*>& requests
     stacked.dtype = first.dtype;
     stacked.shape = first.shape;
     stacked.shape[0] = static_cast<int64_t>(rows);
+    if (ragged && ragged->IsRagged(first.name)) stacked.shape = {static_cast<int64_t>(elements)};
     stacked.data = TensorData(buffer, buffer->data(), bytes);
     batched->push_back(std::move(stacked));
   }

@@ -9,12 +9,14 @@
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
 #include "core/Tensor.h"
+#include "scheduler/RaggedBatch.h"
 
 namespace ortserve {
 
 // True if `a` and `b` can run in one batch: the same input names, and per
-// name the same dtype and the same dims after dim 0.
-bool CanStack(const InferenceRequest& a, const InferenceRequest& b);
+// name the same dtype and the same dims after dim 0 (any dims for an input
+// `ragged` names).
+bool CanStack(const InferenceRequest& a, const InferenceRequest& b, const RaggedBatching* ragged = nullptr);
 
 // One per worker: keeps the stacking buffers to reuse them on the next batch
 // (a buffer is reused only once nothing else holds it).
@@ -22,8 +24,10 @@ class TensorStacker {
  public:
   // Fills `batched` with one tensor per input of requests[0], in its order,
   // whose dim 0 is the sum over the requests. Requests must be CanStack with
-  // requests[0] and have a batch dim (or be a single request).
-  Status Stack(const std::vector<const InferenceRequest*>& requests, std::vector<Tensor>* batched);
+  // requests[0] and have a batch dim (or be a single request). An input
+  // `ragged` names is instead one 1-D tensor of all the requests' elements.
+  Status Stack(const std::vector<const InferenceRequest*>& requests, std::vector<Tensor>* batched,
+               const RaggedBatching* ragged = nullptr);
 
   // Splits each output along dim 0: request i gets `rows[i]` rows, in order.
   // (*parts)[i][j] is request i's share of outputs[j]. kInternal, naming the

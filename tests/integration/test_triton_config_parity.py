@@ -172,8 +172,8 @@ ERROR_CASES = {
     "with_batch_input": ("""max_batch_size: 4
         input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
         output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
-        batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "N" data_type: TYPE_FP32 source_input: "x" } ]""",
-                         "batch_input is not supported for with_batch_input"),
+        batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "N" data_type: TYPE_FP32 } ]""",
+                         "batch input kind 'BATCH_ELEMENT_COUNT' expects 1 source input, got 0 for with_batch_input"),
 }
 
 

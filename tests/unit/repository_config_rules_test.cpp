@@ -61,13 +61,61 @@ TEST(ConfigRules, ModelRulesUseTritonsWords) {
                   .ok());
 }
 
-TEST(ConfigRules, BatchInputAndOutputAreRefusedNamingTheField) {
-  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4
-      batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "N" data_type: TYPE_INT32 source_input: "x" } ])"),
-              HasSubstr("batch_input is not supported for m"));
-  EXPECT_THAT(ModelRulesMessage(R"(name: "m" max_batch_size: 4
-      batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "y" source_input: "x" } ])"),
-              HasSubstr("batch_output is not supported for m"));
+// The configs of Triton's qa/L0_model_config/noautofill_platform/batch_*.
+constexpr const char* kBatchIoTensors = R"(name: "m" max_batch_size: 4
+    input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ -1 ] allow_ragged_batch: true } ]
+    output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ -1 ] } ])";
+
+std::string BatchIoMessage(const std::string& entries) { return IoRulesMessage(kBatchIoTensors + entries); }
+
+TEST(ConfigRules, BatchInputsUseTritonsWords) {
+  for (const char* kind : {"BATCH_ELEMENT_COUNT", "BATCH_ACCUMULATED_ELEMENT_COUNT",
+                           "BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO", "BATCH_MAX_ELEMENT_COUNT_AS_SHAPE",
+                           "BATCH_ITEM_SHAPE", "BATCH_ITEM_SHAPE_FLATTEN"}) {
+    const std::string k = kind;
+    EXPECT_THAT(BatchIoMessage("batch_input [ { kind: " + k + R"( target_name: "B" data_type: TYPE_FP32 } ])"),
+                HasSubstr("batch input kind '" + k + "' expects 1 source input, got 0 for m"));
+    EXPECT_THAT(BatchIoMessage("batch_input [ { kind: " + k +
+                               R"( target_name: "B" data_type: TYPE_FP32 source_input: [ "INPUT", "INPUT" ] } ])"),
+                HasSubstr("batch input kind '" + k + "' expects 1 source input, got 2 for m"));
+  }
+  EXPECT_THAT(BatchIoMessage(R"(batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "B" data_type: TYPE_FP32
+      source_input: "UNKNOWN_INPUT" } ])"),
+              HasSubstr("unknown source input name 'UNKNOWN_INPUT' for m"));
+  EXPECT_THAT(BatchIoMessage(R"(batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "B" data_type: TYPE_INT64
+      source_input: "INPUT" } ])"),
+              HasSubstr("batch input data type must be TYPE_INT32 or TYPE_FP32 for m"));
+}
+
+TEST(ConfigRules, BatchOutputsUseTritonsWords) {
+  EXPECT_THAT(BatchIoMessage(R"(batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "OUTPUT" } ])"),
+              HasSubstr("batch output kind 'BATCH_SCATTER_WITH_INPUT_SHAPE' expects 1 source input, got 0 for m"));
+  EXPECT_THAT(BatchIoMessage(R"(batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "OUTPUT"
+      source_input: [ "INPUT", "INPUT" ] } ])"),
+              HasSubstr("batch output kind 'BATCH_SCATTER_WITH_INPUT_SHAPE' expects 1 source input, got 2 for m"));
+  EXPECT_THAT(BatchIoMessage(R"(batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "OUTPUT"
+      source_input: "UNKNOWN_INPUT" } ])"),
+              HasSubstr("unknown source input name 'UNKNOWN_INPUT' for m"));
+  EXPECT_THAT(BatchIoMessage(R"(batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE
+      target_name: "UNKNOWN_OUTPUT" source_input: "INPUT" } ])"),
+              HasSubstr("unknown target output name 'UNKNOWN_OUTPUT' for m"));
+  EXPECT_THAT(BatchIoMessage(R"(batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE
+      target_name: [ "OUTPUT", "OUTPUT" ] source_input: "INPUT" } ])"),
+              HasSubstr("target output name 'OUTPUT' can only be specified once for m"));
+}
+
+TEST(ConfigRules, WellFormedBatchIoPasses) {
+  const std::string entries = R"(
+      batch_input [ { kind: BATCH_ACCUMULATED_ELEMENT_COUNT target_name: "OFFSETS" data_type: TYPE_INT32
+                      source_input: "INPUT" } ]
+      batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "OUTPUT" source_input: "INPUT" } ])";
+  EXPECT_TRUE(CheckModelIoRules(Parse(kBatchIoTensors + entries)).ok());
+  // The outputs auto-complete will fill are not known yet.
+  EXPECT_TRUE(CheckModelIoRules(Parse(R"(name: "m" max_batch_size: 4
+      input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
+      batch_output [ { kind: BATCH_SCATTER_WITH_INPUT_SHAPE target_name: "Y" source_input: "INPUT" } ])"),
+                               /*skip_gaps=*/true)
+                  .ok());
 }
 
 TEST(ConfigRules, IoRulesUseTritonsWords) {
@@ -154,6 +202,18 @@ sequence_batching {
   strict.enabled = false;
   EXPECT_THAT(PrepareModel(repo, "two_ends", strict).failure,
               HasSubstr("sequence batching specifies multiple CONTROL_SEQUENCE_END tensors for two_ends"));
+  // Triton's noautofill_platform/batch_output_unknown_target.
+  fs::create_directories(repo / "unknown_target");
+  std::ofstream(repo / "unknown_target" / "config.pbtxt") << R"(platform: "onnxruntime_onnx" max_batch_size: 4
+input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ -1 ] } ]
+batch_output [ { target_name: "UNKNOWN_OUTPUT" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: "INPUT" } ])";
+  for (const bool auto_complete : {true, false}) {
+    AutoCompletePolicy policy;
+    policy.enabled = auto_complete;
+    EXPECT_THAT(PrepareModel(repo, "unknown_target", policy).failure,
+                HasSubstr("unknown target output name 'UNKNOWN_OUTPUT' for unknown_target"));
+  }
   fs::remove_all(repo);
 }
 

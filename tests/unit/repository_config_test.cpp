@@ -132,9 +132,9 @@ TEST(ModelConfigParse, IgnoredFieldsAreNamedOncePrecisely) {
     instance_group [ { count: 2 kind: KIND_CPU rate_limiter { priority: 1 } } ]
   )");
   const std::vector<std::string> expected = {
-      "input.allow_ragged_batch", "instance_group.rate_limiter",
+      "instance_group.rate_limiter",
       "optimization.cuda", "optimization.input_pinned_memory", "dynamic_batching.preserve_ordering",
-      "model_transaction_policy.decoupled", "batch_input"};
+      "model_transaction_policy.decoupled"};
   auto ignored = IgnoredConfigFields(config);
   std::sort(ignored.begin(), ignored.end());
   auto sorted_expected = expected;
