@@ -168,6 +168,12 @@ void AddServingFlags(CLI::App& app, Flags& f) {
   app.add_option("--model-cache-dir", f.model_cache_dir,
                  "Directory for TensorRT engine and timing caches, shared by all instances of a "
                  "model and kept across restarts (empty: <temp dir>/ortserve-model-cache)");
+  app.add_option("--op-library", f.op_libraries,
+                 "Custom-operator shared library (exporting RegisterCustomOps) registered in the "
+                 "session options of every ONNX model, before the model's own "
+                 "model_operations.op_library_filename (repeatable). The path goes to dlopen as "
+                 "given; a library that cannot be registered fails the load of each model, "
+                 "naming the library and why");
 }
 
 // Restricted APIs and TLS for both endpoints.

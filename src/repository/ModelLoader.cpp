@@ -181,7 +181,7 @@ void ModelLoader::LoadAll() {
   // Every config is prepared first: the thread plan needs the total
   // instance count before any session is created.
   std::vector<PreparedModel> prepared;
-  for (const auto& name : StartupModels()) prepared.push_back(PrepareModel(options_->repository_path, name, options_->auto_complete));
+  for (const auto& name : StartupModels()) prepared.push_back(Prepare(name));
   PlanThreads(options_->thread_budget, prepared);
   FallbacksFirst(prepared);
   // Every model's LOADING/UNAVAILABLE state is published before the first load.
@@ -197,7 +197,7 @@ Status ModelLoader::LoadNow(const std::string& name) {
     return NotFound("failed to load '" + name + "': no model directory '" + name + "' in the model repository " +
                     options_->repository_path);
   }
-  PreparedModel p = PrepareModel(options_->repository_path, name, options_->auto_complete);
+  PreparedModel p = Prepare(name);
   ShutDown(table_->Publish(p));
   return LoadCandidates(p);
 }
@@ -228,10 +228,14 @@ void ModelLoader::PollNow() {
     auto known = stamps.find(name);
     if (known != stamps.end() && known->second == DirectoryStamp(dir)) continue;
     spdlog::info("poll: model '{}' {}", name, known == stamps.end() ? "added" : "changed");
-    PreparedModel p = PrepareModel(options_->repository_path, name, options_->auto_complete);
+    PreparedModel p = Prepare(name);
     ShutDown(table_->Publish(p));
     (void)LoadCandidates(p);
   }
+}
+
+PreparedModel ModelLoader::Prepare(const std::string& name) const {
+  return PrepareModel(options_->repository_path, name, options_->auto_complete, options_->op_libraries);
 }
 
 ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {

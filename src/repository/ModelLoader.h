@@ -55,6 +55,8 @@ class ModelLoader {
   void Loop() ORTSERVE_EXCLUDES(mu_);
 
   std::vector<std::string> StartupModels();
+  // PrepareModel with the repository's options.
+  PreparedModel Prepare(const std::string& name) const;
   Status LoadNow(const std::string& name);
   // Stops new requests to every version of `name`, waits for the running
   // ones, then drops the model (`forget`: its directory is gone) or marks

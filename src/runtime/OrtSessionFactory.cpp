@@ -7,6 +7,7 @@
 
 #include "core/Text.h"
 #include "runtime/ExecutionProviders.h"
+#include "runtime/OpLibraries.h"
 #include "runtime/OrtEnvironment.h"
 #include "runtime/OrtError.h"
 
@@ -66,6 +67,7 @@ bool IsCpu(const std::string& name) {
 
 Result<LoadedSession> CreateWithProviders(const RuntimeOptions& options, bool cpu_only) {
   Ort::SessionOptions session_options = BaseSessionOptions(options);
+  ORTSERVE_RETURN_IF_ERROR(RegisterOpLibraries(options.op_libraries, session_options));
   std::vector<std::string> providers{"CPUExecutionProvider"};
   if (!cpu_only) {
     auto appended = AppendExecutionProviders(options, session_options);
@@ -88,7 +90,8 @@ std::string DescribeSession(const RuntimeOptions& options, const std::vector<std
       options.allow_spinning ? "on" : "off",
       options.execution_mode == ExecutionMode::kParallel ? "parallel" : "sequential",
       options.enable_mem_arena ? "on" : "off", options.enable_mem_pattern ? "on" : "off",
-      GraphLevelName(options.graph_optimization_level));
+      GraphLevelName(options.graph_optimization_level)) +
+         (options.op_libraries.empty() ? "" : fmt::format(", op libraries [{}]", Join(options.op_libraries)));
 }
 
 Result<LoadedSession> CreateOrtSession(const RuntimeOptions& options) {
