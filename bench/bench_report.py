@@ -101,7 +101,8 @@ def comparison_lines(args, report_dir):
 OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of the oldest strategy"),
                  ("make bench-shm", "RESULTS-shared-memory.md", "Shared memory over the wire"),
                  ("make bench-scaleout", "RESULTS-scaleout.md", "Scale-out:"),
-                 ("make bench-cache", "RESULTS-response-cache.md", "Response cache under a repeating request mix:")]
+                 ("make bench-cache", "RESULTS-response-cache.md", "Response cache under a repeating request mix:"),
+                 ("make bench-pipeline", "RESULTS-pipeline.md", "Text pipeline at concurrency")]
 
 
 def other_bench_lines(report_dir):

@@ -8,12 +8,14 @@
   fastapi   bench/baseline_fastapi_pipeline.py: FastAPI + onnxruntime, tokenization and
             softmax/labels in Python around the classifier: one request
 
+    make bench-pipeline      # or:
     .venv/bin/python bench/pipeline_bench.py [--concurrency 1,8,32] [--duration 4] [--legs separate,ensemble,fastapi]
 
 Throughput and latency percentiles (one sentence = one pipeline run, from the first byte sent to
 the last answer) at each concurrency, closed loop: N client threads, each on its own keep-alive
 connection(s), send the next sentence when the last is answered. The client is Python (http.client)
-and runs on the same cores as the servers: its CPU is taken from them, equally for every leg.
+and runs on the same cores as the servers: its CPU is taken from them (more in the separate leg,
+whose client sends three requests and parses three answers per sentence).
 Before measuring, each leg's answers for the sample sentences must equal the others'.
 Writes bench/results/RESULTS-pipeline.md and bench/results/pipeline.json.
 """
@@ -161,6 +163,12 @@ def start_servers(args, repo, wanted):
     return servers, legs
 
 
+def headline(points, concurrency):
+    """The line RESULTS.md quotes (bench_report.OTHER_BENCHES): each leg at the highest concurrency."""
+    legs = [f"{p['leg']} {p['throughput']}/s (p99 {p['p99_ms']} ms)" for p in points if p["concurrency"] == concurrency]
+    return f"Text pipeline at concurrency {concurrency}: " + ", ".join(legs) + "."
+
+
 def write_report(args, points, machine, load_before, load_after):
     RESULTS.mkdir(parents=True, exist_ok=True)
     data = {"commit": git_head(), "machine": machine, "args": vars(args), "points": points, "notes": NOTES,
@@ -175,6 +183,7 @@ def write_report(args, points, machine, load_before, load_after):
     for p in points:
         lines.append(f"| {p['leg']} | {p['concurrency']} | {p['throughput']} | {p['p50_ms']} | {p['p90_ms']} | "
                      f"{p['p99_ms']} | {p['errors']} |")
+    lines += ["", headline(points, max(p["concurrency"] for p in points))] if points else []
     lines += ["", "Notes:"] + [f"- {n}" for n in NOTES or ["none"]]
     lines += ["", f"Command: `.venv/bin/python bench/pipeline_bench.py {' '.join(sys.argv[1:])}`".rstrip()]
     (RESULTS / "RESULTS-pipeline.md").write_text("\n".join(lines) + "\n")
