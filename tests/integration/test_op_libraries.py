@@ -24,7 +24,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from harness import REPO_ROOT, assert_matches, model_file, start_server
+from harness import REPO_ROOT, assert_matches, model_file, ortserve_binary, start_server
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 import make_pipeline_models as pipelines  # noqa: E402
@@ -282,3 +282,39 @@ def test_server_wide_op_library_that_is_missing_fails_each_model(text_repo, tmp_
     reason = reasons(srv)["postprocess"]
     assert "op library '/nonexistent/libserver_ops.so' cannot be registered" in reason, reason
     assert srv.get("/v2/health/live").status_code == 200
+
+
+# ---- a plain C++ library (tests/ops/negate_op_library.cpp) ------------------------
+
+NEGATE_CONFIG = """name: "negate"
+platform: "onnxruntime_onnx"
+max_batch_size: 0
+input [ { name: "input" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "output" data_type: TYPE_FP32 dims: [ -1 ] } ]
+model_operations { op_library_filename: "libortserve_test_ops.so" }
+"""
+
+
+def test_library_found_by_name_survives_unload_and_reload(tmp_path, launch):
+    """A bare file name is looked up on the library path (as dlopen, as Triton); after an
+    unload released every session that held the library, a load registers it afresh."""
+    library = ortserve_binary().parent / "libortserve_test_ops.so"
+    if not library.is_file():
+        pytest.skip(f"{library} not built (CMake target ortserve_test_ops)")
+    repo = tmp_path / "repo"
+    (repo / "negate" / "1").mkdir(parents=True)
+    shutil.copyfile(REPO_ROOT / "tests" / "data" / "runtime" / "custom_negate.onnx", repo / "negate" / "1" / "model.onnx")
+    (repo / "negate" / "config.pbtxt").write_text(NEGATE_CONFIG)
+    srv = launch(repo, env={"LD_LIBRARY_PATH": str(library.parent)},
+                 extra_args=("--model-control-mode=explicit", "--load-model", "negate",
+                             "--allow-unauthenticated-model-control=true"))
+    srv.wait_models_ready(["negate"])
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    x = np.array([1.5, -2.0, 0.25], np.float32)
+    for _ in range(2):
+        got = infer(client, "negate", [("input", x, "FP32")], ["output"])["output"]
+        np.testing.assert_array_equal(got, -x)
+        client.unload_model("negate")
+        assert not client.is_model_ready("negate")
+        client.load_model("negate")
+        assert client.is_model_ready("negate")

@@ -1,7 +1,8 @@
-// Custom-operator libraries that cannot be registered fail session creation
-// and model inspection with a message naming the library and the loader's
-// reason. (Registering a real library is tested end to end in
-// tests/integration/test_op_libraries.py with onnxruntime-extensions.)
+// Custom-operator libraries: a registered library's operators run in the
+// session (tests/ops/negate_op_library.cpp), and one that cannot be
+// registered fails session creation and model inspection with a message
+// naming the library and the loader's reason. (onnxruntime-extensions is
+// served end to end in tests/integration/test_op_libraries.py.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,8 @@
 #include <string>
 
 #include "runtime/OrtModelInstance.h"
+
+#include "TestTensors.h"
 
 namespace ortserve {
 namespace {
@@ -42,6 +45,33 @@ void ExpectRejected(const std::string& library, const std::string& reason) {
   auto signature = InspectModel(kModel, {library});
   ASSERT_FALSE(signature.ok());
   EXPECT_THAT(signature.status().message(), AllOf(HasSubstr(library), HasSubstr(reason)));
+}
+
+const std::string kCustomModel = std::string(ORTSERVE_SOURCE_DIR) + "/tests/data/runtime/custom_negate.onnx";
+
+TEST(OpLibraries, RegisteredLibraryRunsItsOperatorInEverySession) {
+  RuntimeOptions options = OptionsWith(ORTSERVE_TEST_OP_LIBRARY);
+  options.model_path = kCustomModel;
+  for (int instance = 0; instance < 2; ++instance) {  // each session registers the library itself
+    auto created = CreateOrtModelInstance(options);
+    ASSERT_TRUE(created.ok()) << created.status().message();
+    std::vector<Tensor> outputs;
+    ASSERT_TRUE(created.value()->Run({testing_util::Fp32("input", {3}, {1.5f, -2.f, 0.f})}, &outputs).ok());
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_THAT(testing_util::Floats(outputs[0]), ::testing::ElementsAre(-1.5f, 2.f, -0.f));
+  }
+  auto signature = InspectModel(kCustomModel, {ORTSERVE_TEST_OP_LIBRARY});
+  ASSERT_TRUE(signature.ok()) << signature.status().message();
+  EXPECT_EQ(signature->inputs.at(0).name, "input");
+}
+
+TEST(OpLibraries, CustomOperatorWithoutItsLibraryFailsTheLoad) {
+  RuntimeOptions options = OptionsWith("");
+  options.op_libraries.clear();
+  options.model_path = kCustomModel;
+  auto created = CreateOrtModelInstance(options);
+  ASSERT_FALSE(created.ok());
+  EXPECT_THAT(created.status().message(), HasSubstr("Negate"));
 }
 
 TEST(OpLibraries, MissingFileNamesTheLibraryAndTheLoaderError) {
