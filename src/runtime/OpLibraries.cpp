@@ -30,11 +30,14 @@ std::string LoaderReason(const std::string& library, const std::string& ort_mess
 std::string LibpythonFor(const std::string& library) {
   const std::string tag = "cpython-3";
   const size_t at = library.rfind(tag);
-  size_t end = at == std::string::npos ? at : at + tag.size();
-  while (end != std::string::npos && end < library.size() && std::isdigit(static_cast<unsigned char>(library[end])))
-    ++end;
-  if (at == std::string::npos || end == at + tag.size()) return "libpython3.X.so.1.0";
-  return "libpython3." + library.substr(at + tag.size(), end - at - tag.size()) + ".so.1.0";
+  if (at == std::string::npos) return "libpython3.X.so.1.0";
+  const size_t minor_begin = at + tag.size();
+  size_t minor_end = minor_begin;
+  while (minor_end < library.size() && std::isdigit(static_cast<unsigned char>(library[minor_end]))) {
+    ++minor_end;
+  }
+  if (minor_end == minor_begin) return "libpython3.X.so.1.0";
+  return "libpython3." + library.substr(minor_begin, minor_end - minor_begin) + ".so.1.0";
 }
 
 std::string RegistrationFailure(const std::string& library, const std::string& ort_message) {
@@ -51,7 +54,8 @@ std::string RegistrationFailure(const std::string& library, const std::string& o
 
 }  // namespace
 
-Status RegisterOpLibraries(const std::vector<std::string>& libraries, Ort::SessionOptions& options) {
+Status RegisterOpLibraries(const std::vector<std::string>& libraries,
+                           Ort::SessionOptions& options) {
   for (const std::string& library : libraries) {
     try {
       options.RegisterCustomOpsLibrary(library.c_str());

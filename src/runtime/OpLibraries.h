@@ -23,6 +23,7 @@ namespace ortserve {
 // lacks RegisterCustomOps or whose registration fails gives kInvalidArgument
 // naming the library and the loader's reason (plus how to supply libpython
 // when the library is a Python extension module missing its symbols).
-Status RegisterOpLibraries(const std::vector<std::string>& libraries, Ort::SessionOptions& options);
+Status RegisterOpLibraries(const std::vector<std::string>& libraries,
+                           Ort::SessionOptions& options);
 
 }  // namespace ortserve
