@@ -31,7 +31,7 @@ APT_PACKAGES=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
   libsimdjson-dev rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libjemalloc-dev libb64-0d npm python3-venv wrk
+  libjemalloc-dev libb64-0d npm python3-venv wrk ccache
   # The onnxruntime-extensions wheel's op library needs libpython's symbols in
   # the server (LD_PRELOAD; docs/model-config.md, "Operator libraries").
   libpython3.11

@@ -33,7 +33,7 @@ from triton_qa_model_config import run_model_config
 PORTS = (8000, 8001, 8002)
 OTHER_BACKEND_MODEL = re.compile(
     r"\b(plan|libtorch|openvino|python|python_dlpack|custom|nop|simple_identity"
-    r"|string_identity|graphdef|savedmodel)_?\w*['\"]? (is not found|version|is not)"
+    r"|string_identity|graphdef|savedmodel)_?\w*\\?['\"]? (is not found|version|is not)"
     r"|unknown model: '(plan|libtorch|openvino|python|custom|nop)_"
 )
 

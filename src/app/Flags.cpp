@@ -21,7 +21,7 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(size_t{1024}, size_t{1} << 30))
       ->capture_default_str();
   app.add_option("--http-max-body-chunks", f.http_max_body_chunks,
-                 "Most chunks in one chunked request body (more: 413)")
+                 "Most chunks in one chunked request body (more: 400, as Triton)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 32))
       ->capture_default_str();
   app.add_option("--http-max-connections", f.http_max_connections,
@@ -36,7 +36,7 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--max-tensor-elements", f.max_tensor_elements,
                  "Most elements of one input tensor, HTTP and gRPC, checked from its shape before its "
-                 "data is read (more: HTTP 413, gRPC RESOURCE_EXHAUSTED)")
+                 "data is read (more: HTTP 400, gRPC RESOURCE_EXHAUSTED)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
       ->capture_default_str();
   app.add_option("--max-shm-regions", f.max_shm_regions,
@@ -114,6 +114,11 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "true: /v2/health/ready is 200 only when every model in the repository is "
                  "ready; false: once the server is up")
       ->capture_default_str();
+  app.add_option("--exit-on-error", f.exit_on_error,
+                 "true: exit (status 1) after the startup load when any model failed to load, as "
+                 "Triton does by default; false: serve the models that loaded, the failed ones "
+                 "UNAVAILABLE with their reason (docs/triton-differences.md)")
+      ->capture_default_str();
   app.add_option("--exit-timeout-secs", f.exit_timeout_secs,
                  "On SIGTERM/SIGINT, how long queued and running requests may take to finish; "
                  "what is left then is answered 503/UNAVAILABLE and the process exits 0")
@@ -130,6 +135,14 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "CPU affinity and its cgroup's CPU quota, cgroup v2 cpu.max or v1 cfs_quota_us, rounded "
                  "down; the startup log names the source). Each instance's intra-op threads are planned "
                  "so the sum stays within it unless a config sets threads explicitly")
+      ->capture_default_str();
+  app.add_option("--ort-thread-pool", f.ort_thread_pool,
+                 "shared: every model runs on one ONNX Runtime intra-op pool of --thread-budget threads "
+                 "(budget - 1 threads named ort-pool-N plus the calling thread), however many models are "
+                 "loaded; a model keeps pools of its own when its config asks (intra_op_thread_count, "
+                 "execution_mode 1, allow_spinning 1 or ort_thread_pool own; docs/model-config.md). "
+                 "per-session: every instance gets pools of its own (ORT's default)")
+      ->check(CLI::IsMember({"shared", "per-session"}))
       ->capture_default_str();
   app.add_option("--log-verbose", f.log_verbose,
                  "Verbose log level (Triton's): 0 none; 1 ortserve's debug lines; 2 and above also its trace "
@@ -167,7 +180,9 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "explicit mode starts with no model loaded");
   app.add_option("--model-cache-dir", f.model_cache_dir,
                  "Directory for TensorRT engine and timing caches, shared by all instances of a "
-                 "model and kept across restarts (empty: <temp dir>/ortserve-model-cache)");
+                 "model and kept across restarts (empty: <temp dir>/ortserve-model-cache). When set, CPU "
+                 "models also keep their ONNX Runtime-optimized graphs in <dir>/optimized, so that later "
+                 "loads skip the graph optimizations (a corrupt or stale entry is rebuilt)");
   app.add_option("--op-library", f.op_libraries,
                  "Custom-operator shared library (exporting RegisterCustomOps) registered in the "
                  "session options of every ONNX model, before the model's own "

@@ -35,6 +35,7 @@ struct Flags {
   double trace_sample_rate = 0.01;
   size_t trace_buffer_spans = 8192;
   bool strict_readiness = true;
+  bool exit_on_error = false;  // Triton's default is true: docs/triton-differences.md
   int exit_timeout_secs = 30;
   int drain_delay_secs = 0;
   uint64_t http_max_input_size = kHttpDefaults.max_input_size;
@@ -47,6 +48,7 @@ struct Flags {
   int http_idle_timeout_secs = static_cast<int>(kHttpDefaults.idle_timeout.count());
   int http_read_timeout_secs = static_cast<int>(kHttpDefaults.read_timeout.count());
   int thread_budget = 0;  // 0: DetectCpuBudget() (CpuBudget.h); main() resolves it
+  std::string ort_thread_pool = "shared";  // "shared" | "per-session"
   int log_verbose = 0;
   // Triton's log flags (server/common/LogControl.h).
   bool log_info = true;

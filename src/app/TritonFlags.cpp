@@ -3,10 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <iostream>
 #include <tuple>
 
 namespace ortserve::app {
 namespace {
+
+// Triton prints its command-line warnings to stderr, outside its log, as
+// "Warning: ..."; deployments and Triton's QA grep for these lines.
+void CommandLineWarning(const std::string& text) { std::cerr << "Warning: " << text << std::endl; }
 
 constexpr const char* kGroup = "Triton compatibility";
 
@@ -108,9 +113,10 @@ Result<uint64_t> ApplyCacheFlags(const CLI::App& app, const TritonFlags& f) {
   if (deprecated_size) {
     if (f.response_cache_byte_size < 0) return InvalidArgument("--response-cache-byte-size must not be negative");
     bytes = static_cast<uint64_t>(f.response_cache_byte_size);
-    spdlog::warn("'--response-cache-byte-size' has been deprecated! Please use '--cache-config' instead. The "
-                 "equivalent --cache-config CLI args would be: '--cache-config=local,size={}'",
-                 bytes);
+    CommandLineWarning(
+        "'--response-cache-byte-size' has been deprecated! Please use '--cache-config' instead. The equivalent "
+        "--cache-config CLI args would be: '--cache-config=local,size=" +
+        std::to_string(bytes) + "'");
   }
   for (const std::string& arg : f.cache_config) ORTSERVE_RETURN_IF_ERROR(ApplyCacheConfig(arg, &bytes));
   if (bytes > 0) {
@@ -167,8 +173,14 @@ void AddTritonFlags(CLI::App& app, TritonFlags& f) {
 Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f) {
   TritonSettings settings;
   AutoCompletePolicy& policy = settings.auto_complete;
-  if (app.count("--strict-model-config") > 0) {
-    spdlog::warn("'--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.");
+  const bool strict_model_config_given = app.count("--strict-model-config") > 0;
+  if (strict_model_config_given) {
+    CommandLineWarning("'--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.");
+  }
+  if (f.disable_auto_complete_config && strict_model_config_given && !f.strict_model_config) {
+    CommandLineWarning(
+        "Overriding deprecated '--strict-model-config' from False to True in favor of "
+        "'--disable-auto-complete-config'!");
   }
   if (f.disable_auto_complete_config || f.strict_model_config) {
     policy.enabled = false;

@@ -69,6 +69,7 @@ Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, cons
   }
   return ModelRepository::Create({.repository_path = flags.model_repository,
                                   .thread_budget = flags.thread_budget,
+                                  .shared_thread_pool = flags.ort_thread_pool == "shared",
                                   .control_mode = control_mode,
                                   .poll_interval = std::chrono::seconds(flags.repository_poll_secs),
                                   .startup_models = flags.load_models,
@@ -304,6 +305,9 @@ Status Start(const Flags& flags, const std::string& malloc_name, Server* s) {
   // Models load before the port opens so that a client never sees a model
   // missing that is merely still loading; liveness follows the port.
   s->repository->LoadAll();
+  if (flags.exit_on_error && !s->repository->AllModelsReady()) {
+    return Internal("failed to load all models (--exit-on-error)");
+  }
   if (Status st = s->http->Start(); !st.ok()) return st;
   spdlog::info("HTTP KServe v2 endpoint listening on {}:{} ({} I/O threads{})", flags.http_address, s->http->port(),
                flags.http_thread_count > 0 ? flags.http_thread_count : DefaultHttpThreads(flags.thread_budget),

@@ -93,6 +93,11 @@ struct InferenceRequest {
   // Set by a served model whose answers are cached, when the cache had none
   // for this request: the answer is stored under it once computed.
   ResponseCacheKey cache_key;
+  // Set by a served model with shape buckets (repository/ShapeBuckets.h)
+  // that padded this request's inputs: their length along the bucketed dim
+  // as the client sent them, to which the outputs are cropped back.
+  // -1: not padded.
+  int64_t unpadded_length = -1;
   CompletionCallback on_complete;
 };
 

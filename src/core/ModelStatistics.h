@@ -161,6 +161,9 @@ class ModelStatistics {
   SequenceStats sequences;
   // Creating the instances, warming up and starting the scheduler, in ns.
   std::atomic<uint64_t> load_duration_ns{0};
+  // The last load and the optimized-model cache (--model-cache-dir): 0 off
+  // (or a GPU model), 1 miss (built and saved), 2 hit (read from the cache).
+  std::atomic<int> load_cache_outcome{0};
 
   // Per executed batch size; null for sizes above the tracked maximum.
   BatchStat* ForBatchSize(size_t batch_size) {

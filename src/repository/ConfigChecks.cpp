@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "repository/ConfigTypes.h"
+#include "repository/EnsembleGraph.h"
 #include "repository/SequenceConfig.h"
 
 namespace ortserve {
@@ -172,6 +173,8 @@ Status CheckInputCount(const inference::ModelConfig& config, const ModelSignatur
 }  // namespace
 
 Status CheckPlatform(inference::ModelConfig* config) {
+  // An ensemble has no model file and runs no session: its own checks.
+  if (IsEnsemble(*config)) return CheckEnsembleScheduling(*config);
   const std::string& platform = config->platform();
   const std::string& backend = config->backend();
   if (!platform.empty() && platform != kOnnxPlatform) {
@@ -181,9 +184,6 @@ Status CheckPlatform(inference::ModelConfig* config) {
   if (!backend.empty() && backend != kOnnxBackend) {
     return Unavailable("backend '" + backend + "' is not supported: ortserve serves only the '" +
                        kOnnxBackend + "' backend");
-  }
-  if (config->has_ensemble_scheduling()) {
-    return Unavailable("ensemble scheduling is not supported");
   }
   config->set_platform(kOnnxPlatform);
   config->set_backend(kOnnxBackend);

@@ -9,7 +9,8 @@
 namespace ortserve {
 
 // Checks platform/backend and fills whichever is empty. Other platforms or
-// backends and ensembles fail with kUnavailable and the reason.
+// backends fail with kUnavailable and the reason; an ensemble (platform
+// "ensemble" or ensemble_scheduling) is checked by CheckEnsembleScheduling.
 Status CheckPlatform(inference::ModelConfig* config);
 
 // The config must describe the model: every config input/output exists in the

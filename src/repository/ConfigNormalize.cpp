@@ -1,6 +1,7 @@
 #include "repository/ConfigNormalize.h"
 
 #include "repository/ConfigTypes.h"
+#include "repository/EnsembleGraph.h"
 #include "repository/SequenceConfig.h"
 
 namespace ortserve {
@@ -23,6 +24,8 @@ void NormalizeInstanceGroups(inference::ModelConfig* config) {
 
 void NormalizeModelConfig(inference::ModelConfig* config) {
   if (!config->has_version_policy()) config->mutable_version_policy()->mutable_latest()->set_num_versions(1);
+  // An ensemble runs no instance of its own (Triton leaves it as written).
+  if (IsEnsemble(*config)) return;
   const int max_batch_size = config->max_batch_size();
   if (config->has_dynamic_batching() && config->dynamic_batching().preferred_batch_size_size() == 0 &&
       max_batch_size > 0) {

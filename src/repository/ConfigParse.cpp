@@ -8,6 +8,7 @@
 
 #include "repository/GpuConfig.h"
 #include "repository/SequenceConfig.h"
+#include "repository/ShapeBuckets.h"
 
 namespace ortserve {
 namespace {
@@ -46,7 +47,7 @@ const std::set<std::string>& SupportedLeaves() {
   static const std::set<std::string> kLeaves = {
       "name", "platform", "backend", "version_policy", "max_batch_size",
       "default_model_filename", "parameters", "model_warmup",
-      // Handled by CheckPlatform (fails the load), not ignored.
+      // Ensembles (repository/EnsembleGraph.h, EnsembleScheduler.h).
       "ensemble_scheduling",
       // The sequence batcher's (repository/SequenceConfig.h); iterative_sequence fails the load there.
       "sequence_batching.max_sequence_idle_microseconds", "sequence_batching.control_input",
@@ -130,9 +131,9 @@ std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& confi
 bool IsKnownParameter(const std::string& key) {
   static const std::set<std::string> kKnown = {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
-      "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",
+      "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",        "ort_thread_pool",
       kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
-  return kKnown.count(key) > 0 || IsGpuParameter(key);
+  return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key);
 }
 
 std::string FallbackModelName(const inference::ModelConfig& config) {

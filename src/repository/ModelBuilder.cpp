@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "core/ThreadName.h"
 #include "repository/ConfigChecks.h"
 #include "repository/ConfigParse.h"
+#include "repository/EnsembleGraph.h"
+#include "repository/EnsembleScheduler.h"
 #include "repository/Warmup.h"
 #include "runtime/OrtModelInstance.h"
 #include "scheduler/DynamicBatcher.h"
@@ -60,12 +63,40 @@ Result<std::shared_ptr<ResponseCache>> ResponseCacheFor(const Candidate& c, cons
   return context.response_cache;
 }
 
-Result<Instances> CreateInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir) {
+// Where CPU sessions keep their optimized graphs: only when the operator
+// named a --model-cache-dir (never a temp dir nobody asked for).
+std::string OptimizedModelCacheDir(const std::string& model_cache_dir) {
+  return model_cache_dir.empty() ? std::string() : (std::filesystem::path(model_cache_dir) / "optimized").string();
+}
+
+// The weights a version's CPU instances share: null for a single CPU
+// instance (nothing to share with; mapping its weights can cost memory,
+// docs/decisions.md, "Instances share their weights") or when ORT cannot
+// make the container. GPU kernels pre-pack into device memory, which ORT
+// does not share.
+std::shared_ptr<SharedWeights> SharedCpuWeights(const Candidate& c) {
+  const auto cpu_instances = std::count_if(c.instances.begin(), c.instances.end(),
+                                           [](const InstanceSpec& i) { return !i.gpu; });
+  if (cpu_instances < 2) return nullptr;
+  try {
+    return CreateSharedWeights();
+  } catch (const std::exception& e) {
+    spdlog::warn("model '{}': instances keep their own weights: {}", Label(c), e.what());
+    return nullptr;
+  }
+}
+
+Result<Instances> CreateInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir,
+                                  const std::shared_ptr<SharedWeights>& cpu_weights) {
   Instances instances;
   for (size_t i = 0; i < c.instances.size(); ++i) {
     RuntimeOptions options = MakeRuntimeOptions(c.settings, plan.intra, c.instances[i], c.model_path,
                                                 Label(c) + "#" + std::to_string(i), cache_dir);
-    // ORT's intra-op threads are created here and inherit this name.
+    options.shared_thread_pool = plan.shared_pool;
+    if (!c.instances[i].gpu) options.shared_weights = cpu_weights;
+    options.optimized_model_cache_dir = OptimizedModelCacheDir(cache_dir);
+    // ORT's own intra-op threads (a model with pools of its own) are created
+    // here and inherit this name.
     ScopedThreadName ort_threads("ort-" + c.name);
     auto instance = CreateOrtModelInstance(options);
     if (!instance.ok()) {
@@ -106,7 +137,7 @@ Status WarmUp(const Candidate& c, Instances& instances) {
 ComputePolicy MakeComputePolicy(const Candidate& c, const ThreadPlanEntry& plan, const ModelBuildContext& context) {
   ComputePolicy compute;
   compute.slots = context.compute_slots;
-  compute.slots_per_run = plan.total_threads / std::max(1, plan.instances);
+  compute.slots_per_run = plan.run_threads;
   // Opt-in (instance_batches: shared), and never on GPU instances: on one
   // device a larger batch beats concurrent halves.
   compute.balance_across_instances =
@@ -136,6 +167,16 @@ Result<std::unique_ptr<Scheduler>> MakeScheduler(const Candidate& c, const Threa
   return std::unique_ptr<Scheduler>(std::move(batcher).value());
 }
 
+// The first instance's: later ones read what it saved.
+const char* CacheUseText(ModelCacheUse use) {
+  switch (use) {
+    case ModelCacheUse::kOff: return "off";
+    case ModelCacheUse::kMiss: return "miss";
+    case ModelCacheUse::kHit: return "hit";
+  }
+  return "off";
+}
+
 std::string SchedulingText(const Candidate& c) {
   if (c.sequence_options) {
     const SequencePolicy& s = c.sequence_options->sequence;
@@ -149,6 +190,36 @@ std::string SchedulingText(const Candidate& c) {
   return text;
 }
 
+// An ensemble: its steps checked against the composing models' complete
+// configs (as Triton, once they are loaded), then its scheduler.
+Result<std::shared_ptr<ServedModel>> BuildEnsemble(const Candidate& c, const ModelBuildContext& context,
+                                                   std::shared_ptr<ResponseCache> cache) {
+  const auto start = std::chrono::steady_clock::now();
+  EnsemblePlan plan = MakeEnsemblePlan(c.config);
+  std::vector<std::shared_ptr<Model>> composing;
+  std::vector<const inference::ModelConfig*> configs;
+  for (const EnsembleStep& step : plan.steps) {
+    std::shared_ptr<Model> model = context.models ? context.models->Ready(step.model_name, step.model_version) : nullptr;
+    if (!model || !model->ready()) return EnsembleDependencyError(c.name, step);
+    configs.push_back(&model->config());
+    composing.push_back(std::move(model));
+  }
+  ORTSERVE_RETURN_IF_ERROR(CheckEnsembleAgainstModels(c.config, configs));
+  const std::string version = std::to_string(c.version);
+  const size_t steps = plan.steps.size();
+  auto model = std::make_shared<ServedModel>(c.config, version, plan.outputs, context.fallbacks, c.labels,
+                                             std::move(cache));
+  auto scheduler = std::make_unique<EnsembleScheduler>(std::move(plan), version, c.config.max_batch_size() > 0,
+                                                       context.models, &model->stats(), model->completer());
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  model->stats().load_duration_ns.store(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+  model->Start(std::move(scheduler));
+  spdlog::info("model '{}' version {} READY (ensemble of {} step(s), max_batch_size {})", c.name, c.version, steps,
+               c.config.max_batch_size());
+  return model;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const ThreadPlanEntry& plan,
@@ -157,10 +228,14 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   ORTSERVE_RETURN_IF_ERROR(CheckFallbackAtLoad(c, context.fallbacks.get()));
   auto cache = ResponseCacheFor(c, context);
   if (!cache.ok()) return cache.status();
-  auto instances = CreateInstances(c, plan, context.model_cache_dir);
+  if (IsEnsemble(c.config)) return BuildEnsemble(c, context, std::move(cache).value());
+  const std::shared_ptr<SharedWeights> cpu_weights = SharedCpuWeights(c);
+  auto instances = CreateInstances(c, plan, context.model_cache_dir, cpu_weights);
   if (!instances.ok()) return instances.status();
   ORTSERVE_RETURN_IF_ERROR(WarmUp(c, instances.value()));
+  if (cpu_weights) ReleaseSharedWeightPages(*cpu_weights);
   for (auto& instance : instances.value()) instance->FinishWarmup();
+  const ModelCacheUse cache_use = instances.value().front()->cache_use();
 
   const std::vector<std::string> outputs = instances.value().front()->OutputNames();
   auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks,
@@ -170,10 +245,11 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   const auto elapsed = std::chrono::steady_clock::now() - start;
   model->stats().load_duration_ns.store(
       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()));
+  model->stats().load_cache_outcome.store(static_cast<int>(cache_use));
   model->Start(std::move(scheduler).value());
-  spdlog::info("model '{}' version {} READY in {} ms ({} instance(s), max_batch_size {}{})", c.name, c.version,
-               std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count(), c.instances.size(),
-               c.config.max_batch_size(), SchedulingText(c));
+  spdlog::info("model '{}' version {} READY in {} ms ({} instance(s), max_batch_size {}{}, optimized-model cache {})",
+               c.name, c.version, std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count(),
+               c.instances.size(), c.config.max_batch_size(), SchedulingText(c), CacheUseText(cache_use));
   return model;
 }
 

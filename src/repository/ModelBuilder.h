@@ -9,6 +9,7 @@
 
 #include "core/Status.h"
 #include "repository/FallbackRouter.h"
+#include "repository/ModelLookup.h"
 #include "repository/ModelPreparation.h"
 #include "repository/ResponseCache.h"
 #include "repository/ServedModel.h"
@@ -26,9 +27,13 @@ struct ModelBuildContext {
   std::shared_ptr<const FallbackLookup> fallbacks;
   // The server's response cache (--cache-config); null: none.
   std::shared_ptr<ResponseCache> response_cache;
+  // How an ensemble finds its composing models, at load and request time.
+  std::shared_ptr<const ModelLookup> models;
 };
 
-// Builds `candidate` with `plan`'s threads.
+// Builds `candidate` with `plan`'s threads. An ensemble creates no instance
+// (the plan is unused): its steps are checked against its composing models,
+// which must be READY, and it is served by an EnsembleScheduler.
 Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& candidate, const ThreadPlanEntry& plan,
                                                 const ModelBuildContext& context);
 

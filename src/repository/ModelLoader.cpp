@@ -4,18 +4,30 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <future>
+#include <map>
 #include <set>
 
 #include "core/Text.h"
 #include "core/ThreadName.h"
 #include "repository/ConfigParse.h"
+#include "repository/EnsembleGraph.h"
 #include "repository/ModelDirectory.h"
 
 namespace ortserve {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Why a model's config asks for ORT pools of its own ("": it does not).
+std::string OwnPoolReason(const OrtSessionSettings& s) {
+  if (s.own_thread_pool) return "ort_thread_pool own";
+  if (s.intra_op_threads > 0) return "intra_op_thread_count";
+  if (s.execution_mode == ExecutionMode::kParallel) return "execution_mode 1";
+  if (s.allow_spinning) return "allow_spinning";
+  return "";
+}
 
 ThreadPlanRequest PlanRequest(const Candidate& c) {
   ThreadPlanRequest r;
@@ -25,29 +37,63 @@ ThreadPlanRequest PlanRequest(const Candidate& c) {
   r.inter = c.settings.inter_op_threads;
   r.parallel_execution = c.settings.execution_mode == ExecutionMode::kParallel;
   r.allow_spinning = c.settings.allow_spinning;
+  r.own_pool_reason = OwnPoolReason(c.settings);
   return r;
 }
 
 // Plans the threads of every candidate at once and logs the plan.
-void PlanThreads(int budget, std::vector<PreparedModel>& prepared) {
+void PlanThreads(const RepositoryOptions& options, std::vector<PreparedModel>& prepared) {
   std::vector<ThreadPlanRequest> requests;
   for (const auto& p : prepared) {
-    for (const auto& c : p.candidates) requests.push_back(PlanRequest(c));
+    for (const auto& c : p.candidates) {
+      if (!IsEnsemble(c.config)) requests.push_back(PlanRequest(c));
+    }
   }
-  const ThreadPlan plan = ThreadPlan::Compute(budget, requests);
+  const ThreadPlan plan = ThreadPlan::Compute(options.thread_budget, requests, options.shared_thread_pool);
   for (const auto& line : plan.Describe()) spdlog::info("thread plan: {}", line);
   if (plan.oversubscribed) {
     const bool any_explicit = std::any_of(plan.entries.begin(), plan.entries.end(),
                                           [](const ThreadPlanEntry& e) { return e.explicit_intra; });
-    spdlog::info("thread plan: {} threads exist for {} cores{}; executions wait for free compute "
-                 "slots rather than contend",
+    spdlog::info("thread plan: {} threads could compute at once for {} cores{}; executions wait for free "
+                 "compute slots rather than contend",
                  plan.total_threads, plan.budget,
                  any_explicit ? " because of configured intra_op_thread_count" : " (more instances than cores)");
   }
   size_t i = 0;
   for (auto& p : prepared) {
-    for (auto& c : p.candidates) c.plan = plan.entries[i++];
+    for (auto& c : p.candidates) {
+      if (!IsEnsemble(c.config)) c.plan = plan.entries[i++];
+    }
   }
+}
+
+// The models an ensemble's steps name (none for another model).
+std::set<std::string> ComposingModels(const PreparedModel& p) {
+  std::set<std::string> names;
+  for (const auto& c : p.candidates) {
+    for (const auto& step : c.config.ensemble_scheduling().step()) names.insert(step.model_name());
+  }
+  return names;
+}
+
+// Ensembles load after the models their steps name (ensembles of ensembles
+// after theirs), since an ensemble is checked against them when it loads.
+void EnsemblesLast(std::vector<PreparedModel>& prepared) {
+  std::map<std::string, const PreparedModel*> by_name;
+  for (const auto& p : prepared) by_name[p.name] = &p;
+  std::map<std::string, int> depth;
+  std::function<int(const std::string&, int)> depth_of = [&](const std::string& name, int guard) -> int {
+    auto known = depth.find(name);
+    if (known != depth.end()) return known->second;
+    auto p = by_name.find(name);
+    if (p == by_name.end() || guard > static_cast<int>(prepared.size())) return 0;  // not loading now, or a cycle
+    int d = 0;
+    for (const auto& step : ComposingModels(*p->second)) d = std::max(d, 1 + depth_of(step, guard + 1));
+    return depth[name] = d;
+  };
+  for (const auto& p : prepared) depth_of(p.name, 0);
+  std::stable_sort(prepared.begin(), prepared.end(),
+                   [&](const PreparedModel& a, const PreparedModel& b) { return depth[a.name] < depth[b.name]; });
 }
 
 // Fallback models load before the models that name them, so that a
@@ -149,7 +195,7 @@ void ModelLoader::Control(const std::string& name, bool load, std::function<void
       return done(Unavailable("server is shutting down; model '" + name + "' was not " +
                               (load ? "loaded" : "unloaded")));
     }
-    done(load ? LoadNow(name) : UnloadNow(name, /*forget=*/false));
+    done(load ? LoadNow(name, nullptr) : UnloadNow(name, /*forget=*/false));
   });
 }
 
@@ -182,8 +228,10 @@ void ModelLoader::LoadAll() {
   // instance count before any session is created.
   std::vector<PreparedModel> prepared;
   for (const auto& name : StartupModels()) prepared.push_back(Prepare(name));
-  PlanThreads(options_->thread_budget, prepared);
+  AddComposingModels(prepared);
+  PlanThreads(*options_, prepared);
   FallbacksFirst(prepared);
+  EnsemblesLast(prepared);
   // Every model's LOADING/UNAVAILABLE state is published before the first load.
   for (auto& p : prepared) ShutDown(table_->Publish(p));
   for (auto& p : prepared) (void)LoadCandidates(p);
@@ -191,15 +239,43 @@ void ModelLoader::LoadAll() {
   initial_load_done_ = true;
 }
 
-Status ModelLoader::LoadNow(const std::string& name) {
+void ModelLoader::AddComposingModels(std::vector<PreparedModel>& prepared) const {
+  std::set<std::string> known;
+  for (const auto& p : prepared) known.insert(p.name);
+  for (size_t i = 0; i < prepared.size(); ++i) {  // grows: composing models of composing ensembles too
+    for (const std::string& step : ComposingModels(prepared[i])) {
+      std::error_code ec;
+      if (known.count(step) || !fs::is_directory(fs::path(options_->repository_path) / step, ec)) continue;
+      spdlog::info("model '{}': loading its composing model '{}'", prepared[i].name, step);
+      known.insert(step);
+      prepared.push_back(Prepare(step));
+    }
+  }
+}
+
+Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* loading) {
+  std::set<std::string> first_call;
+  if (!loading) loading = &first_call;
+  loading->insert(name);
   std::error_code ec;
   if (!fs::is_directory(fs::path(options_->repository_path) / name, ec)) {
     return NotFound("failed to load '" + name + "': no model directory '" + name + "' in the model repository " +
                     options_->repository_path);
   }
   PreparedModel p = Prepare(name);
+  LoadComposingModels(p, loading);
   ShutDown(table_->Publish(p));
   return LoadCandidates(p);
+}
+
+void ModelLoader::LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading) {
+  for (const std::string& step : ComposingModels(p)) {
+    if (table_->LatestReady(step) || !loading->insert(step).second) continue;
+    spdlog::info("model '{}': loading its composing model '{}'", p.name, step);
+    if (Status loaded = LoadNow(step, loading); !loaded.ok()) {
+      spdlog::error("model '{}': composing model '{}' failed to load: {}", p.name, step, loaded.message());
+    }
+  }
 }
 
 Status ModelLoader::UnloadNow(const std::string& name, bool forget) {
@@ -213,6 +289,7 @@ Status ModelLoader::UnloadNow(const std::string& name, bool forget) {
                forget ? " (removed from the model repository)" : "");
   ShutDown(*retired);
   table_->FinishUnload(name, forget);
+  ensembles_failed_.erase(name);
   spdlog::info("model '{}' unloaded", name);
   return Status::Ok();
 }
@@ -223,12 +300,25 @@ void ModelLoader::PollNow() {
   for (const auto& [name, stamp] : stamps) {
     if (!std::binary_search(names.begin(), names.end(), name)) (void)UnloadNow(name, /*forget=*/true);
   }
+  std::vector<PreparedModel> changed;
   for (const auto& name : names) {
     const fs::path dir = fs::path(options_->repository_path) / name;
     auto known = stamps.find(name);
     if (known != stamps.end() && known->second == DirectoryStamp(dir)) continue;
     spdlog::info("poll: model '{}' {}", name, known == stamps.end() ? "added" : "changed");
-    PreparedModel p = Prepare(name);
+    changed.push_back(Prepare(name));
+  }
+  // An ensemble that failed to load may now find the composing models it lacked.
+  if (!changed.empty()) {
+    for (const std::string& name : std::set<std::string>(ensembles_failed_)) {
+      const bool already = std::any_of(changed.begin(), changed.end(), [&](const auto& p) { return p.name == name; });
+      if (already || !std::binary_search(names.begin(), names.end(), name)) continue;
+      spdlog::info("poll: ensemble '{}' retried after its repository changed", name);
+      changed.push_back(Prepare(name));
+    }
+  }
+  EnsemblesLast(changed);
+  for (auto& p : changed) {
     ShutDown(table_->Publish(p));
     (void)LoadCandidates(p);
   }
@@ -239,7 +329,7 @@ PreparedModel ModelLoader::Prepare(const std::string& name) const {
 }
 
 ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {
-  ThreadPlan plan = ThreadPlan::Compute(options_->thread_budget, {PlanRequest(c)});
+  ThreadPlan plan = ThreadPlan::Compute(options_->thread_budget, {PlanRequest(c)}, options_->shared_thread_pool);
   spdlog::info("thread plan: {} (loaded at run time)", plan.Describe().front());
   return plan.entries.front();
 }
@@ -249,7 +339,7 @@ Status ModelLoader::LoadCandidates(const PreparedModel& p) {
   if (!p.failure.empty()) failures.push_back(p.failure);
   for (const auto& [v, why] : p.version_failures) failures.push_back("version " + std::to_string(v) + ": " + why);
   for (const Candidate& c : p.candidates) {
-    const ThreadPlanEntry plan = c.plan ? *c.plan : RuntimePlan(c);
+    const ThreadPlanEntry plan = c.plan ? *c.plan : IsEnsemble(c.config) ? ThreadPlanEntry{} : RuntimePlan(c);
     auto loaded = BuildModel(c, plan, context_);
     const Status status = loaded.status();
     bool kept = false;
@@ -262,6 +352,13 @@ Status ModelLoader::LoadCandidates(const PreparedModel& p) {
       spdlog::info("model '{}' version {} reloaded; the previous load drains and unloads", c.name, c.version);
       old->Shutdown();  // waits for its in-flight requests
     }
+  }
+  const bool ensemble = std::any_of(p.candidates.begin(), p.candidates.end(),
+                                    [](const Candidate& c) { return IsEnsemble(c.config); });
+  if (ensemble && !failures.empty()) {
+    ensembles_failed_.insert(p.name);
+  } else {
+    ensembles_failed_.erase(p.name);
   }
   if (failures.empty()) return Status::Ok();
   return InvalidArgument("failed to load '" + p.name + "': " + Join(failures));

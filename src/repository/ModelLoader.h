@@ -14,6 +14,7 @@
 // run on the loader thread only.
 #include <condition_variable>
 #include <deque>
+#include <set>
 #include <functional>
 #include <string>
 #include <thread>
@@ -57,7 +58,14 @@ class ModelLoader {
   std::vector<std::string> StartupModels();
   // PrepareModel with the repository's options.
   PreparedModel Prepare(const std::string& name) const;
-  Status LoadNow(const std::string& name);
+  // Loads `name`; an ensemble's composing models that are not READY are
+  // loaded first (as Triton loads an ensemble's dependencies with it).
+  // `loading`: the models this load has started (null: only `name`).
+  Status LoadNow(const std::string& name, std::set<std::string>* loading);
+  void LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading);
+  // The startup load: the composing models of the ensembles in `prepared`
+  // that it does not hold yet (explicit mode names only some models).
+  void AddComposingModels(std::vector<PreparedModel>& prepared) const;
   // Stops new requests to every version of `name`, waits for the running
   // ones, then drops the model (`forget`: its directory is gone) or marks
   // it unloaded.
@@ -71,6 +79,9 @@ class ModelLoader {
   const RepositoryOptions* const options_;
   ModelTable* const table_;
   const ModelBuildContext context_;
+  // Ensembles whose last load failed (a poll that changes the repository
+  // retries them). Loader thread only.
+  std::set<std::string> ensembles_failed_;
 
   Mutex mu_;
   std::condition_variable cv_;

@@ -11,8 +11,10 @@
 #include "repository/ConfigParse.h"
 #include "repository/ConfigRules.h"
 #include "repository/ConfigTypes.h"
+#include "repository/EnsembleGraph.h"
 #include "repository/ModelDirectory.h"
 #include "repository/SequenceConfig.h"
+#include "repository/ShapeBuckets.h"
 #include "repository/VersionPolicy.h"
 #include "runtime/OrtModelInstance.h"
 
@@ -83,6 +85,8 @@ Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete,
   ORTSERVE_RETURN_IF_ERROR(CheckModelConfigRules(config));
   ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(config, /*skip_gaps=*/auto_complete));
   ORTSERVE_RETURN_IF_ERROR(CheckPlatform(&config));
+  // An ensemble's steps are checked against its composing models when it is built.
+  if (IsEnsemble(config)) return Status::Ok();
   // The schedulers' own rules; a sequence model's once its config is final
   // (auto-complete may still set max_batch_size, which they check against).
   if (config.has_sequence_batching()) {
@@ -128,6 +132,7 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
                                  const AutoCompletePolicy& auto_complete) {
   Candidate c = common;
   c.version = v;
+  if (IsEnsemble(c.config)) return c;  // no model file
   const fs::path model_path = c.model_dir / std::to_string(v) / filename;
   std::error_code ec;
   if (!fs::is_regular_file(model_path, ec)) return Unavailable("model file not found: " + model_path.string());
@@ -143,6 +148,8 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
     ORTSERVE_RETURN_IF_ERROR(CheckModelIoRules(c.config));
   }
   ORTSERVE_RETURN_IF_ERROR(ValidateConfigAgainstSignature(c.config, signature.value()));
+  // Once the tensors are final: the bucketed dims are checked against them.
+  if (auto buckets = ShapeBuckets::FromConfig(c.config); !buckets.ok()) return buckets.status();
   if (c.config.has_sequence_batching()) {
     auto sequence_options = MakeSequenceBatcherOptions(c.config, std::to_string(v), c.model_dir);
     if (!sequence_options.ok()) return sequence_options.status();
@@ -177,14 +184,25 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   common.model_dir = dir;
   common.stamp = FileStamp(dir / "config.pbtxt");
   common.config = std::move(config).value();
+  const bool names_its_backend = !common.config.platform().empty() || !common.config.backend().empty() ||
+                                 !common.config.default_model_filename().empty();
   if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled, server_op_libraries);
       !checked.ok()) {
     p.failure = checked.message();
     return p;
   }
-  const std::vector<int64_t> available = FindVersions(dir, name);
+  std::vector<int64_t> available = FindVersions(dir, name);
+  // An ensemble has nothing to put in a version directory: without one it is version 1.
+  if (available.empty() && IsEnsemble(common.config)) available.push_back(1);
   if (available.empty()) {
-    p.failure = "no version directories (positive integers) in " + dir.string();
+    // Triton's words where it would look for a model file to tell the
+    // backend by (auto-complete on, nothing in the config names one).
+    p.failure = auto_complete.enabled && !names_its_backend
+                    ? "Invalid model name: Could not determine backend for model '" + name +
+                          "' with no backend in model configuration. Expected model name of the form "
+                          "'model.<backend_name>'. (no version directories (positive integers) in " +
+                          dir.string() + ")"
+                    : "no version directories (positive integers) in " + dir.string();
     return p;
   }
   const VersionSelection selection = SelectVersions(common.config.version_policy(), available);

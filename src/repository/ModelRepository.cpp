@@ -6,11 +6,15 @@
 #include <set>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
+#include "repository/EnsembleGraph.h"
 #include "repository/FallbackRouter.h"
 #include "repository/ModelDirectory.h"
 #include "repository/ModelLoader.h"
 #include "repository/ModelTable.h"
 #include "repository/ResponseCache.h"
+#include "runtime/OrtModelInstance.h"
 
 namespace ortserve {
 
@@ -82,11 +86,14 @@ class ModelRepositoryImpl final : public ModelRepository {
       : options_(std::move(options)),
         fallbacks_(std::make_shared<FallbackLookup>(
             [this](const std::string& name) { return table_.LatestReady(name); })),
+        models_(std::make_shared<ModelLookup>([this](const std::string& name, int64_t version) {
+          return std::shared_ptr<Model>(table_.ReadyVersion(name, version));
+        })),
         cache_(options_.response_cache_bytes > 0 ? std::make_shared<ResponseCache>(options_.response_cache_bytes)
                                                  : nullptr),
         loader_(&options_, &table_,
                 ModelBuildContext{options_.model_cache_dir, std::make_shared<ComputeSlots>(options_.thread_budget),
-                                  fallbacks_, cache_}) {}
+                                  fallbacks_, cache_, models_}) {}
   ~ModelRepositoryImpl() override { Shutdown(); }
 
   void LoadAll() override {
@@ -123,8 +130,12 @@ class ModelRepositoryImpl final : public ModelRepository {
     fallbacks_->Detach();  // requests failing from here on answer their own error
     loader_.Stop();
     // Outside the table's lock: shutting down waits for in-flight requests
-    // (all models share the one deadline).
-    for (auto& m : table_.TakeAllForShutdown()) m->Shutdown(abandon_at);
+    // (all models share the one deadline). Ensembles first: their running
+    // requests still have their composing models to finish on.
+    ModelTable::Retired models = table_.TakeAllForShutdown();
+    std::stable_partition(models.begin(), models.end(), [](const auto& m) { return IsEnsemble(m->config()); });
+    for (auto& m : models) m->Shutdown(abandon_at);
+    models_->Detach();
   }
 
   ModelControlMode control_mode() const override { return options_.control_mode; }
@@ -142,6 +153,7 @@ class ModelRepositoryImpl final : public ModelRepository {
   const RepositoryOptions options_;
   ModelTable table_;
   const std::shared_ptr<FallbackLookup> fallbacks_;
+  const std::shared_ptr<ModelLookup> models_;
   const std::shared_ptr<ResponseCache> cache_;  // null: none
   ModelLoader loader_;  // last: its thread starts once everything above exists
 };
@@ -163,6 +175,10 @@ Result<std::unique_ptr<ModelRepository>> ModelRepository::Create(RepositoryOptio
   }
   if (options.thread_budget <= 0) {
     options.thread_budget = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (options.shared_thread_pool) {
+    Status pool = ConfigureSharedThreadPool(options.thread_budget);
+    if (!pool.ok()) spdlog::warn("shared ORT thread pool: {}", pool.message());
   }
   return std::unique_ptr<ModelRepository>(new ModelRepositoryImpl(std::move(options)));
 }

@@ -39,6 +39,10 @@ struct RepositoryOptions {
   std::string repository_path;
   // Cores the thread plan may use across all instances (default: hardware).
   int thread_budget = 0;
+  // Models run on one process-wide ORT pool of thread_budget threads unless
+  // their config asks for pools of their own (ThreadPlan.h); false: every
+  // instance gets its own pools (--ort-thread-pool per-session).
+  bool shared_thread_pool = true;
   ModelControlMode control_mode = ModelControlMode::kNone;
   // kPoll: time between two scans of the repository.
   std::chrono::milliseconds poll_interval = std::chrono::seconds(15);
@@ -46,6 +50,8 @@ struct RepositoryOptions {
   std::vector<std::string> startup_models;
   // Where TensorRT engine and timing caches live, shared by all instances of
   // a model and kept across restarts. Empty: <temp dir>/ortserve-model-cache.
+  // When set, CPU sessions also keep their optimized graphs in
+  // <dir>/optimized (runtime/OptimizedModelCache.h); empty: they do not.
   std::string model_cache_dir;
   // The response cache's capacity (--cache-config local,size=BYTES); 0: no
   // cache, and models that enable response_cache are served without one.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 
 namespace ortserve {
@@ -52,12 +53,39 @@ std::shared_ptr<ServedModel> ModelTable::LatestReady(const std::string& name) co
   return nullptr;
 }
 
-std::vector<ModelIndexEntry> ModelTable::Index() const {
+std::shared_ptr<ServedModel> ModelTable::ReadyVersion(const std::string& name, int64_t version) const {
+  if (version <= 0) return LatestReady(name);
   ReaderLock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return nullptr;
+  auto v = it->second.versions.find(version);
+  if (v == it->second.versions.end() || v->second.state != ModelState::kReady) return nullptr;
+  return v->second.model;
+}
+
+std::vector<ModelIndexEntry> ModelTable::Index() const {
   std::vector<ModelIndexEntry> out;
-  for (const auto& [name, record] : models_) {
-    if (record.versions.empty()) out.push_back({name, "", ModelState::kUnavailable, record.reason});
-    for (const auto& [number, v] : record.versions) out.push_back({name, std::to_string(number), v.state, v.reason});
+  std::vector<std::shared_ptr<ServedModel>> serving;  // parallel to out: READY entries
+  {
+    ReaderLock lock(mu_);
+    for (const auto& [name, record] : models_) {
+      if (record.versions.empty()) {
+        out.push_back({name, "", ModelState::kUnavailable, record.reason});
+        serving.push_back(nullptr);
+      }
+      for (const auto& [number, v] : record.versions) {
+        out.push_back({name, std::to_string(number), v.state, v.reason});
+        serving.push_back(v.state == ModelState::kReady ? v.model : nullptr);
+      }
+    }
+  }
+  // Outside the lock: an ensemble's readiness looks its composing models up here.
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!serving[i]) continue;
+    if (Status readiness = serving[i]->Readiness(); !readiness.ok()) {
+      out[i].state = ModelState::kUnavailable;
+      out[i].reason = readiness.message();
+    }
   }
   return out;
 }
@@ -74,15 +102,19 @@ std::vector<std::shared_ptr<Model>> ModelTable::ReadyModels() const {
 }
 
 bool ModelTable::AllReady() const {
-  ReaderLock lock(mu_);
-  for (const auto& [name, record] : models_) {
-    if (record.unloaded) continue;
-    if (record.versions.empty()) return false;
-    for (const auto& [number, v] : record.versions) {
-      if (v.state != ModelState::kReady) return false;
+  std::vector<std::shared_ptr<ServedModel>> serving;
+  {
+    ReaderLock lock(mu_);
+    for (const auto& [name, record] : models_) {
+      if (record.unloaded) continue;
+      if (record.versions.empty()) return false;
+      for (const auto& [number, v] : record.versions) {
+        if (v.state != ModelState::kReady) return false;
+        serving.push_back(v.model);
+      }
     }
   }
-  return true;
+  return std::all_of(serving.begin(), serving.end(), [](const auto& m) { return m && m->ready(); });
 }
 
 std::map<std::string, std::string> ModelTable::DirStamps() const {

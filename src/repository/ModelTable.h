@@ -33,6 +33,10 @@ class ModelTable {
       ORTSERVE_EXCLUDES(mu_);
   // The newest READY version of `name`, ignoring canary weights (a fallback).
   std::shared_ptr<ServedModel> LatestReady(const std::string& name) const ORTSERVE_EXCLUDES(mu_);
+  // Version `version` of `name` when READY (`version` <= 0: LatestReady).
+  std::shared_ptr<ServedModel> ReadyVersion(const std::string& name, int64_t version) const ORTSERVE_EXCLUDES(mu_);
+  // A READY version whose model cannot serve now (an ensemble whose
+  // composing model is not READY) is listed UNAVAILABLE, with the reason.
   std::vector<ModelIndexEntry> Index() const ORTSERVE_EXCLUDES(mu_);
   std::vector<std::shared_ptr<Model>> ReadyModels() const ORTSERVE_EXCLUDES(mu_);
   // Every model known is READY in every version (models unloaded on request

@@ -67,7 +67,7 @@ uint64_t ResponseCache::NewOwnerId() {
 ResponseCacheKey ResponseCache::KeyOf(uint64_t owner, const InferenceRequest& request) {
   std::vector<const Tensor*> inputs;
   inputs.reserve(request.inputs.size());
-  size_t size = 3 * sizeof(uint64_t);
+  size_t size = 4 * sizeof(uint64_t);
   for (const Tensor& t : request.inputs) {
     inputs.push_back(&t);
     size += t.name.size() + t.data.size() + (4 + t.shape.size()) * sizeof(uint64_t);
@@ -80,6 +80,9 @@ ResponseCacheKey ResponseCache::KeyOf(uint64_t owner, const InferenceRequest& re
   AppendU64(&key.bytes, owner);
   AppendU64(&key.bytes, inputs.size());
   for (const Tensor* t : inputs) AppendTensor(&key.bytes, *t);
+  // A padded request's length: two lengths padded to the same bucket may
+  // pad to the same inputs, and their answers are cropped differently.
+  AppendU64(&key.bytes, static_cast<uint64_t>(request.unpadded_length));
   AppendU64(&key.bytes, request.requested_outputs.size());
   for (const RequestedOutput& r : request.requested_outputs) {
     AppendText(&key.bytes, r.name);

@@ -17,8 +17,12 @@ const inference::ModelOutput* FindOutput(const inference::ModelConfig& config, c
 }  // namespace
 
 ResponseShaper::ResponseShaper(std::shared_ptr<const inference::ModelConfig> config,
-                               std::vector<std::string> instance_outputs, std::shared_ptr<const OutputLabels> labels)
-    : config_(std::move(config)), instance_outputs_(std::move(instance_outputs)), labels_(std::move(labels)) {
+                               std::vector<std::string> instance_outputs, std::shared_ptr<const OutputLabels> labels,
+                               std::shared_ptr<const ShapeBuckets> buckets)
+    : config_(std::move(config)),
+      instance_outputs_(std::move(instance_outputs)),
+      labels_(std::move(labels)),
+      buckets_(std::move(buckets)) {
   any_reshape_ = HasOutputReshape(*config_);
   std::vector<std::string> config_names;
   for (const auto& out : config_->output()) config_names.push_back(out.name());
@@ -36,6 +40,7 @@ Status ResponseShaper::Shape(const InferenceRequest& request, InferenceResponse*
   } else {
     ORTSERVE_RETURN_IF_ERROR(KeepRequested(request.requested_outputs, response));
   }
+  if (buckets_) ORTSERVE_RETURN_IF_ERROR(buckets_->Crop(request, response));
   if (any_reshape_) ORTSERVE_RETURN_IF_ERROR(ApplyOutputReshape(*config_, response));
   NameRequested(request, response);
   return request.requested_outputs.empty() ? Status::Ok() : ClassifyRequested(response);

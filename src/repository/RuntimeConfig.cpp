@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "repository/ConfigParse.h"
+#include "repository/ShapeBuckets.h"
 
 namespace ortserve {
 namespace {
@@ -103,6 +104,12 @@ Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& con
     if (!b.ok()) return b.status();
     s.allow_spinning = b.value();
   }
+  if (auto* v = get("ort_thread_pool")) {
+    if (*v != "own" && *v != "shared") {
+      return InvalidArgument("parameter 'ort_thread_pool' must be 'shared' or 'own', got '" + *v + "'");
+    }
+    s.own_thread_pool = *v == "own";
+  }
   auto gpu = ReadGpuSettings(config);
   if (!gpu.ok()) return gpu.status();
   s.gpu = std::move(gpu).value();
@@ -131,6 +138,10 @@ Result<std::vector<InstanceSpec>> ExpandInstanceGroups(const inference::ModelCon
     if (total > static_cast<uint64_t>(kMaxInstancesPerModel)) {
       return Unavailable("instance_group: more than " + std::to_string(kMaxInstancesPerModel) +
                          " instances in total for model '" + config.name() + "'");
+    }
+    if (group.kind() == inference::ModelInstanceGroup::KIND_CPU && group.gpus_size() > 0) {
+      return Unavailable("instance group " + group.name() + " of model " + config.name() +
+                         " has kind KIND_CPU but specifies one or more GPUs");
     }
     switch (group.kind()) {
       case inference::ModelInstanceGroup::KIND_CPU:
@@ -258,6 +269,8 @@ Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelCo
   auto adaptive = ReadAdaptiveWindow(config);
   if (!adaptive.ok()) return adaptive.status();
   b.adaptive_window = adaptive.value();
+  // Padded requests come in a few interleaved shapes, one per bucket.
+  b.group_by_shape = config.parameters().count(kShapeBucketsParameter) > 0;
   // Without default_queue_policy the batcher's defaults stand (request
   // timeouts honoured, global queue bound).
   if (db.has_default_queue_policy()) s.queueing.default_policy = MakeQueuePolicy(db.default_queue_policy());

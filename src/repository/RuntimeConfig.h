@@ -23,6 +23,9 @@ struct OrtSessionSettings {
   bool enable_mem_pattern = true;
   // Our own "allow_spinning" parameter, default "0": see ThreadPlan.h for why.
   bool allow_spinning = false;
+  // Our own "ort_thread_pool" parameter: "own" gives each instance pools of
+  // its own instead of the process's shared pool ("shared", the default).
+  bool own_thread_pool = false;
   // Triton onnxruntime backend semantics of optimization.graph.level:
   // -1 -> basic, 1 -> extended, 0/absent/anything else -> all.
   GraphOptimizationLevel graph_optimization_level = GraphOptimizationLevel::kAll;

@@ -17,6 +17,14 @@ std::unique_ptr<const FallbackRouter> MakeRouter(const inference::ModelConfig* c
   return std::make_unique<const FallbackRouter>(config, stats, std::move(name), std::move(fallbacks));
 }
 
+// The config's shape buckets; null when it sets none. The loader refused a
+// config whose buckets are malformed (ModelPreparation), so none is here.
+std::shared_ptr<const ShapeBuckets> BucketsOf(const inference::ModelConfig& config) {
+  auto buckets = ShapeBuckets::FromConfig(config);
+  if (!buckets.ok() || !buckets.value()) return nullptr;
+  return std::make_shared<const ShapeBuckets>(std::move(*buckets.value()));
+}
+
 uint64_t NanosSince(Clock::time_point start) {
   const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start);
   return static_cast<uint64_t>(std::max<int64_t>(0, elapsed.count()));
@@ -30,7 +38,8 @@ ServedModel::ServedModel(inference::ModelConfig config, std::string version,
     : config_(std::make_shared<const inference::ModelConfig>(std::move(config))),
       version_(std::move(version)),
       stats_(config_->max_batch_size()),
-      shaper_(config_, std::move(instance_outputs), std::move(labels)),
+      buckets_(BucketsOf(*config_)),
+      shaper_(config_, std::move(instance_outputs), std::move(labels), buckets_),
       fallback_(MakeRouter(config_.get(), &stats_, std::move(fallbacks))),
       cache_(std::move(cache)),
       cache_owner_(cache_ ? ResponseCache::NewOwnerId() : 0) {}
@@ -57,10 +66,21 @@ void ServedModel::InferHandedOn(std::unique_ptr<InferenceRequest> request) {
   Serve(std::move(request), /*may_fall_back=*/false);
 }
 
+Status ServedModel::Readiness() const {
+  if (state_.load(std::memory_order_acquire) != ModelState::kReady) {
+    return Unavailable("model '" + name() + "' version '" + version_ + "' is not ready");
+  }
+  if (Status scheduler = scheduler_ ? scheduler_->Readiness() : Status::Ok(); !scheduler.ok()) {
+    return Unavailable("model '" + name() + "' version '" + version_ + "' is not ready: " + scheduler.message());
+  }
+  return Status::Ok();
+}
+
 Status ServedModel::Admit(InferenceRequest& request) const {
-  if (!ready()) return Unavailable("model '" + name() + "' version '" + version_ + "' is not ready");
+  ORTSERVE_RETURN_IF_ERROR(Readiness());
   ORTSERVE_RETURN_IF_ERROR(ValidateRequest(*config_, request));
-  return ApplyInputReshape(*config_, &request);
+  ORTSERVE_RETURN_IF_ERROR(ApplyInputReshape(*config_, &request));
+  return buckets_ ? buckets_->Pad(&request) : Status::Ok();
 }
 
 void ServedModel::Serve(std::unique_ptr<InferenceRequest> request, bool may_fall_back) {

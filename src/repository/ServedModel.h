@@ -1,7 +1,7 @@
 #pragma once
 // One loaded model version and its request path, each stage in one call:
 //   admit     readiness, validation against the config (RequestValidator),
-//             input reshape;
+//             input reshape, padding to a shape bucket (ShapeBuckets);
 //   cache     with `response_cache { enable: true }` and a server cache: an
 //             answer the cache holds is sent at once (ResponseCache);
 //   schedule  the model's Scheduler (the dynamic batcher today), or the
@@ -28,6 +28,7 @@
 #include "repository/Model.h"
 #include "repository/ResponseCache.h"
 #include "repository/ResponseShaper.h"
+#include "repository/ShapeBuckets.h"
 #include "scheduler/Scheduler.h"
 
 namespace ortserve {
@@ -47,7 +48,10 @@ class ServedModel final : public Model, private RequestCompleter {
   const std::string& version() const override { return version_; }
   const inference::ModelConfig& config() const override { return *config_; }
   ModelStatistics& stats() override { return stats_; }
-  bool ready() const override { return state_.load(std::memory_order_acquire) == ModelState::kReady; }
+  bool ready() const override { return Readiness().ok(); }
+  // OK when serving; otherwise why not (loading or unloading, or what its
+  // scheduler lacks: an ensemble's composing model).
+  Status Readiness() const;
   void Infer(std::unique_ptr<InferenceRequest> request) override;
   size_t QueueDepth() const override { return scheduler_ ? scheduler_->QueueDepth() : 0; }
   size_t BusyInstances() const override { return scheduler_ ? scheduler_->BusyInstances() : 0; }
@@ -66,7 +70,7 @@ class ServedModel final : public Model, private RequestCompleter {
 
  private:
   void Serve(std::unique_ptr<InferenceRequest> request, bool may_fall_back);
-  // Readiness + validation + input reshape.
+  // Readiness + validation + input reshape + padding to a shape bucket.
   Status Admit(InferenceRequest& request) const;
   // Answers an admitted request from the cache when it holds its answer
   // (true: `request` is consumed); otherwise leaves the key in the request.
@@ -82,6 +86,7 @@ class ServedModel final : public Model, private RequestCompleter {
   const std::shared_ptr<const inference::ModelConfig> config_;
   const std::string version_;
   ModelStatistics stats_;  // outlives scheduler_ (declared before it)
+  const std::shared_ptr<const ShapeBuckets> buckets_;  // null: the config sets no shape_buckets
   const ResponseShaper shaper_;
   const std::unique_ptr<const FallbackRouter> fallback_;  // null: none
   const std::shared_ptr<ResponseCache> cache_;             // null: answers not cached

@@ -4,9 +4,12 @@
 
 namespace ortserve {
 
-ThreadPlan ThreadPlan::Compute(int budget, const std::vector<ThreadPlanRequest>& requests) {
+ThreadPlan ThreadPlan::Compute(int budget, const std::vector<ThreadPlanRequest>& requests, bool shared_pool) {
   ThreadPlan plan;
   plan.budget = std::max(1, budget);
+  plan.shared_pool = shared_pool;
+  plan.shared_pool_threads = shared_pool ? plan.budget - 1 : 0;
+  plan.ort_threads = plan.shared_pool_threads;
   for (const auto& r : requests) {
     ThreadPlanEntry e;
     e.label = r.label;
@@ -18,8 +21,14 @@ ThreadPlan ThreadPlan::Compute(int budget, const std::vector<ThreadPlanRequest>&
     e.inter = std::max(1, r.inter);
     e.parallel_execution = r.parallel_execution;
     e.allow_spinning = r.allow_spinning;
-    e.total_threads = e.instances * (e.intra + (e.parallel_execution ? e.inter : 0));
+    e.shared_pool = shared_pool && r.own_pool_reason.empty();
+    e.run_threads = e.intra + (e.parallel_execution ? e.inter : 0);
+    e.total_threads = e.instances * e.run_threads;
+    if (!e.shared_pool) {
+      e.ort_threads = e.instances * ((e.intra - 1) + (e.parallel_execution ? e.inter - 1 : 0));
+    }
     plan.total_threads += e.total_threads;
+    plan.ort_threads += e.ort_threads;
     plan.entries.push_back(std::move(e));
   }
   plan.oversubscribed = plan.total_threads > plan.budget;
@@ -29,15 +38,23 @@ ThreadPlan ThreadPlan::Compute(int budget, const std::vector<ThreadPlanRequest>&
 std::vector<std::string> ThreadPlan::Describe() const {
   std::vector<std::string> lines;
   for (const auto& e : entries) {
-    lines.push_back(e.label + ": " + std::to_string(e.instances) + " instance(s) x " +
-                    std::to_string(e.intra) + " intra-op thread(s)" +
-                    (e.explicit_intra ? " (configured)" : "") +
-                    (e.parallel_execution ? " + " + std::to_string(e.inter) + " inter-op"
-                                          : ", sequential") +
-                    ", spinning " + (e.allow_spinning ? "on" : "off") + " = " +
-                    std::to_string(e.total_threads) + " thread(s)");
+    if (e.shared_pool) {
+      lines.push_back(e.label + ": " + std::to_string(e.instances) + " instance(s) on the shared ORT pool, " +
+                      std::to_string(e.run_threads) + " thread(s) per run");
+      continue;
+    }
+    lines.push_back(e.label + ": " + std::to_string(e.instances) + " instance(s) x " + std::to_string(e.intra) +
+                    " intra-op thread(s)" + (e.explicit_intra ? " (configured)" : "") +
+                    (e.parallel_execution ? " + " + std::to_string(e.inter) + " inter-op" : ", sequential") +
+                    ", spinning " + (e.allow_spinning ? "on" : "off") + ", own pools: " +
+                    std::to_string(e.ort_threads) + " ORT thread(s) (ort-<model>)");
   }
-  lines.push_back("total: " + std::to_string(total_threads) + " ORT thread(s) for a budget of " +
+  if (shared_pool) {
+    lines.push_back("shared ORT pool: " + std::to_string(budget) + " thread(s) per run at most = " +
+                    std::to_string(shared_pool_threads) + " pool thread(s) (ort-pool-N) + the run-<model> thread "
+                    "that calls in");
+  }
+  lines.push_back("total: " + std::to_string(ort_threads) + " ORT thread(s) exist for a budget of " +
                   std::to_string(budget) + " core(s); at most " + std::to_string(budget) +
                   " compute at once (compute slots)");
   return lines;

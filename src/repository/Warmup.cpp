@@ -9,6 +9,7 @@
 #include <set>
 
 #include "repository/ConfigTypes.h"
+#include "repository/ShapeBuckets.h"
 #include "scheduler/SequenceControls.h"
 #include "scheduler/SequenceStates.h"
 
@@ -253,34 +254,40 @@ Result<WarmupSample> Default(const inference::ModelConfig& config, int batch_siz
   return sample;
 }
 
-}  // namespace
-
-Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
-                                            const std::string& relative) {
-  namespace fs = std::filesystem;
-  const fs::path rel(relative);
-  if (relative.empty() || rel.is_absolute() || rel.has_root_name()) {
-    return InvalidArgument("path '" + relative + "' must be relative to " + base.string());
+// Each sample once per bucket its padded inputs fit, padded as admission pads
+// a request (ShapeBuckets::PadTensor), so that every bucket is warmed at
+// every warmed batch size. A sample over the largest bucket stays as it is.
+std::vector<WarmupSample> PerBucket(const ShapeBuckets& buckets, std::vector<WarmupSample> samples) {
+  const size_t axis = buckets.axis();
+  std::vector<WarmupSample> out;
+  for (WarmupSample& sample : samples) {
+    auto padded = std::find_if(sample.inputs.begin(), sample.inputs.end(), [&](const Tensor& t) {
+      return buckets.FindPadded(t.name) != nullptr && t.shape.size() > axis;
+    });
+    if (padded == sample.inputs.end() || !buckets.BucketFor(padded->shape[axis])) {
+      out.push_back(std::move(sample));
+      continue;
+    }
+    const int64_t length = padded->shape[axis];
+    for (int64_t size : buckets.sizes()) {
+      if (size < length) continue;
+      WarmupSample bucketed = sample;
+      bucketed.name += " bucket " + std::to_string(size);
+      for (Tensor& t : bucketed.inputs) {
+        const ShapeBuckets::PaddedInput* p = buckets.FindPadded(t.name);
+        if (p != nullptr && t.shape.size() > axis && t.shape[axis] <= size) {
+          t = ShapeBuckets::PadTensor(t, axis, size, p->pad);
+        }
+      }
+      out.push_back(std::move(bucketed));
+    }
   }
-  for (const auto& part : rel) {
-    if (part == "..") return InvalidArgument("path '" + relative + "' escapes " + base.string());
-  }
-  std::error_code ec;
-  const fs::path canonical_base = fs::weakly_canonical(base, ec);
-  if (ec) return InvalidArgument("cannot resolve " + base.string() + ": " + ec.message());
-  const fs::path resolved = fs::weakly_canonical(canonical_base / rel, ec);
-  if (ec) return InvalidArgument("cannot resolve " + relative + ": " + ec.message());
-  auto [base_end, _] = std::mismatch(canonical_base.begin(), canonical_base.end(),
-                                     resolved.begin(), resolved.end());
-  if (base_end != canonical_base.end() || resolved == canonical_base) {
-    return InvalidArgument("path '" + relative + "' escapes " + base.string());
-  }
-  return resolved;
+  return out;
 }
 
-Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfig& config,
-                                                     const std::filesystem::path& model_dir,
-                                                     const SequencePolicy* sequence) {
+Result<std::vector<WarmupSample>> UnbucketedSamples(const inference::ModelConfig& config,
+                                                    const std::filesystem::path& model_dir,
+                                                    const SequencePolicy* sequence) {
   std::vector<WarmupSample> samples;
   std::mt19937 rng(12345);  // deterministic: warm-up must be reproducible
   if (config.model_warmup_size() > 0) {
@@ -317,6 +324,42 @@ Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfi
     samples.push_back(std::move(sample).value());
   }
   return samples;
+}
+
+}  // namespace
+
+Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
+                                            const std::string& relative) {
+  namespace fs = std::filesystem;
+  const fs::path rel(relative);
+  if (relative.empty() || rel.is_absolute() || rel.has_root_name()) {
+    return InvalidArgument("path '" + relative + "' must be relative to " + base.string());
+  }
+  for (const auto& part : rel) {
+    if (part == "..") return InvalidArgument("path '" + relative + "' escapes " + base.string());
+  }
+  std::error_code ec;
+  const fs::path canonical_base = fs::weakly_canonical(base, ec);
+  if (ec) return InvalidArgument("cannot resolve " + base.string() + ": " + ec.message());
+  const fs::path resolved = fs::weakly_canonical(canonical_base / rel, ec);
+  if (ec) return InvalidArgument("cannot resolve " + relative + ": " + ec.message());
+  auto [base_end, _] = std::mismatch(canonical_base.begin(), canonical_base.end(),
+                                     resolved.begin(), resolved.end());
+  if (base_end != canonical_base.end() || resolved == canonical_base) {
+    return InvalidArgument("path '" + relative + "' escapes " + base.string());
+  }
+  return resolved;
+}
+
+Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfig& config,
+                                                     const std::filesystem::path& model_dir,
+                                                     const SequencePolicy* sequence) {
+  auto samples = UnbucketedSamples(config, model_dir, sequence);
+  if (!samples.ok()) return samples.status();
+  auto buckets = ShapeBuckets::FromConfig(config);
+  if (!buckets.ok()) return buckets.status();
+  if (!buckets.value()) return samples;
+  return PerBucket(*buckets.value(), std::move(samples).value());
 }
 
 }  // namespace ortserve

@@ -30,7 +30,8 @@ struct WarmupSample {
 // is rejected). Without model_warmup: for a batching model one sample per
 // batch size in {1, preferred sizes, max_batch_size}; otherwise one sample.
 // Dynamic non-batch dims become 1; BYTES elements are empty strings; both
-// make the sample best_effort.
+// make the sample best_effort. With shape buckets (ShapeBuckets.h) each
+// sample runs once per bucket it fits, its padded inputs padded to it.
 // A sequence model (`sequence` not null) also gets the inputs the server
 // feeds: a model_warmup entry may name them itself; those it leaves out, and
 // every default sample, get START and READY true, END false, CORRID 0 and the

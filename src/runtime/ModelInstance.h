@@ -10,6 +10,10 @@
 
 namespace ortserve {
 
+// Whether an instance's session was built from the optimized-model cache
+// (kHit), built and then saved to it (kMiss), or built without it (kOff).
+enum class ModelCacheUse { kOff, kMiss, kHit };
+
 class ModelInstance {
  public:
   virtual ~ModelInstance() = default;
@@ -30,6 +34,8 @@ class ModelInstance {
   // runs). A GPU instance with a numerical check stops comparing against its
   // CPU reference and frees it. Not concurrently with Run.
   virtual void FinishWarmup() {}
+
+  virtual ModelCacheUse cache_use() const { return ModelCacheUse::kOff; }
 };
 
 }  // namespace ortserve

@@ -14,6 +14,7 @@
 #include "runtime/OrtModelSignature.h"
 #include "runtime/OrtSessionFactory.h"
 #include "runtime/OutputTensors.h"
+#include "runtime/SharedWeights.h"
 
 namespace ortserve {
 namespace {
@@ -31,9 +32,12 @@ namespace {
 // check their own deadline/cancel flag before calling Run().
 class OrtModelInstance final : public ModelInstance {
  public:
-  OrtModelInstance(std::string label, Ort::Session session, ModelSignature signature)
+  OrtModelInstance(std::string label, Ort::Session session, ModelSignature signature,
+                   std::shared_ptr<SharedWeights> shared_weights, ModelCacheUse cache_use)
       : label_(std::move(label)),
+        shared_weights_(std::move(shared_weights)),
         session_(std::move(session)),
+        cache_use_(cache_use),
         signature_(std::move(signature)),
         staging_(signature_.inputs, label_) {
     // The name arrays point into signature_, which never changes after this.
@@ -73,6 +77,8 @@ class OrtModelInstance final : public ModelInstance {
   }
 
   void FinishWarmup() override { reference_.reset(); }
+
+  ModelCacheUse cache_use() const override { return cache_use_; }
 
   Status Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) override {
     if (outputs == nullptr) return InvalidArgument("model '" + label_ + "': outputs must not be null");
@@ -186,7 +192,10 @@ class OrtModelInstance final : public ModelInstance {
   }
 
   const std::string label_;
+  // Before the session: the container must outlive it.
+  const std::shared_ptr<SharedWeights> shared_weights_;
   Ort::Session session_;
+  const ModelCacheUse cache_use_;
   const ModelSignature signature_;
   std::vector<const char*> input_names_;
   std::vector<std::string> output_names_;
@@ -229,6 +238,10 @@ RuntimeOptions ReferenceOptions(const RuntimeOptions& gpu) {
 
 }  // namespace
 
+std::shared_ptr<SharedWeights> CreateSharedWeights() { return std::make_shared<SharedWeights>(); }
+
+void ReleaseSharedWeightPages(SharedWeights& weights) { weights.ReleaseResidentPages(); }
+
 Result<std::unique_ptr<ModelInstance>> CreateOrtModelInstance(const RuntimeOptions& requested) {
   RuntimeOptions options = requested;
   if (options.label.empty()) options.label = options.model_path;  // messages must name the model
@@ -249,12 +262,13 @@ Result<std::unique_ptr<ModelInstance>> CreateOrtModelInstance(const RuntimeOptio
                      "check) are not used",
                      options.label);
     }
-    spdlog::info("{}: instance ready: {}{}", options.label, DescribeSession(options, loaded->providers),
+    spdlog::info("{}: instance ready: {}{}", options.label, DescribeSession(options, *loaded),
                  on_gpu ? fmt::format(", device {}, io_binding {}, cuda_graph {}", options.device_id,
                                       options.io_binding ? "on" : "off", options.cuda_graph ? "on" : "off")
                         : std::string());
     auto instance = std::make_unique<OrtModelInstance>(options.label, std::move(loaded->session),
-                                                       std::move(signature).value());
+                                                       std::move(signature).value(), options.shared_weights,
+                                                       loaded->cache_use);
     if (on_gpu) {
       Status gpu = instance->EnableGpuPath(options);
       if (!gpu.ok()) return gpu;

@@ -24,6 +24,23 @@ Result<ModelSignature> InspectModel(const std::string& model_path,
 // names the providers the session really uses.
 Result<std::unique_ptr<ModelInstance>> CreateOrtModelInstance(const RuntimeOptions& options);
 
+// One per model version and device: the CPU instances created with it
+// (RuntimeOptions::shared_weights) keep one copy of their pre-packed weights.
+// Throws Ort::Exception only if ORT cannot allocate the container.
+std::shared_ptr<SharedWeights> CreateSharedWeights();
+// Once every instance holding `weights` is created: the raw weights leave
+// the process's resident set (the page cache keeps them; the pre-packed
+// copies are what runs read).
+void ReleaseSharedWeightPages(SharedWeights& weights);
+
+// Makes the process's ORT env own one global intra-op pool of `threads`
+// (threads - 1 pool threads named ort-pool-N, plus the thread that calls
+// Run), which sessions with RuntimeOptions::shared_thread_pool run on;
+// 0: none. Call before the first instance or inspection creates the env;
+// afterwards only the same setting succeeds (a different one fails naming
+// the pool that exists, and sessions then fall back to pools of their own).
+Status ConfigureSharedThreadPool(int threads);
+
 // "1.29.0"
 std::string OrtVersion();
 // Providers this ORT build offers ("CPUExecutionProvider", ...).

@@ -1,12 +1,15 @@
 #pragma once
-// Builds an ORT session from RuntimeOptions: thread budget, spinning,
-// execution mode, memory options, graph optimisation, execution providers.
+// Builds an ORT session from RuntimeOptions: thread pool (the env's shared
+// pool or the session's own), spinning, execution mode, memory options, graph
+// optimisation, execution providers, shared pre-packed weights and the
+// optimized-model cache.
 #include <onnxruntime_cxx_api.h>
 
 #include <string>
 #include <vector>
 
 #include "core/Status.h"
+#include "runtime/ModelInstance.h"
 #include "runtime/RuntimeOptions.h"
 
 namespace ortserve {
@@ -15,6 +18,9 @@ struct LoadedSession {
   Ort::Session session{nullptr};
   // ORT names of the providers the session was created with, priority order.
   std::vector<std::string> providers;
+  // The session runs on the env's global pool.
+  bool shared_thread_pool = false;
+  ModelCacheUse cache_use = ModelCacheUse::kOff;
 };
 
 // Never throws: ORT failures (missing file, corrupt model, provider errors)
@@ -23,6 +29,6 @@ struct LoadedSession {
 Result<LoadedSession> CreateOrtSession(const RuntimeOptions& options);
 
 // One line for the log: providers really used, threads, spinning, ...
-std::string DescribeSession(const RuntimeOptions& options, const std::vector<std::string>& providers);
+std::string DescribeSession(const RuntimeOptions& options, const LoadedSession& session);
 
 }  // namespace ortserve

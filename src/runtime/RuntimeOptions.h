@@ -1,10 +1,15 @@
 #pragma once
 // How to build one model instance's ONNX Runtime session. Filled by the
 // repository from the model config; plain data, no ORT types.
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace ortserve {
+
+// Pre-packed weights shared by the sessions that hold it (opaque here; see
+// OrtModelInstance.h, CreateSharedWeights).
+class SharedWeights;
 
 enum class GraphOptimizationLevel { kDisabled, kBasic, kExtended, kAll };
 enum class ExecutionMode { kSequential, kParallel };
@@ -18,8 +23,17 @@ struct ExecutionProviderOptions {
 
 struct RuntimeOptions {
   std::string model_path;  // .onnx file
+  // Run on the env's global intra-op pool (ConfigureSharedThreadPool); the
+  // thread counts below then do not apply. Falls back to the session's own
+  // pools when the env has none.
+  bool shared_thread_pool = false;
   int intra_op_threads = 1;
   int inter_op_threads = 1;
+  // CPU instances of one model version hold the same object, so that their
+  // sessions keep one copy of the pre-packed weights. Null: not shared.
+  std::shared_ptr<SharedWeights> shared_weights;
+  // Directory of the optimized-model cache (OptimizedModelCache.h); "": off.
+  std::string optimized_model_cache_dir;
   bool allow_spinning = false;  // ORT thread spinning: fast hand-off, burns idle CPU
   ExecutionMode execution_mode = ExecutionMode::kSequential;
   bool enable_mem_arena = true;

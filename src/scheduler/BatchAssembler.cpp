@@ -9,6 +9,7 @@ namespace ortserve {
 
 BatchAssembler::BatchAssembler(const BatchingPolicy& policy)
     : batching_(policy.max_batch_size > 0 && policy.dynamic_batching),
+      group_by_shape_(policy.group_by_shape),
       max_batch_size_(policy.max_batch_size > 0 ? static_cast<uint64_t>(policy.max_batch_size) : 1),
       // Capped at an hour so that enqueue_time + delay cannot overflow.
       max_queue_delay_(std::chrono::duration_cast<Clock::duration>(
@@ -44,13 +45,14 @@ BatchPlan BatchAssembler::PlanScan(Scan&& scan, Clock::time_point now, bool flus
       if (IsPreferred(total)) preferred_count = 1;
       return total < max_batch_size_;
     }
-    // A request that cannot join ends the batch and releases it at once, as
-    // Triton's: batches are runs of consecutive requests, so no request is
-    // overtaken by a later one that happens to fit.
+    // A request that cannot join releases the batch at once, as Triton's: the
+    // instance has other work waiting. By default it also ends the batch
+    // (batches are runs of consecutive requests, so no request is overtaken
+    // by a later one that happens to fit); grouped by shape, it is passed over.
     const uint64_t grown = total + entry.batch_size;
     if (grown > max_batch_size_ || !CanStack(*plan.members.front()->request, *entry.request)) {
       saturated = true;
-      return false;
+      return group_by_shape_;
     }
     if (!preferred_.empty() && preferred_count == 0 && grown > target_size_) {
       preferred_count = plan.members.size();  // waiting cannot reach a preferred size

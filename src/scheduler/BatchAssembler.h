@@ -8,7 +8,9 @@
 //    and non-batch dims) and the summed dim 0 stays <= max_batch_size; a
 //    request is never split. The first request that cannot join (another
 //    shape, or too large) ends the batch and releases it at once, as Triton's
-//    "enforce equal shape" rule does;
+//    "enforce equal shape" rule does; with `group_by_shape` it is passed
+//    over instead, the batch still goes at once, and the requests after it
+//    may still join;
 //  - the batch goes at once when it is full (max_batch_size, or the largest
 //    preferred size), when a preferred size is reached (the largest one the
 //    queue allows; or the largest size below the largest preferred size when
@@ -51,6 +53,7 @@ class BatchAssembler {
   BatchPlan PlanScan(Scan&& scan, Clock::time_point now, bool flush) const;
 
   bool batching_;
+  bool group_by_shape_;
   uint64_t max_batch_size_;
   std::vector<uint64_t> preferred_;  // sorted ascending
   // Size at which waiting cannot help: the largest preferred size, or max.

@@ -34,6 +34,14 @@ struct BatchingPolicy {
   // window closes early once the requests the batcher expects have arrived
   // (scheduler/ArrivalForecast.h; config parameter batch_window "adaptive").
   bool adaptive_window = false;
+  // false (the default, Triton's): a batch is a run of consecutive requests;
+  // the first that cannot join ends it. true: a request that cannot join is
+  // passed over, so the batch gathers every queued request that stacks with
+  // its head, in queue order, and the others wait for a batch of their own
+  // shape. For models whose requests come in a few interleaved shapes (shape
+  // buckets, repository/ShapeBuckets.h); the head is always the oldest
+  // request, so none waits behind more than the batches formed before it.
+  bool group_by_shape = false;
 };
 
 struct QueueingPolicy {

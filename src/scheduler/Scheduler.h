@@ -66,6 +66,10 @@ class Scheduler {
   virtual void Shutdown(Clock::time_point abandon_at) = 0;
   void Shutdown() { Shutdown(Clock::time_point::max()); }
 
+  // Whether the scheduler can serve right now; an ensemble's says which
+  // composing model cannot (the served model is not ready meanwhile).
+  virtual Status Readiness() const { return Status::Ok(); }
+
   // Requests waiting, and instances running work, right now.
   virtual size_t QueueDepth() const = 0;
   virtual size_t BusyInstances() const = 0;

@@ -13,6 +13,7 @@
 #include "FuzzRepository.h"
 #include "repository/ConfigNormalize.h"
 #include "repository/ConfigRules.h"
+#include "repository/EnsembleGraph.h"
 #include "repository/RequestValidator.h"
 #include "repository/RuntimeConfig.h"
 #include "repository/VersionPolicy.h"
@@ -121,6 +122,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const VersionSelection selection = SelectVersions(config.version_policy(), {1, 2, 3, 7});
   for (int64_t v : selection.load) FUZZ_CHECK(v == 1 || v == 2 || v == 3 || v == 7);
   if (!CheckPlatform(&config).ok()) return 0;
+  if (IsEnsemble(config)) {
+    // A checked graph: its plan, and the mapping checks with the ensemble's
+    // own config standing in for every composing model.
+    const EnsemblePlan plan = MakeEnsemblePlan(config);
+    FUZZ_CHECK(plan.steps.size() == static_cast<size_t>(config.ensemble_scheduling().step_size()));
+    std::vector<const inference::ModelConfig*> steps(plan.steps.size(), &config);
+    (void)CheckEnsembleAgainstModels(config, steps);
+    return 0;
+  }
   if (!ReadSessionSettings(config).ok()) return 0;
   if (!ExpandInstanceGroups(config).ok()) return 0;
   for (const ModelSignature& signature : Signatures()) CheckAgainst(config, signature);

@@ -392,7 +392,7 @@ class RawResponse:
 def raw_exchange(port: int, request: bytes, timeout_s: float = HTTP_TIMEOUT_S) -> RawResponse | None:
     """Sends bytes on a fresh connection and reads one HTTP/1.1 response.
 
-    The server may answer (e.g. 413) and close before the whole request is
+    The server may answer (e.g. 400 for a body over the limit) and close before the whole request is
     sent; send errors are tolerated. Returns None if the connection closed
     without any response bytes.
     """

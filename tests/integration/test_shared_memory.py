@@ -303,6 +303,12 @@ def test_malformed_parameters_are_refused(shm_server, regions, still_serves):
         "outputs": [{"name": "OUTPUT0", "parameters": {"shared_memory_region": name, "shared_memory_byte_size": 64,
                                                         "binary_data": True}}]})
     assert r.status_code == 400 and "Output can't set both" in r.json()["error"], r.text
+    r = requests.post(f"{shm_server.base}/v2/models/add_sub_int32/infer", timeout=HTTP_TIMEOUT_S, json={
+        "inputs": [{**base, "data": [0] * 16}, wire],
+        "outputs": [{"name": "OUTPUT0", "parameters": {"shared_memory_region": name, "shared_memory_byte_size": 64,
+                                                        "classification": 2}}]})
+    assert r.status_code == 400, r.text
+    assert "Output can't set both 'shared_memory_region' and 'classification'" in r.json()["error"], r.text
 
 
 @pytest.mark.parametrize("key, why", [
@@ -338,8 +344,10 @@ def test_registration_checks_the_object(shm_server, regions, protocol, still_ser
         for offset, size in [(0, 65), (1, 64), (64, 1), (65, 0), (2**63, 2**63)]:
             expect_error(lambda: client.register_system_shared_memory("r", key, size, offset=offset),
                          "failed to register shared memory region 'r'")
-        expect_error(lambda: client.register_system_shared_memory("r", "/no_such_object_here", 64),
-                     "unable to open shared memory object")
+        # Triton's words, status INTERNAL / 500, before the size is looked at.
+        for size in (64, 0):
+            expect_error(lambda: client.register_system_shared_memory("r", "/no_such_object_here", size),
+                         "Unable to open shared memory region: '/no_such_object_here'")
         client.register_system_shared_memory(name, key, 64)
         expect_error(lambda: client.register_system_shared_memory(name, key, 64),
                      f"shared memory region '{name}' already in manager")

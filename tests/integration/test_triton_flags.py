@@ -111,6 +111,33 @@ def test_a_config_that_leaves_inputs_out_fails_with_auto_complete_off(tmp_path, 
         srv.stop()
 
 
+def test_exit_on_error_stops_the_start_when_a_model_fails_to_load(tmp_path):
+    """--exit-on-error=true: Triton's default, exit 1 after the load; the
+    model's own load error is logged first."""
+    identity(tmp_path / "good" / "1" / "model.onnx")
+    (tmp_path / "broken" / "1").mkdir(parents=True)
+    (tmp_path / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
+    proc = subprocess.run([str(ortserve_binary()), "--model-repository", str(tmp_path), "--http-port", "0",
+                           "--grpc-port", "0", "--metrics-port", "0", "--exit-on-error=true"],
+                          capture_output=True, text=True, timeout=120)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-2000:]
+    assert "failed to load all models" in out
+    assert "broken" in out
+
+
+def test_without_exit_on_error_the_other_models_are_served(tmp_path, log_dir):
+    identity(tmp_path / "good" / "1" / "model.onnx")
+    (tmp_path / "broken" / "1").mkdir(parents=True)
+    (tmp_path / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
+    srv = start_server(tmp_path, log_dir, "triton_flags_no_exit_on_error")
+    try:
+        states = {e["name"]: e["state"] for e in srv.repository_index()}
+        assert states == {"good": "READY", "broken": "UNAVAILABLE"}
+    finally:
+        srv.stop()
+
+
 @pytest.mark.parametrize("arg, message", [
     ("--backend-config=,default-max-batch-size=4", "No backend specified. --backend-config option format is"),
     ("--backend-config=onnxruntime,default-max-batch-size", "--backend-config option format is"),
@@ -128,5 +155,5 @@ def test_help_lists_the_triton_flags():
     out = subprocess.run([str(ortserve_binary()), "--help"], capture_output=True, text=True, timeout=30).stdout
     assert "Triton compatibility" in out
     for flag in ("--disable-auto-complete-config", "--strict-model-config", "--backend-config",
-                 "--allow-client-shm", "--model-load-thread-count", "--backend-directory", "--repoagent-directory"):
+                 "--allow-client-shm", "--model-load-thread-count", "--exit-on-error", "--backend-directory", "--repoagent-directory"):
         assert flag in out, flag

@@ -136,12 +136,29 @@ TEST_F(HttpServerTest, ExpectContinueIsAnsweredBeforeTheBodyIsSent) {
   EXPECT_THAT(all, HasSubstr(R"("data":[1,2])"));
 }
 
-TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
+// As Triton: 400, in the words its clients match for the kind of body.
+TEST_F(HttpServerTest, BodyOverTheLimitIs400InTritonsWords) {
   auto s = Connect();
   net::write(s, net::buffer(std::string("POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n")));
   const std::string all = ReadAll(s);
-  EXPECT_THAT(all, HasSubstr("HTTP/1.1 413"));
-  EXPECT_THAT(all, HasSubstr("exceeds the limit of 4096 bytes"));
+  EXPECT_THAT(all, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(all, HasSubstr("request JSON size of 5000 bytes exceeds the maximum allowed input size of 4096 bytes. "
+                             "Use --http-max-input-size to increase the limit."));
+
+  auto raw = Connect();
+  net::write(raw, net::buffer(std::string("POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n"
+                                          "Inference-Header-Content-Length: 0\r\n\r\n")));
+  EXPECT_THAT(ReadAll(raw), HasSubstr("Raw input has a byte_size (5000 bytes) that exceeds the maximum allowed value "
+                                      "of 4096 bytes"));
+
+  // Binary tensors: the JSON header is named when it alone is over the limit.
+  for (const auto& [header, text] : {std::pair{"4500", "request JSON size of 4500 bytes exceeds"},
+                                     std::pair{"100", "request size of 5000 bytes exceeds"}}) {
+    auto binary = Connect();
+    net::write(binary, net::buffer("POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n"
+                                   "Inference-Header-Content-Length: " + std::string(header) + "\r\n\r\n"));
+    EXPECT_THAT(ReadAll(binary), HasSubstr(text)) << header;
+  }
 }
 
 TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {
@@ -152,14 +169,15 @@ TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {
   EXPECT_THAT(all, HasSubstr("request headers exceed the limit of 2048 bytes"));
 }
 
-TEST_F(HttpServerTest, ChunkedBodyOfTooManyChunksIs413) {
+TEST_F(HttpServerTest, ChunkedBodyOfTooManyChunksIs400) {
   auto s = Connect();
   std::string req = "POST /v2/models/m/infer HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (int i = 0; i < 5; ++i) req += "1\r\n \r\n";
   net::write(s, net::buffer(req + "0\r\n\r\n"));
   const std::string all = ReadAll(s);
-  EXPECT_THAT(all, HasSubstr("HTTP/1.1 413"));
-  EXPECT_THAT(all, HasSubstr("chunked request body has more than 4 chunks (--http-max-body-chunks)"));
+  EXPECT_THAT(all, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(all, HasSubstr("Chunked request body exceeds maximum of 4 non-empty chunks. Send fewer or larger HTTP "
+                             "chunks. (--http-max-body-chunks)"));
 }
 
 TEST_F(HttpServerTest, ConnectionOverTheLimitIsAnswered503WithoutBeingRead) {

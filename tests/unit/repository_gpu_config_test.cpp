@@ -74,6 +74,13 @@ TEST(GpuInstanceGroups, CountInstancesPerListedGpuWithDeviceIds) {
   EXPECT_EQ((*no_gpus)[1].device_id, 0);
 }
 
+TEST(GpuInstanceGroups, CpuGroupListingGpusIsRefusedInTritonsWords) {
+  auto specs = ExpandInstanceGroups(
+      Parse("name: \"m\" instance_group [ { name: \"m_0\" kind: KIND_CPU gpus: [ 0 ] } ]"));
+  ASSERT_FALSE(specs.ok());
+  EXPECT_EQ(specs.status().message(), "instance group m_0 of model m has kind KIND_CPU but specifies one or more GPUs");
+}
+
 TEST(GpuRuntimeOptions, DefaultsAreStrictCudaWithIoBinding) {
   RuntimeOptions o = GpuOptions("name: \"m\"", 1);
   ASSERT_EQ(o.execution_providers.size(), 1u);

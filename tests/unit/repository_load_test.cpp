@@ -203,6 +203,9 @@ TEST_F(TempRepository, FailingModelsDoNotStopOthers) {
   EXPECT_EQ(FindIndexEntry(index, "corrupt", "1")->state, ModelState::kUnavailable);
   EXPECT_NE(FindIndexEntry(index, "nofile", "1")->reason.find("model file not found"), std::string::npos);
   EXPECT_NE(FindIndexEntry(index, "noversions", "")->reason.find("no version directories"), std::string::npos);
+  // Nothing names a backend and there is no model file to tell it by: Triton's words.
+  EXPECT_EQ(FindIndexEntry(index, "noversions", "")->reason.rfind("Invalid model name: Could not determine backend", 0),
+            0u);
   for (const auto& e : index) EXPECT_NE(e.name, ".hidden");
   EXPECT_FALSE(FindIndexEntry(index, "README.md", ""));
 

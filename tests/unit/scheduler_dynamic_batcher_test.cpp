@@ -79,6 +79,28 @@ TEST_P(SchedulerTest, IncompatibleShapesDoNotBatchTogether) {
   EXPECT_EQ(shapes, (std::multiset<Shape>{{2, 4}, {1, 3}, {1, 4}}));
 }
 
+// Grouped by shape (shape buckets): w4c passes over w3 to join w4a and w4b,
+// and w3 runs in a batch of its own shape; its window is not waited for,
+// since the instance had other work queued.
+TEST_P(SchedulerTest, GroupedByShapeLaterRequestsOfTheHeadsShapeJoin) {
+  auto options = BatchingOptions();
+  options.batching.group_by_shape = true;
+  Start(options);
+  OccupyAllInstances();
+  Submit(Request("w4a", 1, 4, 10));
+  Submit(Request("w4b", 1, 4, 20));
+  Submit(Request("w3", 1, 3, 30));
+  Submit(Request("w4c", 1, 4, 40));
+  model_->Open();
+  ExpectAddOne("w4a", 1, 4, 10);
+  ExpectAddOne("w4b", 1, 4, 20);
+  ExpectAddOne("w3", 1, 3, 30);
+  ExpectAddOne("w4c", 1, 4, 40);
+  std::multiset<Shape> shapes;
+  for (const auto& run : BatchRuns()) shapes.insert(run.shape);
+  EXPECT_EQ(shapes, (std::multiset<Shape>{{3, 4}, {1, 3}}));
+}
+
 // Triton's test_multi_batch_different_shape: a request that cannot join the
 // pending batch releases it at once; the newcomer then waits its own window.
 TEST_P(SchedulerTest, DifferentShapeReleasesThePendingBatch) {

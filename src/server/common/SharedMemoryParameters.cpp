@@ -90,9 +90,16 @@ Result<std::shared_ptr<const SharedMemoryOutputs>> BindSharedMemory(const Shared
   std::vector<SharedMemoryOutputs::Target> targets;
   targets.reserve(refs.outputs.size());
   for (const auto& [index, ref] : refs.outputs) {
+    const RequestedOutput& requested = request->requested_outputs.at(index);
+    // As Triton: classification strings are made from the tensor, never
+    // written into a region.
+    if (requested.classification > 0) {
+      return InvalidArgument("Output can't set both 'shared_memory_region' and 'classification' (output '" +
+                             requested.name.substr(0, 128) + "')");
+    }
     Result<SharedMemoryView> view = registry.View(ref.region, ref.offset, ref.byte_size);
     if (!view.ok()) return view.status();
-    targets.push_back({request->requested_outputs.at(index).name, ref, std::move(view).value()});
+    targets.push_back({requested.name, ref, std::move(view).value()});
   }
   return std::make_shared<const SharedMemoryOutputs>(std::move(targets));
 }

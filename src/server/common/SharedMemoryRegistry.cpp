@@ -69,11 +69,15 @@ Result<int> OpenObject(const std::string& name, const std::string& key, uint64_t
   // glibc's shm_open adds O_NOFOLLOW | O_CLOEXEC and opens under /dev/shm.
   const int fd = shm_open(key.c_str(), O_RDWR, 0);
   if (fd < 0) {
-    return RegisterError(name, "unable to open shared memory object " + Quote(key) + ": " + Errno());
+    // Triton's status and words (its clients and QA match them), then ours.
+    return Internal("Unable to open shared memory region: " + Quote(key) + " (registering " + Quote(name) +
+                    ": unable to open shared memory object: " + Errno() + ")");
   }
   struct stat st {};
   std::string why;
-  if (fstat(fd, &st) != 0) {
+  if (byte_size == 0) {
+    why = "invalid args: byte_size must be positive";
+  } else if (fstat(fd, &st) != 0) {
     why = "unable to stat shared memory object " + Quote(key) + ": " + Errno();
   } else if (!S_ISREG(st.st_mode) || st.st_size < 0) {
     why = "invalid args: " + Quote(key) + " is not a shared memory object";
@@ -118,7 +122,6 @@ Status SharedMemoryRegistry::Register(const std::string& name, const std::string
   if (!options_.allow_client_shm) return Unsupported(std::string(kClientShmDisabledMessage));
   if (name.empty()) return InvalidArgument("'region name' is necessary to register system shared memory region");
   ORTSERVE_RETURN_IF_ERROR(ValidateSharedMemoryKey(name, key));
-  if (byte_size == 0) return RegisterError(name, "invalid args: byte_size must be positive");
   MutexLock lock(mu_);
   if (regions_.contains(name)) return InvalidArgument("shared memory region " + Quote(name) + " already in manager");
   if (regions_.size() >= options_.max_regions) {

@@ -75,7 +75,7 @@ Result<std::string> Decompress(ContentCoding coding, std::string_view input, siz
   if (coding == ContentCoding::kIdentity) {
     if (input.size() > max_output_bytes)
       return Status(StatusCode::kPayloadTooLarge, "request body of " + std::to_string(input.size()) +
-                                                      " bytes exceeds the limit of " +
+                                                      " bytes exceeds the maximum allowed value of " +
                                                       std::to_string(max_output_bytes) + " bytes");
     return std::string(input);
   }
@@ -122,8 +122,8 @@ Result<std::string> Decompress(ContentCoding coding, std::string_view input, siz
           return InvalidArgument(std::string("truncated ") + ContentCodingName(coding) + " request body");
         return Status(StatusCode::kPayloadTooLarge,
                       std::string("decompressed ") + ContentCodingName(coding) +
-                          " request body exceeds the limit of " + std::to_string(max_output_bytes) +
-                          " bytes");
+                          " request body exceeds the maximum allowed value of " +
+                          std::to_string(max_output_bytes) + " bytes");
       }
       out.resize(std::min(max_output_bytes, out.size() * 2));
     }

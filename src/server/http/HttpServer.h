@@ -43,11 +43,11 @@ struct HttpServerOptions {
   std::string address = "0.0.0.0";
   uint16_t port = 8000;  // 0: any free port (see port())
   int io_threads = 4;
-  // Largest request body, before and after decompression (→ 413).
+  // Largest request body, before and after decompression (→ 400, as Triton).
   size_t max_input_size = size_t{64} << 20;
   // Largest request line + headers (→ 431).
   size_t max_header_bytes = size_t{16} << 10;
-  // Chunks of one chunked request body at most (→ 413): bounds the parsing
+  // Chunks of one chunked request body at most (→ 400, as Triton): bounds the parsing
   // a body of tiny chunks costs, which the byte limit alone does not.
   size_t max_body_chunks = 65536;
   // Client connections open at once at most. One more is answered 503 at

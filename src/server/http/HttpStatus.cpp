@@ -11,7 +11,9 @@ unsigned HttpStatusFor(StatusCode code) {
     case StatusCode::kUnsupported: return 501;
     case StatusCode::kDeadlineExceeded: return 504;
     case StatusCode::kCancelled: return 499;
-    case StatusCode::kPayloadTooLarge: return 413;
+    // As Triton: a body or tensor over a limit is a bad request (400), not
+    // 413; its clients and QA tests read the status.
+    case StatusCode::kPayloadTooLarge: return 400;
     case StatusCode::kInternal: return 500;
   }
   return 500;
@@ -26,7 +28,6 @@ const char* HttpReason(unsigned status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
     case 431: return "Request Header Fields Too Large";
     case 499: return "Client Closed Request";
     case 500: return "Internal Server Error";

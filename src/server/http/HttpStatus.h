@@ -6,7 +6,7 @@
 //                           HttpCodeFromError for TRITONSERVER_ERROR_NOT_FOUND)
 //   kUnavailable      503   overload, model not ready, shutting down
 //   kUnsupported      501   unsupported Content-Encoding / feature
-//   kPayloadTooLarge  413   body or decoded body over max_input_size
+//   kPayloadTooLarge  400   body or decoded body over max_input_size (as Triton)
 //   kDeadlineExceeded 504   the request's `timeout` expired before it ran
 //                           (Triton reports this as a 400 with "timeout" in the
 //                           message; 504 lets load balancers and clients retry

@@ -357,6 +357,12 @@ Status ViewBinaryData(std::string_view name, uint64_t binary_size, bool has_data
   return Status::Ok();
 }
 
+// Triton's words after a tensor's size, which its clients and tests match.
+std::string BytesOverInputLimit(const InferDecodeOptions& options) {
+  return " bytes exceeds the maximum allowed input size of " + std::to_string(options.max_tensor_bytes) +
+         " bytes. Use --http-max-input-size to increase the limit.";
+}
+
 // The input's JSON 'data', written into a buffer of its own: `count`
 // elements, `fixed_bytes` bytes unless the type is BYTES.
 Status DecodeJsonData(element data, std::string_view name, std::string_view dtype_name, uint64_t count,
@@ -367,8 +373,7 @@ Status DecodeJsonData(element data, std::string_view name, std::string_view dtyp
   if (fixed_bytes && *fixed_bytes > options.max_tensor_bytes)
     return Status(StatusCode::kPayloadTooLarge,
                   "input " + Quote(name) + ": " + std::string(dtype_name) + " " + ShapeToString(t->shape) +
-                      " is " + std::to_string(*fixed_bytes) + " bytes, over the limit of " +
-                      std::to_string(options.max_tensor_bytes) + " bytes");
+                      " of size " + std::to_string(*fixed_bytes) + BytesOverInputLimit(options));
   // Leaves are counted only for an error: a wrong count is reported before a
   // bad element.
   const auto walk = [&](LeafWriter& w) -> Status {
@@ -392,9 +397,8 @@ Status DecodeJsonData(element data, std::string_view name, std::string_view dtyp
   LeafWriter w{name, t->dtype, nullptr, holder.get(), count};
   ORTSERVE_RETURN_IF_ERROR(walk(w));
   if (holder->size() > options.max_tensor_bytes)
-    return Status(StatusCode::kPayloadTooLarge, "input " + Quote(name) + ": BYTES data is " +
-                                                    std::to_string(holder->size()) + " bytes, over the limit of " +
-                                                    std::to_string(options.max_tensor_bytes) + " bytes");
+    return Status(StatusCode::kPayloadTooLarge, "input " + Quote(name) + ": BYTES data of size " +
+                                                    std::to_string(holder->size()) + BytesOverInputLimit(options));
   const auto* p = reinterpret_cast<const std::byte*>(holder->data());
   const size_t n = holder->size();
   t->data = TensorData(std::move(holder), p, n);

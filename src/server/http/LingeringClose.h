@@ -1,7 +1,7 @@
 #pragma once
 // How long and how much a connection that was answered early is drained
 // before it closes (lingering close). A server that answers before it has read
-// the whole request (413 for a body over the limit, 431, 400 for a bad header,
+// the whole request (400 for a body over the limit, 431, 400 for a bad header,
 // 503 beyond the connection limit) and then closes the socket with unread
 // bytes makes the kernel reset the connection, and the reset can destroy the
 // answer in the client's receive buffer before the client reads it: a client

@@ -1,6 +1,7 @@
 #include "server/http/RequestParser.h"
 
 #include <algorithm>
+#include <charconv>
 #include <boost/beast/http/error.hpp>
 
 namespace ortserve::http {
@@ -29,15 +30,37 @@ beast::error_code RequestParser::ParseBuffered(beast::flat_buffer& buffer) {
   return ec;
 }
 
+std::string RequestParser::BodyOverLimitMessage() const {
+  const std::string limit = std::to_string(limits_.max_body_bytes) + " bytes";
+  const std::string hint = ". Use --http-max-input-size to increase the limit.";
+  const auto length = parser_.content_length();
+  const std::string size = length ? std::to_string(*length) + " bytes" : "more than " + limit;
+  const auto& fields = parser_.get();
+  const auto header_field = fields.find("Inference-Header-Content-Length");
+  if (header_field == fields.end()) {
+    return "request JSON size of " + size + " exceeds the maximum allowed input size of " + limit + hint;
+  }
+  const std::string_view header(header_field->value().data(), header_field->value().size());
+  if (header == "0") {
+    return "Raw input has a byte_size (" + size + ") that exceeds the maximum allowed value of " + limit + hint;
+  }
+  // Binary tensors after a JSON header: Triton names the header when it is
+  // itself over the limit.
+  uint64_t header_bytes = 0;
+  const auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), header_bytes);
+  if (ec == std::errc() && end == header.data() + header.size() && header_bytes > limits_.max_body_bytes) {
+    return "request JSON size of " + std::string(header) + " bytes exceeds the maximum allowed input size of " +
+           limit + hint;
+  }
+  return "request size of " + size + " exceeds the maximum allowed input size of " + limit + hint;
+}
+
 std::optional<ParseErrorAnswer> RequestParser::AnswerFor(beast::error_code ec) const {
   if (body_chunks_ > limits_.max_body_chunks) {
-    return ParseErrorAnswer{413, "chunked request body has more than " + std::to_string(limits_.max_body_chunks) +
-                                     " chunks (--http-max-body-chunks)"};
+    return ParseErrorAnswer{400, "Chunked request body exceeds maximum of " + std::to_string(limits_.max_body_chunks) +
+                                     " non-empty chunks. Send fewer or larger HTTP chunks. (--http-max-body-chunks)"};
   }
-  if (ec == bhttp::error::body_limit) {
-    return ParseErrorAnswer{413, "request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) +
-                                     " bytes (--http-max-input-size)"};
-  }
+  if (ec == bhttp::error::body_limit) return ParseErrorAnswer{400, BodyOverLimitMessage()};
   if (ec == bhttp::error::header_limit) {
     return ParseErrorAnswer{431, "request headers exceed the limit of " + std::to_string(limits_.max_header_bytes) +
                                      " bytes (--http-max-header-size)"};

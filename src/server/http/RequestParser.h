@@ -18,13 +18,13 @@ namespace ortserve::http {
 // flags' defaults).
 struct RequestLimits {
   size_t max_header_bytes;  // request line + headers (→ 431)
-  size_t max_body_bytes;    // after de-chunking (→ 413)
-  size_t max_body_chunks;   // chunked bodies (→ 413)
+  size_t max_body_bytes;    // after de-chunking (→ 400, as Triton)
+  size_t max_body_chunks;   // chunked bodies (→ 400, as Triton)
 };
 
 // What to answer a request that could not be read.
 struct ParseErrorAnswer {
-  unsigned status;      // 400, 413 or 431
+  unsigned status;      // 400 or 431
   std::string message;  // names the limit's flag where a limit was hit
 };
 
@@ -51,6 +51,10 @@ class RequestParser {
   size_t body_chunks() const { return body_chunks_; }
 
  private:
+  // Triton's words for a body over max_body_bytes, which depend on the kind
+  // of request its headers announce (JSON, binary tensors, raw binary).
+  std::string BodyOverLimitMessage() const;
+
   RequestLimits limits_;
   size_t body_chunks_ = 0;
   std::function<void(std::uint64_t, boost::beast::string_view, boost::beast::error_code&)> count_chunk_;

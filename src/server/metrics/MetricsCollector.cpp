@@ -139,6 +139,19 @@ void RenderModelCounters(PrometheusText& out, const std::vector<ModelView>& mode
                    kNanosPerSecond);
   }
 
+  out.Family("ortserve_model_load_cache", "gauge",
+             "1 for how the last load of the model version used the optimized-model cache (--model-cache-dir): "
+             "hit (read the saved graph), miss (optimized and saved it), off (no cache, or a GPU model).");
+  static constexpr std::array<const char*, 3> kCacheOutcomes = {"off", "miss", "hit"};
+  for (const ModelView& m : models) {
+    const int outcome = m.model->stats().load_cache_outcome.load(std::memory_order_relaxed);
+    for (int i = 0; i < static_cast<int>(kCacheOutcomes.size()); ++i) {
+      auto labels = m.labels;
+      labels.emplace_back("outcome", kCacheOutcomes[i]);
+      out.Sample("ortserve_model_load_cache", labels, uint64_t{outcome == i ? 1u : 0u});
+    }
+  }
+
   out.Family("ortserve_requests_total", "counter",
              "Inference requests that reached the model version, by how they ended: success, invalid_input "
              "(failed validation), rejected (queue full, not ready, shutting down or stopped at the exit timeout), timeout (timeout expired in "

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Many small models in one ortserve process: resident memory, threads, load time, p99
+of requests spread over every model, and idle CPU.
+
+    .venv/bin/python bench/many_models.py --models 100 --modes shared,per-session
+
+Per --ort-thread-pool mode: generates --models small MLPs ([-1,64] -> Gemm 64 -> Relu ->
+Gemm 64, one CPU instance each), starts ortserve, and reports the seconds to READY,
+VmRSS, the threads (all, and ORT's: ort-pool-N / ort-<model>), the CPU the idle process
+uses over --idle-secs, and the latency of --requests requests (JSON over HTTP, binary-free,
+--concurrency client threads, each picking a model at random)."""
+import argparse
+import concurrent.futures
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import requests
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_procs import Procs  # noqa: E402
+from server_runs import Ortserve, loadavg  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDTH = 64
+
+
+def small_mlp(seed):
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array(rng.standard_normal((WIDTH, WIDTH), dtype=np.float32), "w0"),
+             numpy_helper.from_array(np.zeros(WIDTH, np.float32), "b0"),
+             numpy_helper.from_array(rng.standard_normal((WIDTH, WIDTH), dtype=np.float32), "w1"),
+             numpy_helper.from_array(np.zeros(WIDTH, np.float32), "b1")]
+    nodes = [helper.make_node("Gemm", ["INPUT0", "w0", "b0"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("Gemm", ["r", "w1", "b1"], ["OUTPUT0"])]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, [-1, WIDTH])],
+                              [helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, [-1, WIDTH])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="ortserve-bench")
+    model.ir_version = 8
+    return model
+
+
+def write_repo(repo, count):
+    for i in range(count):
+        d = Path(repo) / f"m{i:03d}"
+        (d / "1").mkdir(parents=True, exist_ok=True)
+        onnx.save(small_mlp(i), str(d / "1" / "model.onnx"))
+        (d / "config.pbtxt").write_text(
+            f'name: "m{i:03d}"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n'
+            f'input [ {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ {WIDTH} ] }} ]\n'
+            f'output [ {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ {WIDTH} ] }} ]\n'
+            'instance_group [ { count: 1, kind: KIND_CPU } ]\n')
+
+
+def latencies(url, count, n_requests, concurrency):
+    body = {"inputs": [{"name": "INPUT0", "shape": [1, WIDTH], "datatype": "FP32", "data": [0.25] * WIDTH}]}
+    local = __import__("threading").local()
+
+    def one(i):
+        if not hasattr(local, "s"):
+            local.s = requests.Session()
+        model = f"m{random.Random(i).randrange(count):03d}"
+        t0 = time.perf_counter()
+        r = local.s.post(f"http://{url}/v2/models/{model}/infer", json=body, timeout=60)
+        r.raise_for_status()
+        return time.perf_counter() - t0
+
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        return sorted(pool.map(one, range(n_requests)))
+
+
+def run_mode(binary, repo, mode, args, work):
+    srv = Ortserve(binary, repo, work / f"ortserve-{mode}.log",
+                   ["--thread-budget", str(args.thread_budget), "--ort-thread-pool", mode])
+    try:
+        ready_s = srv.wait_ready()
+        load_s = srv.metric_sum("ortserve_model_load_duration_seconds")
+        time.sleep(1.0)
+        cpu0 = srv.cpu_seconds()
+        time.sleep(args.idle_secs)
+        idle_cpu = srv.cpu_seconds() - cpu0
+        threads = srv.threads_by_name()
+        rss_ready = srv.rss_kib()
+        lat = latencies(srv.url, args.models, args.requests, args.concurrency)
+        rss_after = srv.rss_kib()
+        ort = sum(n for name, n in threads.items() if name.startswith("ort-"))
+        p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
+        print(f"{mode}: {args.models} models READY {ready_s:.2f} s after the start (loads {load_s:.2f} s "
+              f"in all); VmRSS {rss_ready / 1024:.0f} MiB "
+              f"(after requests {rss_after / 1024:.0f} MiB); threads {sum(threads.values())} "
+              f"(ORT {ort}); idle CPU {idle_cpu:.2f} s over {args.idle_secs:.0f} s; "
+              f"{args.requests} requests over all models, concurrency {args.concurrency}: "
+              f"p50 {p(0.50):.1f} ms, p99 {p(0.99):.1f} ms; load {loadavg()}", flush=True)
+    finally:
+        srv.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ortserve-bin", default=str(ROOT / "build" / "ortserve"))
+    ap.add_argument("--models", type=int, default=100)
+    ap.add_argument("--modes", default="shared,per-session")
+    ap.add_argument("--thread-budget", type=int, default=2)
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--idle-secs", type=float, default=10.0)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ortserve-many-") as tmp:
+        work = Path(tmp)
+        write_repo(work / "repo", args.models)
+        try:
+            for mode in args.modes.split(","):
+                run_mode(args.ortserve_bin, work / "repo", mode, args, work)
+        finally:
+            Procs.stop_all()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The tiny A/B of docs/decisions.md: two ortserve builds, alternated round by
+# round, serving only the `tiny` bench model (per-request overhead dominates)
+# under wrk's JSON load. Prints, per round and build, wrk's request rate and
+# the server's CPU per request (utime+stime of every thread of the process,
+# from /proc/<pid>/stat, over the load, divided by wrk's request count), then
+# the median of each. CPU per request is the figure to compare: it moves less
+# with the other load on the machine than the rate does.
+#
+#   bench/tiny_ab.sh OLD_BIN NEW_BIN [ROUNDS] [WORK]   (defaults: 5, bench/work)
+# WORK holds bench/make_bench_models.py's output (run it first). Env:
+# WRK_CONNECTIONS (32), WRK_SECONDS (5), THREAD_BUDGET (2).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+OLD=${1:?old ortserve binary}
+NEW=${2:?new ortserve binary}
+ROUNDS=${3:-5}
+WORK=${4:-$ROOT/bench/work}
+CONNECTIONS=${WRK_CONNECTIONS:-32}
+DURATION=${WRK_SECONDS:-5}
+PORT=18591
+REPO=$(mktemp -d)
+trap 'rm -rf "$REPO"' EXIT
+cp -r "$WORK/repo/tiny" "$REPO/tiny"
+TICKS=$(getconf CLK_TCK)
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime+stime, all threads
+
+one_round() {  # binary -> "req_per_s us_cpu_per_req"
+  "$1" --model-repository "$REPO" --http-port $PORT --grpc-port $((PORT + 1)) --metrics-port $((PORT + 2)) \
+    --thread-budget "${THREAD_BUDGET:-2}" --log-verbose 0 > "$WORK/tiny_ab.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do curl -sf "localhost:$PORT/v2/models/tiny/ready" > /dev/null && break; sleep 0.1; done
+  local before; before=$(cpu_ticks $pid)
+  local out; out=$(WRK_BODY_FILE="$WORK/requests/tiny.json" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" \
+    -s "$ROOT/bench/wrk_post.lua" "http://127.0.0.1:$PORT/v2/models/tiny/infer")
+  local after; after=$(cpu_ticks $pid)
+  kill $pid; wait $pid || true
+  local requests; requests=$(grep -oP '^\s*\K[0-9]+(?= requests in)' <<< "$out")
+  local rate; rate=$(grep -oP 'Requests/sec:\s*\K[0-9.]+' <<< "$out")
+  awk -v r="$rate" -v n="$requests" -v t=$((after - before)) -v hz="$TICKS" \
+    'BEGIN { printf "%.0f %.2f\n", r, t / hz * 1e6 / n }'
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+declare -a old_rate old_cpu new_rate new_cpu
+for r in $(seq "$ROUNDS"); do
+  # Alternate which build goes first, so that a drift in the machine's load
+  # favours neither.
+  if (( r % 2 )); then order="old new"; else order="new old"; fi
+  for which in $order; do
+    bin=$OLD; [ "$which" = new ] && bin=$NEW
+    read -r rate cpu < <(one_round "$bin")
+    echo "round $r $which: $rate req/s, $cpu us CPU/request"
+    if [ "$which" = old ]; then old_rate+=("$rate"); old_cpu+=("$cpu"); else new_rate+=("$rate"); new_cpu+=("$cpu"); fi
+  done
+done
+echo "median old: $(printf '%s\n' "${old_rate[@]}" | median) req/s, $(printf '%s\n' "${old_cpu[@]}" | median) us CPU/request"
+echo "median new: $(printf '%s\n' "${new_rate[@]}" | median) req/s, $(printf '%s\n' "${new_cpu[@]}" | median) us CPU/request"
