@@ -247,7 +247,7 @@ def config_pbtxt(name, max_batch, inputs, outputs, op_library=None, dynamic_batc
     s += _tensors("input", inputs) + _tensors("output", outputs)
     s += "instance_group [ { count: 1, kind: KIND_CPU } ]\n"
     if dynamic_batching:
-        s += "dynamic_batching { max_queue_delay_microseconds: 500 }\n"
+        s += "dynamic_batching { }\n"
     if op_library:
         s += 'model_operations { op_library_filename: "%s" }\n' % op_library
     return s
