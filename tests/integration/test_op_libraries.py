@@ -272,3 +272,20 @@ def test_library_found_by_name_survives_unload_and_reload(tmp_path, launch):
         assert not client.is_model_ready("negate")
         client.load_model("negate")
         assert client.is_model_ready("negate")
+
+
+def test_optimized_model_cache_keeps_custom_operator_graphs(text_repo, tmp_path, launch, ext_reference):
+    """--model-cache-dir: the tokenizer's optimized graph (custom operators included) is saved on the
+    first load and loaded on the next, with the library registered both times."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    copy_model(text_repo, "text_tokenizer", repo, "tokenizer", pipelines.extensions_library())
+    cache = tmp_path / "cache"
+    expected = ext_reference.run(model_file(text_repo, "text_tokenizer"), {"TEXT": np.array(["not bad"], dtype=object)})
+    for use in ("optimized-model cache miss (saved)", "optimized-model cache hit"):
+        srv = launch(repo, env=preload_env(), extra_args=("--model-cache-dir", str(cache)))
+        srv.wait_models_ready(["tokenizer"])
+        assert use in srv.log_text(), srv.log_tail()
+        served = tokenize_served(httpclient.InferenceServerClient(srv.url), "not bad", "tokenizer")
+        assert_matches(served["input_ids"], expected["input_ids"], exact=True)
+        srv.stop()
