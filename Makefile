@@ -121,6 +121,13 @@ bench-sequences: build
 bench-cache: build
 	$(PY) bench/cache_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(CACHE_BENCH_ARGS)
 
+# The text pre/post-processing pipeline: three ortserve models called by the
+# client vs the ensemble vs FastAPI with Python pre/post; writes
+# bench/results/RESULTS-pipeline.md. PIPELINE_BENCH_ARGS="--duration 10".
+.PHONY: bench-pipeline
+bench-pipeline: build
+	$(PY) bench/pipeline_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(PIPELINE_BENCH_ARGS)
+
 # System shared memory against the same 1 MiB load over the wire (perf_analyzer).
 .PHONY: bench-shm
 bench-shm: build

@@ -223,6 +223,9 @@ def main():
     ap.add_argument("--port", type=int, default=8010)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--intra-op-threads", type=int, default=1)
+    ap.add_argument("--app", default="baseline_fastapi:app",
+                    help="uvicorn import path of the app the workers serve (another module in bench/, "
+                         "e.g. baseline_fastapi_pipeline:app)")
     args = ap.parse_args()
     os.environ["BASELINE_MODEL_REPOSITORY"] = str(Path(args.model_repository).resolve())
     os.environ["BASELINE_INTRA_OP_THREADS"] = str(args.intra_op_threads)
@@ -275,7 +278,7 @@ def serve_worker(args):
     sock.bind((args.host, args.port))
     sock.listen(2048)
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # uvicorn.run's app_dir
-    config = uvicorn.Config("baseline_fastapi:app", loop="uvloop", http="httptools", access_log=False,
+    config = uvicorn.Config(args.app, loop="uvloop", http="httptools", access_log=False,
                             log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
 

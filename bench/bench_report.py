@@ -103,7 +103,8 @@ OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of
                  ("make bench-scaleout", "RESULTS-scaleout.md", "Scale-out:"),
                  ("make bench-cache", "RESULTS-response-cache.md", "Response cache under a repeating request mix:"),
                  ("bench/thread_pool_ab.py, weights_memory.py, model_cache_start.py, many_models.py",
-                  "RESULTS-efficiency.md", "Runtime efficiency:")]
+                  "RESULTS-efficiency.md", "Runtime efficiency:"),
+                 ("make bench-pipeline", "RESULTS-pipeline.md", "Text pipeline at concurrency")]
 
 
 def other_bench_lines(report_dir):

@@ -116,10 +116,11 @@ class Server:
 class OrtServe(Server):
     name = "ortserve"
 
-    def __init__(self, binary, repo, budget, http_threads, cpus, log_name="ortserve.log"):
+    def __init__(self, binary, repo, budget, http_threads, cpus, log_name="ortserve.log", env_extra=None):
         super().__init__()
         self.binary, self.repo, self.budget, self.http_threads, self.cpus = binary, repo, budget, http_threads, cpus
         self.log_name = log_name
+        self.env_extra = env_extra  # e.g. LD_PRELOAD of libpython for the onnxruntime-extensions op library
         self.metrics_port = None
 
     def start(self):
@@ -138,7 +139,7 @@ class OrtServe(Server):
             cmd += ["--http-thread-count", str(self.http_threads)]
         if "--log-verbose" in help_text:
             cmd += ["--log-verbose", "0"]
-        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / self.log_name)
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / self.log_name, self.env_extra)
 
     def grpc_ready(self):
         """The gRPC hook: True once ortserve's gRPC front end answers ServerReady."""
@@ -157,16 +158,17 @@ class OrtServe(Server):
 class FastApiBaseline(Server):
     name = "fastapi"
 
-    def __init__(self, repo, workers, intra_threads, cpus):
+    def __init__(self, repo, workers, intra_threads, cpus, app=None, log_name="fastapi.log"):
         super().__init__()
         self.repo, self.workers, self.intra_threads, self.cpus = repo, workers, intra_threads, cpus
+        self.app, self.log_name = app, log_name  # app: another bench/ app (baseline_fastapi.py --app)
 
     def start(self):
         self.port = free_port()
         cmd = [VENV_PY, BENCH / "baseline_fastapi.py", "--model-repository", self.repo,
                "--port", str(self.port), "--workers", str(self.workers),
-               "--intra-op-threads", str(self.intra_threads)]
-        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "fastapi.log")
+               "--intra-op-threads", str(self.intra_threads)] + (["--app", self.app] if self.app else [])
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / self.log_name)
 
 
 class HttpFloor(Server):

@@ -32,6 +32,9 @@ APT_PACKAGES=(
   libsimdjson-dev rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libjemalloc-dev libb64-0d npm python3-venv wrk ccache
+  # The onnxruntime-extensions wheel's op library needs libpython's symbols in
+  # the server (LD_PRELOAD; docs/model-config.md, "Operator libraries").
+  libpython3.11
 )
 
 ORT_NPM_PACKAGE="com.github.asus4.onnxruntime@0.4.9"

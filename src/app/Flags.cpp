@@ -183,6 +183,12 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "model and kept across restarts (empty: <temp dir>/ortserve-model-cache). When set, CPU "
                  "models also keep their ONNX Runtime-optimized graphs in <dir>/optimized, so that later "
                  "loads skip the graph optimizations (a corrupt or stale entry is rebuilt)");
+  app.add_option("--op-library", f.op_libraries,
+                 "Custom-operator shared library (exporting RegisterCustomOps) registered in the "
+                 "session options of every ONNX model, before the model's own "
+                 "model_operations.op_library_filename (repeatable). The path goes to dlopen as "
+                 "given; a library that cannot be registered fails the load of each model, "
+                 "naming the library and why");
 }
 
 // Restricted APIs and TLS for both endpoints.

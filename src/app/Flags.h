@@ -60,6 +60,7 @@ struct Flags {
   int repository_poll_secs = 15;
   std::vector<std::string> load_models;
   std::string model_cache_dir;
+  std::vector<std::string> op_libraries;  // --op-library
   // Access control and TLS (help texts in Flags.cpp).
   std::vector<std::string> http_restricted_api;
   std::vector<std::string> grpc_restricted_protocol;

@@ -75,7 +75,8 @@ Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, cons
                                   .startup_models = flags.load_models,
                                   .model_cache_dir = flags.model_cache_dir,
                                   .response_cache_bytes = triton.response_cache_bytes,
-                                  .auto_complete = triton.auto_complete});
+                                  .auto_complete = triton.auto_complete,
+                                  .op_libraries = flags.op_libraries});
 }
 
 // --thread-budget 0 becomes the CPUs this process may use (CpuBudget.h);

@@ -72,6 +72,8 @@ const std::set<std::string>& SupportedLeaves() {
       "dynamic_batching.priority_levels", "dynamic_batching.default_priority_level",
       "dynamic_batching.default_queue_policy", "dynamic_batching.priority_queue_policy",
       "response_cache.enable",
+      // Custom-operator libraries (runtime/OpLibraries.h).
+      "model_operations",
   };
   return kLeaves;
 }

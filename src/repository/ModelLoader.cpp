@@ -255,7 +255,7 @@ void ModelLoader::LoadAll() {
   // Every config is prepared first: the thread plan needs the total
   // instance count before any session is created.
   std::vector<PreparedModel> prepared;
-  for (const auto& name : StartupModels()) prepared.push_back(PrepareModel(options_->repository_path, name, options_->auto_complete));
+  for (const auto& name : StartupModels()) prepared.push_back(Prepare(name));
   AddComposingModels(prepared);
   PlanThreads(*options_, prepared);
   FallbacksFirst(prepared);
@@ -277,7 +277,7 @@ void ModelLoader::AddComposingModels(std::vector<PreparedModel>& prepared) const
       if (known.count(step) || !fs::is_directory(fs::path(options_->repository_path) / step, ec)) continue;
       spdlog::info("model '{}': loading its composing model '{}'", prepared[i].name, step);
       known.insert(step);
-      prepared.push_back(PrepareModel(options_->repository_path, step, options_->auto_complete));
+      prepared.push_back(Prepare(step));
     }
   }
 }
@@ -291,7 +291,7 @@ Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* load
     return NotFound("failed to load '" + name + "': no model directory '" + name + "' in the model repository " +
                     options_->repository_path);
   }
-  PreparedModel p = PrepareModel(options_->repository_path, name, options_->auto_complete);
+  PreparedModel p = Prepare(name);
   LoadComposingModels(p, loading);
   ShutDown(table_->Publish(p));
   return LoadCandidates(p);
@@ -335,7 +335,7 @@ void ModelLoader::PollNow() {
     auto known = stamps.find(name);
     if (known != stamps.end() && known->second == DirectoryStamp(dir)) continue;
     spdlog::info("poll: model '{}' {}", name, known == stamps.end() ? "added" : "changed");
-    changed.push_back(PrepareModel(options_->repository_path, name, options_->auto_complete));
+    changed.push_back(Prepare(name));
   }
   // An ensemble that failed to load may now find the composing models it lacked.
   if (!changed.empty()) {
@@ -343,7 +343,7 @@ void ModelLoader::PollNow() {
       const bool already = std::any_of(changed.begin(), changed.end(), [&](const auto& p) { return p.name == name; });
       if (already || !std::binary_search(names.begin(), names.end(), name)) continue;
       spdlog::info("poll: ensemble '{}' retried after its repository changed", name);
-      changed.push_back(PrepareModel(options_->repository_path, name, options_->auto_complete));
+      changed.push_back(Prepare(name));
     }
   }
   EnsemblesLast(changed);
@@ -351,6 +351,10 @@ void ModelLoader::PollNow() {
     ShutDown(table_->Publish(p));
     (void)LoadCandidates(p);
   }
+}
+
+PreparedModel ModelLoader::Prepare(const std::string& name) const {
+  return PrepareModel(options_->repository_path, name, options_->auto_complete, options_->op_libraries);
 }
 
 ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {

@@ -56,6 +56,8 @@ class ModelLoader {
   void Loop() ORTSERVE_EXCLUDES(mu_);
 
   std::vector<std::string> StartupModels();
+  // PrepareModel with the repository's options.
+  PreparedModel Prepare(const std::string& name) const;
   // Loads `name`; an ensemble's composing models that are not READY are
   // loaded first (as Triton loads an ensemble's dependencies with it).
   // `loading`: the models this load has started (null: only `name`).

@@ -75,7 +75,8 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
 // Triton's normalisation and its config rules (ConfigRules.h), then the
 // platform, session settings and instances, into `common`. With
 // auto-complete on, a tensor it will fill is checked once it has.
-Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete) {
+Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete,
+                              const std::vector<std::string>& server_op_libraries) {
   inference::ModelConfig& config = common->config;
   NormalizeModelConfig(&config);
   ORTSERVE_RETURN_IF_ERROR(CheckModelConfigRules(config));
@@ -93,7 +94,7 @@ Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete) {
   } else if (auto batcher = MakeDynamicBatcherOptions(config, ""); !batcher.ok()) {
     return batcher.status();
   }
-  auto settings = ReadSessionSettings(config);
+  auto settings = ReadSessionSettings(config, server_op_libraries);
   if (!settings.ok()) return settings.status();
   auto instances = ExpandInstanceGroups(config);
   if (!instances.ok()) return instances.status();
@@ -140,7 +141,7 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
   if (!fs::is_regular_file(model_path, ec)) return Unavailable("model file not found: " + model_path.string());
   c.model_path = model_path.string();
   c.stamp += "|" + FileStamp(model_path);
-  auto signature = InspectModel(c.model_path);
+  auto signature = InspectModel(c.model_path, c.settings.op_libraries);
   if (!signature.ok()) return Unavailable("cannot inspect " + filename + ": " + signature.status().message());
   if (auto_complete.enabled) {
     ORTSERVE_RETURN_IF_ERROR(
@@ -167,7 +168,8 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
 }  // namespace
 
 PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
-                           const AutoCompletePolicy& auto_complete) {
+                           const AutoCompletePolicy& auto_complete,
+                           const std::vector<std::string>& server_op_libraries) {
   PreparedModel p;
   p.name = name;
   const fs::path dir = repository / name;
@@ -187,7 +189,8 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   common.config = std::move(config).value();
   const bool names_its_backend = !common.config.platform().empty() || !common.config.backend().empty() ||
                                  !common.config.default_model_filename().empty();
-  if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled); !checked.ok()) {
+  if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled, server_op_libraries);
+      !checked.ok()) {
     p.failure = checked.message();
     return p;
   }

@@ -51,7 +51,10 @@ struct PreparedModel {
 // Prepares <repository>/<name>. Config problems and missing files are
 // recorded in the result (failure, version_failures), never thrown.
 // `auto_complete`: whether and how configs are completed from the model file.
+// `server_op_libraries`: --op-library, registered for every model (its file
+// is inspected with them, and with its own model_operations libraries).
 PreparedModel PrepareModel(const std::filesystem::path& repository, const std::string& name,
-                           const AutoCompletePolicy& auto_complete = {});
+                           const AutoCompletePolicy& auto_complete = {},
+                           const std::vector<std::string>& server_op_libraries = {});
 
 }  // namespace ortserve

@@ -59,6 +59,9 @@ struct RepositoryOptions {
   // Config auto-complete (--disable-auto-complete-config,
   // --backend-config=default-max-batch-size=N).
   AutoCompletePolicy auto_complete;
+  // --op-library: custom-operator libraries registered for every model,
+  // before its own model_operations.op_library_filename (runtime/OpLibraries.h).
+  std::vector<std::string> op_libraries;
 };
 
 // The response cache's state (--cache-config local,size=BYTES), for the

@@ -39,10 +39,33 @@ QueuePolicy MakeQueuePolicy(const inference::ModelQueuePolicy& p) {
   return q;
 }
 
+// The server's libraries, then the model's, each path once, in that order.
+Result<std::vector<std::string>> ReadOpLibraries(const inference::ModelConfig& config,
+                                                 const std::vector<std::string>& server_op_libraries) {
+  std::vector<std::string> libraries;
+  auto add = [&libraries](const std::string& library) {
+    if (std::find(libraries.begin(), libraries.end(), library) == libraries.end()) libraries.push_back(library);
+  };
+  for (const std::string& library : server_op_libraries) add(library);
+  const auto& filenames = config.model_operations().op_library_filename();
+  for (int i = 0; i < filenames.size(); ++i) {
+    if (filenames[i].empty()) {
+      return InvalidArgument("model_operations.op_library_filename[" + std::to_string(i) +
+                             "] is empty: name a custom-operator shared library");
+    }
+    add(filenames[i]);
+  }
+  return libraries;
+}
+
 }  // namespace
 
-Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config) {
+Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config,
+                                               const std::vector<std::string>& server_op_libraries) {
   OrtSessionSettings s;
+  auto op_libraries = ReadOpLibraries(config, server_op_libraries);
+  if (!op_libraries.ok()) return op_libraries.status();
+  s.op_libraries = std::move(op_libraries).value();
   const auto& params = config.parameters();
   auto get = [&](const char* key) -> const std::string* {
     auto it = params.find(key);
@@ -157,6 +180,7 @@ RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_
   o.enable_mem_arena = settings.enable_mem_arena;
   o.enable_mem_pattern = settings.enable_mem_pattern;
   o.graph_optimization_level = settings.graph_optimization_level;
+  o.op_libraries = settings.op_libraries;
   if (instance.gpu) {
     // Strict unless allow_cpu_fallback: the runtime fails the load if CUDA is unusable.
     const std::string version = std::filesystem::path(model_path).parent_path().filename().string();

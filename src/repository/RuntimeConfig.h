@@ -32,8 +32,15 @@ struct OrtSessionSettings {
   // GPU options (accelerators, CUDA parameters, ...): see GpuConfig.h and
   // docs/gpu.md. Read for every model, applied to KIND_GPU instances only.
   GpuSettings gpu;
+  // Custom-operator libraries for every session of the model: the server's
+  // (--op-library) first, then model_operations.op_library_filename, each
+  // path once (a model may name one the server already registers).
+  std::vector<std::string> op_libraries;
 };
-Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config);
+// `server_op_libraries`: --op-library, applied to every model. An empty
+// op_library_filename is kInvalidArgument naming its index.
+Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config,
+                                               const std::vector<std::string>& server_op_libraries = {});
 
 // One entry per instance to create, from instance_group: KIND_CPU and
 // KIND_AUTO give CPU instances; KIND_GPU gives `count` CUDA instances on each

@@ -214,6 +214,9 @@ Result<OptimizedModelEntry> OptimizedModelEntry::Find(const RuntimeOptions& opti
   hash.Add(std::to_string(static_cast<int>(options.graph_optimization_level)));
   hash.Add(ProvidersText(options));
   hash.Add(CpuFeatures());
+  // Custom-operator libraries may bring schemas that shape inference (and so
+  // the optimizations) use; none: the key stays what it was without them.
+  for (const std::string& library : options.op_libraries) hash.Add("op_library=" + library);
   const std::string name = FilePrefix(options.label) + "-" + hash.Hex().substr(0, 32);
   OptimizedModelEntry entry;
   entry.label_ = options.label;

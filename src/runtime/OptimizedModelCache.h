@@ -8,7 +8,8 @@
 // checksum of the saved file. The key hashes everything that changes the
 // optimized graph: the model's bytes and every other file of its directory
 // (external data), the ORT version, the optimization level, the providers,
-// and the CPU's feature flags (level "all" saves layout transforms such as
+// the custom-operator libraries' paths, and the CPU's feature flags (level
+// "all" saves layout transforms such as
 // NCHWc that are specific to the CPU). An entry whose checksum does not
 // match, or that ORT cannot load, is removed with a warning and rebuilt;
 // the cache never fails a load. Internal to the runtime layer.

@@ -14,8 +14,10 @@ namespace ortserve {
 
 // Reads names, element types and shapes of a model's inputs and outputs (for
 // config auto-complete and validation). Fails with the ORT message for a
-// corrupt file or unsupported operator/type.
-Result<ModelSignature> InspectModel(const std::string& model_path);
+// corrupt file or unsupported operator/type. `op_libraries` are registered
+// first (OpLibraries.h), for models that use custom operators.
+Result<ModelSignature> InspectModel(const std::string& model_path,
+                                    const std::vector<std::string>& op_libraries = {});
 
 // Creates one instance (its own ORT session) with the given options. Providers
 // are applied strictly in order (see RuntimeOptions::allow_fallback); the log

@@ -1,7 +1,9 @@
 #include "runtime/OrtModelSignature.h"
 
 #include <string>
+#include <vector>
 
+#include "runtime/OpLibraries.h"
 #include "runtime/OrtDataType.h"
 #include "runtime/OrtEnvironment.h"
 #include "runtime/OrtError.h"
@@ -64,7 +66,7 @@ Result<ModelSignature> ReadModelSignature(const Ort::Session& session, std::stri
   return signature;
 }
 
-Result<ModelSignature> InspectModel(const std::string& model_path) {
+Result<ModelSignature> InspectModel(const std::string& model_path, const std::vector<std::string>& op_libraries) {
   const std::string context = "inspecting model '" + model_path + "'";
   try {
     // Only the signature is wanted: no thread pools, no optimisation passes,
@@ -76,6 +78,7 @@ Result<ModelSignature> InspectModel(const std::string& model_path) {
     options.AddConfigEntry("session.inter_op.allow_spinning", "0");
     options.SetGraphOptimizationLevel(ORT_DISABLE_ALL);
     options.DisableCpuMemArena();
+    ORTSERVE_RETURN_IF_ERROR(RegisterOpLibraries(op_libraries, options));
     Ort::Session session(SharedOrtEnv(), model_path.c_str(), options);
     return ReadModelSignature(session, model_path);
   } catch (const Ort::Exception& e) {

@@ -7,6 +7,7 @@
 
 #include "core/Text.h"
 #include "runtime/ExecutionProviders.h"
+#include "runtime/OpLibraries.h"
 #include "runtime/OrtEnvironment.h"
 #include "runtime/OrtError.h"
 #include "runtime/OptimizedModelCache.h"
@@ -141,6 +142,7 @@ Result<LoadedSession> CreateWithProviders(const RuntimeOptions& options, bool cp
                  options.label);
   }
   Ort::SessionOptions session_options = BaseSessionOptions(options, result.shared_thread_pool);
+  ORTSERVE_RETURN_IF_ERROR(RegisterOpLibraries(options.op_libraries, session_options));
   std::vector<std::string> providers{"CPUExecutionProvider"};
   if (!cpu_only) {
     auto appended = AppendExecutionProviders(options, session_options);
@@ -182,7 +184,8 @@ std::string DescribeSession(const RuntimeOptions& options, const LoadedSession& 
       options.execution_mode == ExecutionMode::kParallel ? "parallel" : "sequential",
       options.enable_mem_arena ? "on" : "off", options.enable_mem_pattern ? "on" : "off",
       GraphLevelName(options.graph_optimization_level), options.shared_weights ? "on" : "off",
-      CacheUseName(session.cache_use));
+      CacheUseName(session.cache_use)) +
+         (options.op_libraries.empty() ? "" : fmt::format(", op libraries [{}]", Join(options.op_libraries)));
 }
 
 Result<LoadedSession> CreateOrtSession(const RuntimeOptions& options) {

@@ -42,6 +42,9 @@ struct RuntimeOptions {
   // Tried in order; an unusable provider fails the load unless allow_fallback.
   std::vector<ExecutionProviderOptions> execution_providers;  // empty: CPU
   bool allow_fallback = false;
+  // Custom-operator libraries registered in the session options, in order
+  // (OpLibraries.h): the server's --op-library ones, then the model's own.
+  std::vector<std::string> op_libraries;
 
   // GPU instances only (ignored when the session ends up on CPU alone).
   int device_id = 0;  // CUDA ordinal, also passed to the cuda/tensorrt provider options

@@ -78,7 +78,8 @@ class Server:
 
     def __init__(self, repo: pathlib.Path, log_path: pathlib.Path, *,
                  strict_readiness: bool = False, extra_args: tuple[str, ...] = (),
-                 https: dict | None = None, exit_timeout_secs: int = 5):
+                 https: dict | None = None, exit_timeout_secs: int = 5,
+                 env: dict | None = None):
         # https: the server speaks HTTPS (--http-use-ssl); the dict holds the
         # `requests` TLS arguments (verify=<CA file>, cert=(cert, key)) that
         # get()/post() and the startup wait use.
@@ -88,6 +89,8 @@ class Server:
         self.strict_readiness = strict_readiness
         self.extra_args = tuple(extra_args)
         self.exit_timeout_secs = exit_timeout_secs
+        # Variables added to this environment for the server (LD_PRELOAD, ...).
+        self.env = dict(env or {})
         self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
         self.proc: subprocess.Popen | None = None
         self._log_file = None
@@ -128,7 +131,8 @@ class Server:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = open(self.log_path, "wb")
         self.proc = subprocess.Popen(self.command(), stdout=self._log_file,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     env={**os.environ, **self.env} if self.env else None)
         return self
 
     def wait_live(self, timeout_s: float = STARTUP_TIMEOUT_S) -> None:

@@ -99,8 +99,18 @@ def slow_loop():
     save(graph, "slow_loop.onnx")
 
 
+def custom_negate():
+    """output = ortserve.test:Negate(input), FP32 [n]: the operator of tests/ops/negate_op_library.cpp."""
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["n"])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["n"])
+    graph = helper.make_graph([helper.make_node("Negate", ["input"], ["output"], domain="ortserve.test")],
+                              "custom_negate", [x], [y])
+    save(graph, "custom_negate.onnx", opset=OPSET + [helper.make_opsetid("ortserve.test", 1)])
+
+
 def main():
     add_fp32()
+    custom_negate()
     for suffix, elem_type in IDENTITY_TYPES.items():
         identity(suffix, elem_type)
     float8_input()
