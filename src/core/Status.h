@@ -15,7 +15,7 @@ enum class StatusCode {
   kUnsupported,       // unsupported encoding/feature: 501, UNIMPLEMENTED
   kDeadlineExceeded,  // request timeout expired: 504? Triton uses 400/UNAVAILABLE; see http mapping
   kCancelled,         // client went away
-  kPayloadTooLarge,   // body over the configured limit: 413
+  kPayloadTooLarge,   // body or tensor over a configured limit: HTTP 400 (as Triton), gRPC RESOURCE_EXHAUSTED
   kInternal,          // a bug or a runtime failure: 500, INTERNAL
 };
 
