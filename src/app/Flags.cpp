@@ -108,7 +108,7 @@ void AddObservabilityFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
 }
 
-// Readiness, shutdown, the thread budget, logging and model control.
+// Readiness, shutdown and the thread budget.
 void AddServingFlags(CLI::App& app, Flags& f) {
   app.add_option("--strict-readiness", f.strict_readiness,
                  "true: /v2/health/ready is 200 only when every model in the repository is "
@@ -144,6 +144,10 @@ void AddServingFlags(CLI::App& app, Flags& f) {
                  "per-session: every instance gets pools of its own (ORT's default)")
       ->check(CLI::IsMember({"shared", "per-session"}))
       ->capture_default_str();
+}
+
+// The server log, as Triton's logging flags.
+void AddLogFlags(CLI::App& app, Flags& f) {
   app.add_option("--log-verbose", f.log_verbose,
                  "Verbose log level (Triton's): 0 none; 1 ortserve's debug lines; 2 and above also its trace "
                  "lines (one per HTTP request). Changed at run time through /v2/logging (log_verbose_level)")
@@ -163,6 +167,10 @@ void AddServingFlags(CLI::App& app, Flags& f) {
   app.add_option("--log-file", f.log_file,
                  "Write the server log to this file (appended to) instead of standard output; it cannot change "
                  "at run time. The access log (--access-log) stays on standard output");
+}
+
+// Which models load and how: model control, the model cache, op libraries.
+void AddModelFlags(CLI::App& app, Flags& f) {
   app.add_option("--model-control-mode", f.model_control_mode,
                  "none: load the repository once at startup; poll: also rescan it every "
                  "--repository-poll-secs and load added, reload changed, unload removed models; "
@@ -256,6 +264,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   AddGrpcFlags(app, f);
   AddObservabilityFlags(app, f);
   AddServingFlags(app, f);
+  AddLogFlags(app, f);
+  AddModelFlags(app, f);
   AddSecurityFlags(app, f);
   AddTritonFlags(app, f.triton);
 }

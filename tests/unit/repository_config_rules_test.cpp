@@ -10,18 +10,13 @@
 #include "repository/ConfigParse.h"
 #include "repository/ConfigRules.h"
 #include "repository/ModelPreparation.h"
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
-
-inference::ModelConfig Parse(const std::string& text) {
-  auto parsed = ParseModelConfig(text);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  return parsed.ok() ? parsed.value() : inference::ModelConfig{};
-}
 
 std::string ModelRulesMessage(const std::string& text) {
   Status st = CheckModelConfigRules(Parse(text));

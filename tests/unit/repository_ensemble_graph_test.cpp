@@ -8,15 +8,10 @@
 
 #include "repository/ConfigParse.h"
 #include "repository/EnsembleGraph.h"
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {
-
-inference::ModelConfig Parse(const std::string& text) {
-  auto config = ParseModelConfig(text);
-  EXPECT_TRUE(config.ok()) << config.status().message();
-  return config.ok() ? config.value() : inference::ModelConfig();
-}
 
 std::string Step(const std::string& model, const std::string& inputs, const std::string& outputs) {
   return "{ model_name: \"" + model + "\" model_version: -1 " + inputs + " " + outputs + " }";

@@ -13,6 +13,7 @@
 #include "repository/ConfigParse.h"
 #include "repository/ConfigTypes.h"
 #include "repository/RuntimeConfig.h"
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {
@@ -20,12 +21,6 @@ namespace {
 using ::testing::Contains;
 using ::testing::HasSubstr;
 using ::testing::Pair;
-
-inference::ModelConfig Parse(const std::string& text) {
-  auto config = ParseModelConfig(text);
-  EXPECT_TRUE(config.ok()) << config.status().message();
-  return config.ok() ? config.value() : inference::ModelConfig();
-}
 
 Status ReadError(const std::string& text) {
   auto gpu = ReadGpuSettings(Parse(text));

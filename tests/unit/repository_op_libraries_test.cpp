@@ -8,6 +8,7 @@
 
 #include "repository/ConfigParse.h"
 #include "repository/RuntimeConfig.h"
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {
@@ -15,12 +16,6 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-inference::ModelConfig Parse(const std::string& text) {
-  auto config = ParseModelConfig(text);
-  EXPECT_TRUE(config.ok()) << config.status().message();
-  return config.ok() ? config.value() : inference::ModelConfig();
-}
 
 TEST(OpLibraryConfig, ModelLibrariesInConfigOrder) {
   auto settings = ReadSessionSettings(Parse(R"(

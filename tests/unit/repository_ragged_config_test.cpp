@@ -7,17 +7,12 @@
 
 #include "repository/ConfigParse.h"
 #include "repository/SequenceConfig.h"
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {
 
 using ::testing::HasSubstr;
-
-inference::ModelConfig Parse(const std::string& text) {
-  auto parsed = ParseModelConfig(text);
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  return parsed.ok() ? parsed.value() : inference::ModelConfig{};
-}
 
 constexpr const char* kRagged = R"(name: "m" max_batch_size: 8
     input [ { name: "X" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true } ]
