@@ -179,6 +179,13 @@ Status CheckPlatform(inference::ModelConfig* config) {
   const std::string& platform = config->platform();
   const std::string& backend = config->backend();
   if (!platform.empty() && platform != kOnnxPlatform) {
+    // A platform Triton does not know either, with this backend: Triton's words.
+    static const std::set<std::string> kTritonPlatforms = {"tensorrt_plan", "tensorflow_graphdef",
+                                                           "tensorflow_savedmodel", "pytorch_libtorch"};
+    if (!kTritonPlatforms.count(platform) && (backend.empty() || backend == kOnnxBackend)) {
+      return Unavailable("unexpected 'platform' and 'backend' pair, got:" + platform + ", " + kOnnxBackend +
+                         " (ortserve serves only '" + kOnnxPlatform + "' models)");
+    }
     return Unavailable("platform '" + platform + "' is not supported: ortserve serves only '" +
                        kOnnxPlatform + "' models");
   }

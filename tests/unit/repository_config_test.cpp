@@ -160,6 +160,11 @@ TEST(ModelConfigPlatform, FillsEmptyAndRejectsOthers) {
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
   EXPECT_NE(st.message().find("tensorflow_savedmodel"), std::string::npos);
 
+  // A platform nobody knows: Triton's words for the pair it makes.
+  inference::ModelConfig typo = Parse("platform: \"onnxruntim\"");
+  EXPECT_EQ(CheckPlatform(&typo).message().rfind("unexpected 'platform' and 'backend' pair, got:onnxruntim, onnxruntime", 0),
+            0u);
+
   inference::ModelConfig python = Parse("backend: \"python\"");
   EXPECT_EQ(CheckPlatform(&python).code(), StatusCode::kUnavailable);
 
