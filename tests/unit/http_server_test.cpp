@@ -159,6 +159,11 @@ TEST_F(HttpServerTest, BodyOverTheLimitIs400InTritonsWords) {
                                    "Inference-Header-Content-Length: " + std::string(header) + "\r\n\r\n"));
     EXPECT_THAT(ReadAll(binary), HasSubstr(text)) << header;
   }
+  // Not an infer request: the body is JSON whole, whatever the headers say.
+  auto generate = Connect();
+  net::write(generate, net::buffer(std::string("POST /v2/models/m/generate HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n"
+                                               "Inference-Header-Content-Length: 100\r\n\r\n")));
+  EXPECT_THAT(ReadAll(generate), HasSubstr("request JSON size of 5000 bytes exceeds"));
 }
 
 TEST_F(HttpServerTest, HeadersOverTheLimitAre431) {

@@ -37,7 +37,11 @@ std::string RequestParser::BodyOverLimitMessage() const {
   const std::string size = length ? std::to_string(*length) + " bytes" : "more than " + limit;
   const auto& fields = parser_.get();
   const auto header_field = fields.find("Inference-Header-Content-Length");
-  if (header_field == fields.end()) {
+  // Only an infer request has binary tensors after a JSON header; any other
+  // body (generate, repository calls) is JSON whole.
+  const std::string_view target(fields.target().data(), fields.target().size());
+  const bool infer = target.size() >= 6 && target.substr(target.size() - 6) == "/infer";
+  if (header_field == fields.end() || !infer) {
     return "request JSON size of " + size + " exceeds the maximum allowed input size of " + limit + hint;
   }
   const std::string_view header(header_field->value().data(), header_field->value().size());
