@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 from bench_common import BENCH, LOGS, VENV_PY
-from bench_procs import Procs, free_port, run_bounded, with_cpus
+from bench_procs import Procs, free_port, free_ports, run_bounded, with_cpus
 
 
 # --------------------------------------------------------------------------
@@ -125,13 +125,15 @@ class OrtServe(Server):
 
     def start(self):
         _rc, help_text = run_bounded([self.binary, "--help"], 20, record=False)
-        self.port = free_port()
+        # Three distinct ports, taken together (one at a time, the kernel may
+        # hand the same free port out twice).
+        self.port, grpc_port, metrics_port = free_ports(3)
         cmd = [self.binary, "--model-repository", self.repo, "--http-port", str(self.port)]
         if "--grpc-port" in help_text:
-            self.grpc_port = free_port()
+            self.grpc_port = grpc_port
             cmd += ["--grpc-port", str(self.grpc_port)]
         if "--metrics-port" in help_text:  # never the default 8002: another server may hold it
-            self.metrics_port = free_port()
+            self.metrics_port = metrics_port
             cmd += ["--metrics-port", str(self.metrics_port)]
         if "--thread-budget" in help_text:
             cmd += ["--thread-budget", str(self.budget)]
