@@ -9,19 +9,13 @@
 namespace ortserve {
 namespace {
 
-const Tensor* FindSource(const InferenceRequest& request, const std::string& name) {
-  for (const Tensor& t : request.inputs)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
 // The source input's shape in each request, in batch order.
 Result<std::vector<Shape>> SourceShapes(const std::vector<const InferenceRequest*>& requests,
                                         const std::string& source, bool needs_batch_dim) {
   std::vector<Shape> shapes;
   shapes.reserve(requests.size());
   for (const InferenceRequest* request : requests) {
-    const Tensor* t = FindSource(*request, source);
+    const Tensor* t = FindInput(*request, source);
     if (!t) return InvalidArgument("request '" + request->id + "' has no input '" + source + "'");
     if (needs_batch_dim && t->shape.empty()) {
       return InvalidArgument("input '" + source + "' of request '" + request->id + "' has no batch dimension");

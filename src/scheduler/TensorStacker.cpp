@@ -6,7 +6,6 @@
 #include <string>
 
 namespace ortserve {
-namespace {
 
 const Tensor* FindInput(const InferenceRequest& request, const std::string& name, size_t hint) {
   if (hint < request.inputs.size() && request.inputs[hint].name == name) return &request.inputs[hint];
@@ -14,6 +13,8 @@ const Tensor* FindInput(const InferenceRequest& request, const std::string& name
     if (t.name == name) return &t;
   return nullptr;
 }
+
+namespace {
 
 bool SameNonBatchDims(const Shape& a, const Shape& b) {
   return a.size() == b.size() && !a.empty() && std::equal(a.begin() + 1, a.end(), b.begin() + 1);
@@ -84,6 +85,8 @@ Status TensorStacker::Stack(const std::vector<const InferenceRequest*>& requests
   if (buffers_.size() < head.inputs.size()) buffers_.resize(head.inputs.size());
   for (size_t i = 0; i < head.inputs.size(); ++i) {
     const Tensor& first = head.inputs[i];
+    // A ragged input becomes one 1-D tensor of every element of the batch.
+    const bool flatten = ragged && ragged->IsRagged(first.name);
     std::vector<const Tensor*> parts;
     parts.reserve(requests.size());
     uint64_t rows = 0;
@@ -99,7 +102,7 @@ Status TensorStacker::Stack(const std::vector<const InferenceRequest*>& requests
       }
       parts.push_back(part);
       rows += static_cast<uint64_t>(part->shape[0]);
-      elements += *ElementCount(part->shape);
+      if (flatten) elements += *ElementCount(part->shape);
       bytes += *size;
     }
 
@@ -119,7 +122,7 @@ Status TensorStacker::Stack(const std::vector<const InferenceRequest*>& requests
     stacked.dtype = first.dtype;
     stacked.shape = first.shape;
     stacked.shape[0] = static_cast<int64_t>(rows);
-    if (ragged && ragged->IsRagged(first.name)) stacked.shape = {static_cast<int64_t>(elements)};
+    if (flatten) stacked.shape = {static_cast<int64_t>(elements)};
     stacked.data = TensorData(buffer, buffer->data(), bytes);
     batched->push_back(std::move(stacked));
   }

@@ -13,6 +13,11 @@
 
 namespace ortserve {
 
+// The input of `request` named `name`, looked for at index `hint` first
+// (requests of one model usually list their inputs in the same order);
+// null when it has none.
+const Tensor* FindInput(const InferenceRequest& request, const std::string& name, size_t hint = 0);
+
 // True if `a` and `b` can run in one batch: the same input names, and per
 // name the same dtype and the same dims after dim 0 (any dims for an input
 // `ragged` names).
