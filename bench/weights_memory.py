@@ -6,10 +6,11 @@ instances of a model version share their pre-packed weights (docs/decisions.md,
     .venv/bin/python bench/weights_memory.py --weights-mb 200 --instances 4
 
 Generates a Gemm stack with about --weights-mb MB of float weights, serves it once with
-1 instance and once with --instances, and prints VmRSS (/proc/<pid>/status) after READY
-and after one request, and the ratio N/1. The model is written to a temporary folder
-(or --work)."""
+1 instance and once with --instances, and prints VmRSS (/proc/<pid>/status) after READY,
+after one request and after 32 more from 8 threads (every instance runs), and the ratio
+N/1. The model is written to a temporary folder (or --work)."""
 import argparse
+import concurrent.futures
 import sys
 import tempfile
 import time
@@ -71,7 +72,8 @@ def one_request(url):
 
 
 def measure(binary, repo, log, extra_args):
-    """VmRSS (KiB) after READY and after one request (each instance runs the warm-up)."""
+    """VmRSS (KiB) after READY (each instance has run the warm-up), after one request, and
+    after 32 more from 8 threads (every instance runs)."""
     srv = Ortserve(binary, repo, log, extra_args)
     try:
         srv.wait_ready()
@@ -79,7 +81,11 @@ def measure(binary, repo, log, extra_args):
         ready = srv.rss_kib()
         one_request(srv.url)
         time.sleep(1.0)
-        return ready, srv.rss_kib()
+        after_one = srv.rss_kib()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda _: one_request(srv.url), range(32)))
+        time.sleep(1.0)
+        return ready, after_one, srv.rss_kib()
     finally:
         srv.stop()
 
@@ -110,10 +116,12 @@ def main():
     mb = layers * WIDTH * WIDTH * 4 / 1e6
     print(f"model: {layers} {args.op} {WIDTH}x{WIDTH} layers, {mb:.0f} MB of float weights "
           f"{args.config_extra}; load {loadavg()}")
-    for n, (ready, after) in rows.items():
-        print(f"{n} instance(s): VmRSS {ready / 1024:.0f} MiB after READY, {after / 1024:.0f} MiB after one request")
+    for n, (ready, after, after_all) in rows.items():
+        print(f"{n} instance(s): VmRSS {ready / 1024:.0f} MiB after READY, {after / 1024:.0f} MiB after one "
+              f"request, {after_all / 1024:.0f} MiB after 32 more from 8 threads")
     one, many = rows[1], rows[args.instances]
-    print(f"ratio {args.instances}/1: {many[0] / one[0]:.2f} after READY, {many[1] / one[1]:.2f} after one request")
+    print(f"ratio {args.instances}/1: {many[0] / one[0]:.2f} after READY, {many[1] / one[1]:.2f} after one "
+          f"request, {many[2] / one[2]:.2f} after 32 more")
 
 
 if __name__ == "__main__":

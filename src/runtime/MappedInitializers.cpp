@@ -162,6 +162,11 @@ Result<std::unique_ptr<MappedInitializers>> MappedInitializers::Map(const std::s
     size_t element_size = 0;
     const auto type = ElementType(t.data_type, &element_size);
     if (!type || t.external || t.name.empty() || t.raw.size() < min_bytes) continue;
+    // Vectors (biases, normalization scales) are what kernels read raw at
+    // every run. Where the page cache holds the file in large folios, each
+    // such read of a few KiB maps the whole folio (2 MiB) around it into
+    // the resident set; left to each session, a vector costs its own size.
+    if (t.dims.size() < 2) continue;
     size_t elements = 1;
     for (int64_t d : t.dims) elements *= d < 0 ? 0 : static_cast<size_t>(d);
     if (elements * element_size != t.raw.size()) continue;  // ORT would reject it; leave it to ORT

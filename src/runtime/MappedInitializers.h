@@ -17,8 +17,9 @@ namespace ortserve {
 
 class MappedInitializers {
  public:
-  // Maps `model_path` and finds its inline tensors of at least `min_bytes`
-  // (smaller ones are not worth sharing). kInternal when the file cannot be
+  // Maps `model_path` and finds its inline tensors of rank 2 or more and of
+  // at least `min_bytes` (smaller ones are not worth sharing; vectors stay
+  // with each session, see Map). kInternal when the file cannot be
   // mapped or is not an ONNX model ORT would read either.
   static Result<std::unique_ptr<MappedInitializers>> Map(const std::string& model_path, size_t min_bytes);
   ~MappedInitializers();
@@ -31,7 +32,7 @@ class MappedInitializers {
   size_t bytes() const { return bytes_; }
   // Drops the mapping's pages from the process's resident set once every
   // session is built: pre-packed kernels no longer read them, and the few
-  // that do (biases) fault them back in from the page cache.
+  // that read raw matrices (a Conv, a Gather) fault back in what they read.
   void ReleaseResidentPages() const;
 
  private:

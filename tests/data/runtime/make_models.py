@@ -8,6 +8,7 @@ version are pinned so the files do not change with the onnx package version.
 import os
 
 import onnx
+import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 OUT_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -108,8 +109,26 @@ def custom_negate():
     save(graph, "custom_negate.onnx", opset=OPSET + [helper.make_opsetid("ortserve.test", 1)])
 
 
+def matmul_bias():
+    """output = input x weight + bias, FP32 [n, 8] -> [n, 300]: weight[i][j] = (i + j) / 100
+    (a 9600-byte matrix), bias[j] = j (a 1200-byte vector); for the shared weights."""
+    weight = [(i + j) / 100 for i in range(8) for j in range(300)]
+    inits = [helper.make_tensor("weight", TensorProto.FLOAT, [8, 300], weight),
+             helper.make_tensor("bias", TensorProto.FLOAT, [300], [float(j) for j in range(300)])]
+    for t in inits:  # raw_data, as exporters write weights
+        t.raw_data = onnx.numpy_helper.to_array(t).tobytes()
+        del t.float_data[:]
+    x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["n", 8])
+    y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["n", 300])
+    graph = helper.make_graph([helper.make_node("MatMul", ["input", "weight"], ["product"]),
+                               helper.make_node("Add", ["product", "bias"], ["output"])],
+                              "matmul_bias", [x], [y], inits)
+    save(graph, "matmul_bias.onnx")
+
+
 def main():
     add_fp32()
+    matmul_bias()
     custom_negate()
     for suffix, elem_type in IDENTITY_TYPES.items():
         identity(suffix, elem_type)
