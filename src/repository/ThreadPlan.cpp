@@ -21,7 +21,11 @@ ThreadPlan ThreadPlan::Compute(int budget, const std::vector<ThreadPlanRequest>&
     e.inter = std::max(1, r.inter);
     e.parallel_execution = r.parallel_execution;
     e.allow_spinning = r.allow_spinning;
-    e.shared_pool = shared_pool && r.own_pool_reason.empty();
+    // A run of one thread computes on the thread that calls Run: a pool of
+    // its own of one thread creates no ORT thread, and the run never waits
+    // for the shared pool's threads while other runs' parallel sections
+    // hold them (docs/decisions.md, "One ORT thread pool for the process").
+    e.shared_pool = shared_pool && r.own_pool_reason.empty() && e.intra > 1;
     e.run_threads = e.intra + (e.parallel_execution ? e.inter : 0);
     e.total_threads = e.instances * e.run_threads;
     if (!e.shared_pool) {
@@ -41,6 +45,12 @@ std::vector<std::string> ThreadPlan::Describe() const {
     if (e.shared_pool) {
       lines.push_back(e.label + ": " + std::to_string(e.instances) + " instance(s) on the shared ORT pool, " +
                       std::to_string(e.run_threads) + " thread(s) per run");
+      continue;
+    }
+    if (e.run_threads == 1) {
+      lines.push_back(e.label + ": " + std::to_string(e.instances) +
+                      " instance(s), 1 thread per run: the run-<model> thread alone, no ORT pool thread" +
+                      (e.explicit_intra ? " (configured)" : "") + ", spinning " + (e.allow_spinning ? "on" : "off"));
       continue;
     }
     lines.push_back(e.label + ": " + std::to_string(e.instances) + " instance(s) x " + std::to_string(e.intra) +

@@ -10,6 +10,10 @@
 // same with 1 model or 100 (docs/decisions.md, "One ORT thread pool for the
 // process").
 //
+// A run of one thread (budget / instances is 1, or intra_op_thread_count 1)
+// computes on its run-<model> thread alone: its session has a pool of one
+// thread, which ORT runs on the caller, so no ORT thread exists for it.
+//
 // Own pools: a model that asks for them (config parameter intra_op_thread_count,
 // execution_mode 1 (its inter-op pool), allow_spinning 1, or
 // ort_thread_pool "own"; docs/model-config.md, "Thread pools"), and every
@@ -51,7 +55,8 @@ struct ThreadPlanEntry {
   bool parallel_execution = false;
   bool allow_spinning = false;
   bool explicit_intra = false;
-  // Runs on the process's shared ORT pool (no threads of its own).
+  // Runs on the process's shared ORT pool (no threads of its own); never
+  // for a run of one thread, which computes on the calling thread alone.
   bool shared_pool = false;
   // Threads one run computes on: intra (+ inter when parallel); the compute
   // slots each execution leases.

@@ -73,6 +73,19 @@ TEST(ThreadPlan, SharedPoolThreadsDoNotGrowWithModels) {
   EXPECT_NE(plan.Describe().back().find("total: 3 ORT thread(s) exist"), std::string::npos);
 }
 
+TEST(ThreadPlan, ARunOfOneThreadComputesOnTheCallerAlone) {
+  // 4 instances on a budget of 2: one thread per run, on the run-<model>
+  // thread, not queued for the shared pool's thread.
+  auto plan = ThreadPlan::Compute(2, {{"a:1", 4, 0, 1, false, false, ""}, {"b:1", 1, 0, 1, false, false, ""}},
+                                  /*shared_pool=*/true);
+  EXPECT_FALSE(plan.entries[0].shared_pool);
+  EXPECT_EQ(plan.entries[0].run_threads, 1);
+  EXPECT_EQ(plan.entries[0].ort_threads, 0);
+  EXPECT_TRUE(plan.entries[1].shared_pool);
+  EXPECT_EQ(plan.ort_threads, 1);  // the shared pool's thread only
+  EXPECT_NE(plan.Describe()[0].find("1 thread per run: the run-<model> thread alone"), std::string::npos);
+}
+
 TEST(ThreadPlan, AModelThatAsksKeepsItsOwnPools) {
   ThreadPlanRequest own{"own:1", 2, 3, 1, false, false, ""};
   own.own_pool_reason = "intra_op_thread_count";
