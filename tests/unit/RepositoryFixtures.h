@@ -6,6 +6,7 @@
 // request to completion.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -58,10 +59,12 @@ inline Result<InferenceResponse> InferAndWait(Model& model,
 class TempRepositoryTest : public testing::Test {
  protected:
   void SetUp() override {
-    root_ = std::filesystem::temp_directory_path() /
-            ("ortserve_repo_" + std::to_string(::getpid()) + "_" +
-             testing::UnitTest::GetInstance()->current_test_suite()->name() + "_" +
-             testing::UnitTest::GetInstance()->current_test_info()->name());
+    // One folder per test; a parameterized test's names contain '/', which
+    // would nest it in folders that TearDown does not remove.
+    std::string name = std::string(testing::UnitTest::GetInstance()->current_test_suite()->name()) + "_" +
+                       testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    root_ = std::filesystem::temp_directory_path() / ("ortserve_repo_" + std::to_string(::getpid()) + "_" + name);
     std::filesystem::remove_all(root_);
     std::filesystem::create_directories(root_);
   }
