@@ -1,17 +1,23 @@
 """What the pipeline tests share (test_op_libraries.py, test_pipeline_ensembles.py): the models of
-scripts/make_pipeline_models.py, the server environment the onnxruntime-extensions library needs,
-onnxruntime in process with that library as the oracle, sample images, and PaddleOCR's classifier
-preprocessing written in numpy as an independent check of the image_preprocess graph."""
+scripts/make_pipeline_models.py and their repositories (module fixtures, imported by the test
+files), a server with the environment the onnxruntime-extensions library needs, one request
+through tritonclient, onnxruntime in process with that library as the oracle, sample images, and
+PaddleOCR's classifier preprocessing written in numpy as an independent check of the
+image_preprocess graph."""
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pathlib
 import sys
 
 import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 
-from harness import REPO_ROOT
+from harness import REPO_ROOT, start_server
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 import make_pipeline_models as pipelines  # noqa: E402  (re-exported)
@@ -25,6 +31,46 @@ def preload_env() -> dict:
     asan = os.environ.get("ASAN_OPTIONS", "")
     return {"LD_PRELOAD": str(libpython),
             "ASAN_OPTIONS": f"{asan}:verify_asan_link_order=0" if asan else "verify_asan_link_order=0"}
+
+
+@pytest.fixture(scope="module")
+def text_repo(tmp_path_factory):
+    return pipelines.write_text_pipeline(tmp_path_factory.mktemp("pipelines") / "text_pipeline",
+                                         pipelines.extensions_library())
+
+
+@pytest.fixture(scope="module")
+def image_repo(tmp_path_factory):
+    return pipelines.write_image_pipeline(tmp_path_factory.mktemp("pipelines") / "image_pipeline",
+                                          pipelines.extensions_library(), REPO_ROOT / ".cache" / "pipeline")
+
+
+@pytest.fixture(scope="module")
+def ext_reference():
+    return ExtensionsReference()
+
+
+@contextlib.contextmanager
+def pipeline_server(repo, log_dir, name: str, models: list[str]):
+    """ortserve over `repo` with libpython preloaded, every one of `models` READY; stopped on exit."""
+    srv = start_server(repo, log_dir, name, env=preload_env())
+    try:
+        srv.wait_models_ready(models)
+        yield srv
+    finally:
+        srv.stop()
+
+
+def infer(client, model: str, inputs: list[tuple[str, np.ndarray, str]], outputs: list[str]) -> dict:
+    """One request through tritonclient (HTTP or gRPC, by the client's module)."""
+    mod = grpcclient if isinstance(client, grpcclient.InferenceServerClient) else httpclient
+    tensors = []
+    for name, array, datatype in inputs:
+        t = mod.InferInput(name, list(array.shape), datatype)
+        t.set_data_from_numpy(array)
+        tensors.append(t)
+    result = client.infer(model, tensors, outputs=[mod.InferRequestedOutput(o) for o in outputs])
+    return {o: result.as_numpy(o) for o in outputs}
 
 
 class ExtensionsReference:

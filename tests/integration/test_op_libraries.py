@@ -21,9 +21,9 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from harness import REPO_ROOT, assert_matches, model_file, ortserve_binary, start_server
-from pipeline_helpers import (ExtensionsReference, encoded_images, paddle_cls_input, pipelines,
-                              preload_env)
+from harness import REPO_ROOT, assert_matches, model_file, ortserve_binary
+from pipeline_helpers import (encoded_images, ext_reference, image_repo, infer,  # noqa: F401 (fixtures)
+                              paddle_cls_input, pipeline_server, pipelines, preload_env, text_repo)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -35,43 +35,9 @@ SENTENCES = ["The movie was great", "boring plot, awful acting",
 
 
 @pytest.fixture(scope="module")
-def text_repo(tmp_path_factory):
-    return pipelines.write_text_pipeline(tmp_path_factory.mktemp("pipelines") / "text_pipeline",
-                                         pipelines.extensions_library())
-
-
-@pytest.fixture(scope="module")
-def image_repo(tmp_path_factory):
-    return pipelines.write_image_pipeline(tmp_path_factory.mktemp("pipelines") / "image_pipeline",
-                                          pipelines.extensions_library(), REPO_ROOT / ".cache" / "pipeline")
-
-
-@pytest.fixture(scope="module")
-def ext_reference():
-    return ExtensionsReference()
-
-
-def infer(url_or_client, model: str, inputs: list[tuple[str, np.ndarray, str]], outputs: list[str]) -> dict:
-    """One request through tritonclient (HTTP or gRPC, by the client's module)."""
-    client = url_or_client
-    mod = grpcclient if isinstance(client, grpcclient.InferenceServerClient) else httpclient
-    tensors = []
-    for name, array, datatype in inputs:
-        t = mod.InferInput(name, list(array.shape), datatype)
-        t.set_data_from_numpy(array)
-        tensors.append(t)
-    result = client.infer(model, tensors, outputs=[mod.InferRequestedOutput(o) for o in outputs])
-    return {o: result.as_numpy(o) for o in outputs}
-
-
-@pytest.fixture(scope="module")
 def text_server(text_repo, log_dir):
-    srv = start_server(text_repo, log_dir, "op_libraries_text", env=preload_env())
-    try:
-        srv.wait_models_ready(pipelines.TEXT_MODELS)
+    with pipeline_server(text_repo, log_dir, "op_libraries_text", pipelines.TEXT_MODELS) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(scope="module", params=["http", "grpc"])
@@ -128,12 +94,8 @@ def test_thread_plan_lists_the_processing_models(text_server):
 
 @pytest.fixture(scope="module")
 def image_server(image_repo, log_dir):
-    srv = start_server(image_repo, log_dir, "op_libraries_image", env=preload_env())
-    try:
-        srv.wait_models_ready(pipelines.IMAGE_MODELS)
+    with pipeline_server(image_repo, log_dir, "op_libraries_image", pipelines.IMAGE_MODELS) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 def test_image_preprocess_and_classifier_match_onnxruntime(image_server, image_repo, ext_reference):

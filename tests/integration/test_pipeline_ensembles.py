@@ -18,8 +18,9 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from harness import REPO_ROOT, assert_matches, model_file, start_server
-from pipeline_helpers import ExtensionsReference, encoded_images, paddle_cls_input, pipelines, preload_env
+from harness import assert_matches, model_file
+from pipeline_helpers import (encoded_images, ext_reference, image_repo, infer,  # noqa: F401 (fixtures)
+                              paddle_cls_input, pipeline_server, pipelines, text_repo)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -30,63 +31,28 @@ SENTENCES = ["The movie was great", "boring plot, awful acting", "I loved the mu
 
 
 @pytest.fixture(scope="module")
-def reference():
-    return ExtensionsReference()
-
-
-@pytest.fixture(scope="module")
-def text_repo(tmp_path_factory):
-    return pipelines.write_text_pipeline(tmp_path_factory.mktemp("ensembles") / "text_pipeline",
-                                         pipelines.extensions_library())
-
-
-@pytest.fixture(scope="module")
-def image_repo(tmp_path_factory):
-    return pipelines.write_image_pipeline(tmp_path_factory.mktemp("ensembles") / "image_pipeline",
-                                          pipelines.extensions_library(), REPO_ROOT / ".cache" / "pipeline")
-
-
-def serve(repo, log_dir, name, models):
-    srv = start_server(repo, log_dir, name, env=preload_env())
-    try:
-        srv.wait_models_ready(models)
-    except BaseException:
-        srv.stop()
-        raise
-    return srv
-
-
-@pytest.fixture(scope="module")
 def text_server(text_repo, log_dir):
-    srv = serve(text_repo, log_dir, "pipeline_ensemble_text", [*pipelines.TEXT_MODELS, pipelines.TEXT_ENSEMBLE])
-    yield srv
-    srv.stop()
+    with pipeline_server(text_repo, log_dir, "pipeline_ensemble_text",
+                         [*pipelines.TEXT_MODELS, pipelines.TEXT_ENSEMBLE]) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="module")
 def image_server(image_repo, log_dir):
-    srv = serve(image_repo, log_dir, "pipeline_ensemble_image", [*pipelines.IMAGE_MODELS, pipelines.IMAGE_ENSEMBLE])
-    yield srv
-    srv.stop()
+    with pipeline_server(image_repo, log_dir, "pipeline_ensemble_image",
+                         [*pipelines.IMAGE_MODELS, pipelines.IMAGE_ENSEMBLE]) as srv:
+        yield srv
 
 
-def infer(client, model, name, array, datatype, outputs):
-    mod = grpcclient if isinstance(client, grpcclient.InferenceServerClient) else httpclient
-    tensor = mod.InferInput(name, list(array.shape), datatype)
-    tensor.set_data_from_numpy(array)
-    result = client.infer(model, [tensor], outputs=[mod.InferRequestedOutput(o) for o in outputs])
-    return {o: result.as_numpy(o) for o in outputs}
-
-
-def text_in_process(reference, repo, text):
+def text_in_process(ext_reference, repo, text):
     """tokenizer -> classifier -> postprocess, one after another, in onnxruntime."""
-    tokens = reference.run(model_file(repo, "text_tokenizer"), {"TEXT": np.array([text], dtype=object)})
-    logits = reference.run(model_file(repo, "text_classifier"), tokens)["logits"]
-    return reference.run(model_file(repo, "text_postprocess"), {"logits": logits})
+    tokens = ext_reference.run(model_file(repo, "text_tokenizer"), {"TEXT": np.array([text], dtype=object)})
+    logits = ext_reference.run(model_file(repo, "text_classifier"), tokens)["logits"]
+    return ext_reference.run(model_file(repo, "text_postprocess"), {"logits": logits})
 
 
 def classify_served(client, text):
-    return infer(client, pipelines.TEXT_ENSEMBLE, "TEXT", np.array([text.encode()], dtype=object), "BYTES",
+    return infer(client, pipelines.TEXT_ENSEMBLE, [("TEXT", np.array([text.encode()], dtype=object), "BYTES")],
                  ["LABEL", "SCORE"])
 
 
@@ -96,21 +62,21 @@ def assert_same_answer(served, expected, what):
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_text_ensemble_equals_the_three_graphs_in_process(text_server, text_repo, reference, protocol):
+def test_text_ensemble_equals_the_three_graphs_in_process(text_server, text_repo, ext_reference, protocol):
     client = (httpclient.InferenceServerClient(text_server.url) if protocol == "http"
               else grpcclient.InferenceServerClient(text_server.grpc_url))
     labels = set()
     for text in SENTENCES:
         served = classify_served(client, text)
         assert served["LABEL"].shape == (1, 1) and served["SCORE"].shape == (1, 1)
-        assert_same_answer(served, text_in_process(reference, text_repo, text), text)
+        assert_same_answer(served, text_in_process(ext_reference, text_repo, text), text)
         labels.add(served["LABEL"][0, 0])
     assert len(labels) > 1, labels  # the answers depend on the text
 
 
-def test_text_ensemble_answers_concurrent_requests_each_with_its_own(text_server, text_repo, reference):
+def test_text_ensemble_answers_concurrent_requests_each_with_its_own(text_server, text_repo, ext_reference):
     """Requests in flight together share the classifier's batches; each gets its own answer."""
-    expected = {text: text_in_process(reference, text_repo, text) for text in SENTENCES}
+    expected = {text: text_in_process(ext_reference, text_repo, text) for text in SENTENCES}
     texts = SENTENCES * 4
 
     def call(text):
@@ -123,17 +89,17 @@ def test_text_ensemble_answers_concurrent_requests_each_with_its_own(text_server
     assert int(stats["inference_stats"]["success"]["count"]) >= len(texts)
 
 
-def test_image_ensemble_from_encoded_bytes(image_server, image_repo, reference):
+def test_image_ensemble_from_encoded_bytes(image_server, image_repo, ext_reference):
     client = httpclient.InferenceServerClient(image_server.url)
     cls_path = model_file(image_repo, "ocr_cls")
     for label, data, picture in encoded_images():
         image = np.frombuffer(data, np.uint8)
-        probs = infer(client, pipelines.IMAGE_ENSEMBLE, "IMAGE", image, "UINT8", ["PROBS"])["PROBS"]
-        x = reference.run(model_file(image_repo, "image_preprocess"), {"IMAGE": image})[pipelines.OCR_INPUT]
-        in_process = reference.run(cls_path, {pipelines.OCR_INPUT: x})[pipelines.OCR_OUTPUT]
+        probs = infer(client, pipelines.IMAGE_ENSEMBLE, [("IMAGE", image, "UINT8")], ["PROBS"])["PROBS"]
+        x = ext_reference.run(model_file(image_repo, "image_preprocess"), {"IMAGE": image})[pipelines.OCR_INPUT]
+        in_process = ext_reference.run(cls_path, {pipelines.OCR_INPUT: x})[pipelines.OCR_OUTPUT]
         np.testing.assert_allclose(probs, in_process, rtol=1e-4, atol=1e-5, err_msg=label)
         if label.endswith(".png"):  # lossless: PaddleOCR's steps in numpy give the same input
-            python_steps = reference.run(cls_path, {pipelines.OCR_INPUT: paddle_cls_input(picture)})
+            python_steps = ext_reference.run(cls_path, {pipelines.OCR_INPUT: paddle_cls_input(picture)})
             np.testing.assert_allclose(probs, python_steps[pipelines.OCR_OUTPUT], atol=1e-4, err_msg=label)
 
 
