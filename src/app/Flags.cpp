@@ -139,7 +139,8 @@ void AddServingFlags(CLI::App& app, Flags& f) {
   app.add_option("--ort-thread-pool", f.ort_thread_pool,
                  "shared: every model runs on one ONNX Runtime intra-op pool of --thread-budget threads "
                  "(budget - 1 threads named ort-pool-N plus the calling thread), however many models are "
-                 "loaded; a model keeps pools of its own when its config asks (intra_op_thread_count, "
+                 "loaded; a model whose runs get one thread (budget / instances = 1) computes on its calling "
+                 "thread alone, and a model keeps pools of its own when its config asks (intra_op_thread_count, "
                  "execution_mode 1, allow_spinning 1 or ort_thread_pool own; docs/model-config.md). "
                  "per-session: every instance gets pools of its own (ORT's default)")
       ->check(CLI::IsMember({"shared", "per-session"}))
