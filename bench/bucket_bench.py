@@ -6,7 +6,7 @@ through requests of lengths 8-128 skewed short.
 
     .venv/bin/python bench/bucket_bench.py [--ortserve-bin build/ortserve]
         [--concurrency 32] [--window-ms 3000] [--hidden 128] [--layers 2]
-        [--buckets 16,32,64,128]
+        [--buckets 16,32,64,128] [--instances 1]
 
 Three points, each on a fresh server:
   buckets    ortserve, shape_buckets (--buckets): requests padded to their
@@ -40,11 +40,12 @@ import make_text_models as text  # noqa: E402
 MAX_BATCH = 32
 
 
-def write_repository(repo: Path, hidden: int, layers: int, buckets: list) -> None:
+def write_repository(repo: Path, hidden: int, layers: int, buckets: list, instances: int) -> None:
     model = text.build_text_encoder(hidden=hidden, layers=layers)
     batching = "dynamic_batching { max_queue_delay_microseconds: 2000 }"
     for name, extra in (("text_buckets", text.bucket_parameters(buckets)), ("text_plain", "")):
-        config = text.text_encoder_config(name, hidden, MAX_BATCH, batching=batching, extra=extra)
+        config = text.text_encoder_config(name, hidden, MAX_BATCH, batching=batching, extra=extra,
+                                          instances=instances)
         text.demo.write_model(repo, name, model, config)
 
 
@@ -112,8 +113,9 @@ def write_report(points: dict, args, lengths: list) -> Path:
         f"Commit {git_head()}, {time.strftime('%Y-%m-%d %H:%M')}, machine {info}.", "",
         f"Model: a BERT-shaped encoder (tests/models/make_text_models.py: hidden {args.hidden}, {args.layers} "
         f"masked self-attention layers; outputs last_hidden_state [batch, seq, {args.hidden}] and pooled "
-        f"[batch, {args.hidden}]), max_batch_size {MAX_BATCH}, max_queue_delay 2000 us, one instance, "
-        f"ortserve --thread-budget 2; FastAPI 2 workers x 1 intra-op thread. Client: perf_analyzer over HTTP, "
+        f"[batch, {args.hidden}]), max_batch_size {MAX_BATCH}, max_queue_delay 2000 us, {args.instances} "
+        f"instance(s) ({max(1, 2 // args.instances)} intra-op thread(s) per run), ortserve --thread-budget 2; "
+        f"FastAPI 2 workers x 1 intra-op thread. Client: perf_analyzer over HTTP, "
         f"concurrency {args.concurrency}, 3 windows of {args.window_ms} ms, cycling through {len(lengths)} "
         f"requests of lengths {min(lengths)}-{max(lengths)} (median {int(np.median(lengths))}, log-normal, "
         f"skewed short); buckets {','.join(map(str, args.buckets))}.", "",
@@ -132,7 +134,8 @@ def write_report(points: dict, args, lengths: list) -> Path:
         "- no_buckets: ortserve, the same model and batching config without buckets.",
         "- fastapi: bench/baseline_fastapi.py, one session.run per request.", "",
         "Commands:", "", "```", *COMMANDS, "```", ""])
-    out = RESULTS / "RESULTS-shape-buckets.md"
+    out = RESULTS / ("RESULTS-shape-buckets.md" if args.instances == 1
+                     else f"RESULTS-shape-buckets-{args.instances}-instances.md")
     out.write_text(text_)
     return out
 
@@ -146,12 +149,15 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--requests", type=int, default=256, help="distinct requests in the mix")
     ap.add_argument("--buckets", default="16,32,64,128", help="the shape_buckets of text_buckets")
+    ap.add_argument("--instances", type=int, default=1, help="instances of both ortserve models (the budget of 2 "
+                    "threads is shared: 2 instances run on one thread each); a report other than 1 is written "
+                    "to RESULTS-shape-buckets-<N>-instances.md")
     args = ap.parse_args(argv)
     args.buckets = [int(b) for b in args.buckets.split(",")]
     work = WORK / "buckets"
     repo = work / "repo"
     LOGS.mkdir(parents=True, exist_ok=True)
-    write_repository(repo, args.hidden, args.layers, args.buckets)
+    write_repository(repo, args.hidden, args.layers, args.buckets, args.instances)
     rng = np.random.default_rng(9)
     lengths = mix_lengths(args.requests, rng)
     write_mix(work / "mix.json", lengths, rng)
