@@ -149,7 +149,7 @@ def render(rows, commands, args, load_at_start) -> str:
         return f"{ {'http': 'HTTP', 'grpc': 'gRPC'}[protocol]} {faster:.1f}x the throughput, p99 {p99:.1f}x lower"
 
     L = ["# Shared memory: 1 MiB tensors through system shared memory and over the wire", "",
-         f"{machine()}, load average {load_at_start:.1f} at the start (other work shares the machine).", "",
+         f"{machine()}, load average {load_at_start:.1f} at the start.", "",
          f"{HEADLINE} (perf_analyzer, FP32 [{ELEMENTS}] in and out, concurrency {args.concurrency}): "
          f"{ratio('http')}; {ratio('grpc')}{busy_note(load_at_start)}.", "",
          f"One closed-loop perf_analyzer load per row, {args.seconds} s measurement windows, the same "
