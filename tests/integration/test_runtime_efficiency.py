@@ -186,7 +186,7 @@ def rss_after_requests_kib(repo, model_path, log_dir, name) -> int:
 
 def test_instances_share_weights(tmp_path, log_dir):
     """About 40 MB of Gemm weights: after requests on every instance, 4 instances hold
-    at most 1.3x one instance's memory (a fourth copy of the weights would be 1.4x)."""
+    at most 1.3x one instance's memory (one more copy of the weights would already be about 1.4x)."""
     model = gemm_stack(1024, 10, 7)
     rss = {}
     for n in (1, 4):
