@@ -6,7 +6,8 @@ of requests spread over every model, and idle CPU.
 
 Per --ort-thread-pool mode: generates --models small MLPs ([-1,64] -> Gemm 64 -> Relu ->
 Gemm 64, one CPU instance each), starts ortserve, and reports the seconds to READY,
-VmRSS, the threads (all, and ORT's: ort-pool-N / ort-<model>), the CPU the idle process
+VmRSS, the threads (all, and ORT's: ort-pool-N / ort-<model>; all again after the
+requests, which start each model's watchdog), the CPU the idle process
 uses over --idle-secs, and the latency of --requests requests (JSON over HTTP, binary-free,
 --concurrency client threads, each picking a model at random)."""
 import argparse
@@ -88,12 +89,13 @@ def run_mode(binary, repo, mode, args, work):
         rss_ready = srv.rss_kib()
         lat = latencies(srv.url, args.models, args.requests, args.concurrency)
         rss_after = srv.rss_kib()
+        threads_after = sum(srv.threads_by_name().values())
         ort = sum(n for name, n in threads.items() if name.startswith("ort-"))
         p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
         print(f"{mode}: {args.models} models READY {ready_s:.2f} s after the start (loads {load_s:.2f} s "
               f"in all); VmRSS {rss_ready / 1024:.0f} MiB "
               f"(after requests {rss_after / 1024:.0f} MiB); threads {sum(threads.values())} "
-              f"(ORT {ort}); idle CPU {idle_cpu:.2f} s over {args.idle_secs:.0f} s; "
+              f"(ORT {ort}; {threads_after} after requests); idle CPU {idle_cpu:.2f} s over {args.idle_secs:.0f} s; "
               f"{args.requests} requests over all models, concurrency {args.concurrency}: "
               f"p50 {p(0.50):.1f} ms, p99 {p(0.99):.1f} ms; load {loadavg()}", flush=True)
     finally:

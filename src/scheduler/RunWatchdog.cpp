@@ -11,8 +11,7 @@ RunWatchdog::RunWatchdog(const std::string& model_name, std::vector<ModelInstanc
     : model_name_(model_name),
       instances_(std::move(instances)),
       clock_(clock),
-      running_(instances_.size()),
-      thread_([this] { Loop(); }) {}
+      running_(instances_.size()) {}
 
 RunWatchdog::~RunWatchdog() { Stop(); }
 
@@ -43,6 +42,11 @@ bool RunWatchdog::Watch(size_t index, const std::vector<QueuedRequest>& batch) {
         return true;
       }
       running.requests.push_back({entry.deadline, cancelled});
+    }
+    // The thread looks at every batch when it starts: no wake-up needed.
+    if (!thread_.joinable() && !stopping_) {
+      thread_ = std::thread([this] { Loop(); });
+      return true;
     }
     // A further cancellation wakes the thread itself; otherwise the batch
     // can first be found dead at its last live deadline (already, if all its
@@ -75,12 +79,14 @@ void RunWatchdog::Abandon() {
 }
 
 void RunWatchdog::Stop() {
+  std::thread thread;
   {
     MutexLock lock(mu_);
     stopping_ = true;
+    thread = std::move(thread_);
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread.joinable()) thread.join();
 }
 
 void RunWatchdog::Wake() {

@@ -18,7 +18,9 @@
 //
 // Per batcher rather than per process: it uses the batcher's clock (tests
 // drive it with a fake one) and must stop before the instances it terminates
-// are destroyed; it costs one sleeping thread per model version. A
+// are destroyed; it costs one sleeping thread per model version, started by
+// the first batch that can die, so a version that never ran one (an idle
+// model among many) has none. A
 // Terminate() that lands just before Run() starts or after it returns does
 // nothing to the instance (ModelInstance); the worker still answers by the
 // mark, so a batch found dead is never answered as a success.
@@ -44,13 +46,14 @@ class RunWatchdog {
   // How a watched run ended.
   enum class RunEnd { kRan, kDead, kAbandoned };
 
-  // One slot per instance; starts the thread ("watch-<model>"). The
-  // instances and the clock must outlive Stop().
+  // One slot per instance. The thread ("watch-<model>") starts with the
+  // first watched batch. The instances and the clock must outlive Stop().
   RunWatchdog(const std::string& model_name, std::vector<ModelInstance*> instances, SchedulerClock* clock);
   ~RunWatchdog();  // Stop()
 
-  // Registers slot `index`'s batch as running (watched if it can ever die).
-  // False when shutdown has abandoned the work: the batch must not start.
+  // Registers slot `index`'s batch as running (watched if it can ever die;
+  // the first watched batch starts the thread). False when shutdown has
+  // abandoned the work: the batch must not start.
   bool Watch(size_t index, const std::vector<QueuedRequest>& batch) ORTSERVE_EXCLUDES(mu_);
   // Ends the registration and says whether the run was stopped, and why.
   RunEnd Unwatch(size_t index) ORTSERVE_EXCLUDES(mu_);
@@ -95,7 +98,7 @@ class RunWatchdog {
   Clock::time_point wake_at_ ORTSERVE_GUARDED_BY(mu_) = Clock::time_point::max();
   // After the state it wakes the thread for: gone before it while destroying.
   CancelSubscription cancel_subscription_{[this] { Wake(); }};
-  std::thread thread_;  // last: starts once everything above exists
+  std::thread thread_ ORTSERVE_GUARDED_BY(mu_);  // none until a batch is watched
 };
 
 }  // namespace ortserve

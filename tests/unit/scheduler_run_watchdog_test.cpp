@@ -4,6 +4,8 @@
 // Nothing here sleeps or asserts on timing.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -214,6 +216,35 @@ TEST_F(RunWatchdogTest, ShutdownWithAWatchedRunFinishesIt) {
   gate_->Release(1);
   scheduler_->Shutdown();
   ExpectSuccess("r", 1);
+}
+
+// Threads of this process named `name` (/proc/self/task/*/comm).
+int ThreadsNamed(const std::string& name) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++count;
+  }
+  return count;
+}
+
+TEST_F(RunWatchdogTest, TheThreadStartsWithTheFirstBatchThatCanDie) {
+  Start();
+  EXPECT_EQ(ThreadsNamed("watch-fake"), 0);  // an idle model has no watchdog thread
+  scheduler_->Submit(Request("immortal", 1));  // no deadline, no cancel token: never watched
+  ASSERT_TRUE(gate_->WaitForRuns(1));
+  gate_->Release(1);
+  ExpectSuccess("immortal", 1);
+  EXPECT_EQ(ThreadsNamed("watch-fake"), 0);
+
+  scheduler_->Submit(Request("late", 2, /*timeout_us=*/1000));
+  ASSERT_TRUE(gate_->WaitForRuns(2));
+  clock_->Advance(2ms);  // the thread, started by this batch, finds it dead
+  auto late = done_.Get("late");
+  ASSERT_FALSE(late.ok());
+  EXPECT_NE(late.status().message().find("terminated"), std::string::npos) << late.status().message();
+  EXPECT_EQ(ThreadsNamed("watch-fake"), 1);
 }
 
 TEST_F(RunWatchdogTest, TrySubmitKeepsTheRequestWhenTheQueueIsFull) {
