@@ -26,18 +26,15 @@ import onnxruntime as ort
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import RESULTS, ROOT, git_head, machine_info  # noqa: E402
 from bucket_bench import mix_lengths  # noqa: E402
+from inprocess_ort import make_session  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests" / "models"))
 import make_text_models as text  # noqa: E402
 
 
 def session(hidden: int, layers: int, threads: int) -> ort.InferenceSession:
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # as ortserve runs it
-    model = text.build_text_encoder(hidden=hidden, layers=layers)
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    """The encoder with an ortserve CPU instance's session options (inprocess_ort.make_session)."""
+    return make_session(text.build_text_encoder(hidden=hidden, layers=layers).SerializeToString(), threads)
 
 
 def run(s: ort.InferenceSession, length: int, rows: int) -> None:

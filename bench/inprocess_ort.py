@@ -31,7 +31,8 @@ import onnxruntime as ort
 DTYPES = {"FP32": np.float32, "FP16": np.float16, "INT32": np.int32, "INT64": np.int64}
 
 
-def make_session(model_path: str, threads: int, spinning: bool = False) -> ort.InferenceSession:
+def make_session(model_path: str | bytes, threads: int, spinning: bool = False) -> ort.InferenceSession:
+    """`model_path`: a file, or the serialized model."""
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1

@@ -48,9 +48,10 @@ std::vector<std::string> ThreadPlan::Describe() const {
       continue;
     }
     if (e.run_threads == 1) {
+      // No pool thread exists to spin, whatever allow_spinning says.
       lines.push_back(e.label + ": " + std::to_string(e.instances) +
                       " instance(s), 1 thread per run: the run-<model> thread alone, no ORT pool thread" +
-                      (e.explicit_intra ? " (configured)" : "") + ", spinning " + (e.allow_spinning ? "on" : "off"));
+                      (e.explicit_intra ? " (configured)" : ""));
       continue;
     }
     lines.push_back(e.label + ": " + std::to_string(e.instances) + " instance(s) x " + std::to_string(e.intra) +
