@@ -80,6 +80,12 @@ void AddObservabilityFlags(CLI::App& app, Flags& f) {
   app.add_option("--allow-metrics", f.allow_metrics,
                  "false: no Prometheus endpoint (nothing listens on --metrics-port)")
       ->capture_default_str();
+  app.add_option("--metrics-max-connections", f.metrics_max_connections,
+                 "Most connections open at once on --metrics-port; one more is closed at once, unanswered, so "
+                 "that idle connections there cannot take the descriptors the inference ports need. Idle "
+                 "connections close after 30 s, and a request must arrive within 10 s of its first byte")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 16))
+      ->capture_default_str();
   app.add_option("--access-log", f.access_log,
                  "true: one JSON line on stdout per completed HTTP or gRPC ModelInfer request and per "
                  "ModelStreamInfer response (time, request id, model, version, protocol, status, "

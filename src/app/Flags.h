@@ -10,6 +10,7 @@
 
 #include "app/TritonFlags.h"
 #include "server/http/HttpServer.h"
+#include "server/metrics/MetricsServer.h"
 
 namespace ortserve::app {
 
@@ -29,6 +30,7 @@ struct Flags {
   uint16_t metrics_port = 8002;
   std::string metrics_address = "0.0.0.0";
   bool allow_metrics = true;
+  size_t metrics_max_connections = metrics::MetricsServerOptions{}.max_connections;
   bool access_log = false;
   double access_log_sample_rate = 1.0;
   std::string trace_otlp_endpoint;  // empty: no tracing

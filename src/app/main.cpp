@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <pthread.h>
 #include <string>
@@ -19,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/CpuBudget.h"
+#include "app/DescriptorLimit.h"
 #include "app/Flags.h"
 #include "app/SecretFiles.h"
 #include "app/SingleModelLayout.h"
@@ -89,6 +91,26 @@ void ResolveThreadBudget(Flags& flags) {
   const CpuBudget budget = DetectCpuBudget();
   flags.thread_budget = budget.cpus;
   spdlog::info("thread budget: {} CPUs (from {})", budget.cpus, budget.source);
+}
+
+// Raises the soft descriptor limit to the hard one, logs both, and warns when
+// the connection limits do not fit in what the process got.
+void RaiseAndCheckDescriptorLimit(const Flags& flags) {
+  const DescriptorLimit limit = RaiseDescriptorLimit();
+  const auto shown = [](uint64_t n) {
+    return n == std::numeric_limits<uint64_t>::max() ? std::string("unlimited") : std::to_string(n);
+  };
+  if (!limit.error.empty()) {
+    spdlog::warn("descriptor limit (RLIMIT_NOFILE): soft {}, hard {}; raising the soft limit failed: {}",
+                 shown(limit.soft), shown(limit.hard), limit.error);
+  } else if (limit.soft != limit.soft_before) {
+    spdlog::info("descriptor limit (RLIMIT_NOFILE): soft {} (raised from {}), hard {}", shown(limit.soft),
+                 shown(limit.soft_before), shown(limit.hard));
+  } else {
+    spdlog::info("descriptor limit (RLIMIT_NOFILE): soft {}, hard {}", shown(limit.soft), shown(limit.hard));
+  }
+  const uint64_t connections = flags.http_max_connections + (flags.allow_metrics ? flags.metrics_max_connections : 0);
+  if (auto warning = ConnectionLimitWarning(connections, limit.soft)) spdlog::warn("{}", *warning);
 }
 
 // --single-model-name: a single model's directory (KServe's /mnt/models)
@@ -291,8 +313,9 @@ Status StartMetrics(const Flags& flags, const std::string& malloc_name, Server* 
       .trace_export = exporter ? std::function<tracing::TraceExportCounters()>(
                                      [exporter] { return exporter->counters(); })
                                : nullptr});
-  auto created = metrics::MetricsServer::Create({.address = flags.metrics_address, .port = flags.metrics_port},
-                                                [collector] { return collector->Render(); });
+  auto created = metrics::MetricsServer::Create(
+      {.address = flags.metrics_address, .port = flags.metrics_port, .max_connections = flags.metrics_max_connections},
+      [collector] { return collector->Render(); });
   if (!created.ok()) return created.status();
   s->metrics = std::move(created).value();
   if (Status st = s->metrics->Start(); !st.ok()) return st;
@@ -309,7 +332,8 @@ Status Start(const Flags& flags, const std::string& malloc_name, Server* s) {
     return Internal("failed to load all models (--exit-on-error)");
   }
   if (Status st = s->http->Start(); !st.ok()) return st;
-  spdlog::info("HTTP KServe v2 endpoint listening on {}:{} ({} I/O threads{})", flags.http_address, s->http->port(),
+  spdlog::info("HTTP KServe v2 endpoint listening on {}:{} ({} I/O threads, 1 inflate thread{})", flags.http_address,
+               s->http->port(),
                flags.http_thread_count > 0 ? flags.http_thread_count : DefaultHttpThreads(flags.thread_budget),
                !flags.http_use_ssl            ? ""
                : flags.http_root_cert.empty() ? ", HTTPS"
@@ -385,6 +409,7 @@ int main(int argc, char** argv) {
   spdlog::info("ortserve {} with ONNX Runtime {}, malloc: {}", ORTSERVE_VERSION, ortserve::OrtVersion(),
                malloc_name);
 
+  RaiseAndCheckDescriptorLimit(flags);
   ResolveThreadBudget(flags);
   if (ortserve::Status st = MapSingleModelDirectory(flags); !st.ok()) {
     spdlog::critical("{}", st.message());

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "core/Utf8.h"
 #include "server/common/LogControl.h"
 
 namespace ortserve::common {
@@ -61,6 +62,20 @@ TEST(LogControl, SwitchesLevelsAndFormatsWhileLogging) {
   EXPECT_FALSE(now.error);
   EXPECT_EQ(now.verbose_level, 2u);
   EXPECT_EQ(LogFormatName(now.format), "ISO8601");
+  std::filesystem::remove(path);
+}
+
+TEST(LogControl, LinesQuotingBytesThatAreNoUtf8AreWrittenAsUtf8) {
+  const auto path = std::filesystem::temp_directory_path() / ("log_control_utf8_" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  auto control = LogControl::Install({.file = path.string()});
+  ASSERT_TRUE(control.ok()) << control.status().message();
+  spdlog::warn("model '{}': not found", std::string_view("\xc0\xae\xc3\xa9"));
+  spdlog::info("plain line");
+  const std::string log = ReadAll(path);
+  EXPECT_TRUE(IsValidUtf8(log)) << log;
+  EXPECT_NE(log.find("model '\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9': not found"), std::string::npos) << log;
+  EXPECT_NE(log.find("plain line"), std::string::npos) << log;
   std::filesystem::remove(path);
 }
 

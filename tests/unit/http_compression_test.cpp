@@ -2,6 +2,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <string_view>
+#include <vector>
+
 #include "server/http/Compression.h"
 #include "server/http/HttpStatus.h"
 
@@ -47,6 +51,44 @@ TEST(HttpCompression, GzipBombStopsAtTheCap) {
   EXPECT_EQ(d.status().code(), StatusCode::kPayloadTooLarge);
   EXPECT_EQ(HttpStatusFor(d.status().code()), 400u);  // as Triton
   EXPECT_THAT(d.status().message(), HasSubstr("exceeds the maximum allowed value of 1048576 bytes"));
+}
+
+TEST(HttpCompression, InflaterStopsAfterItsBudgetAndGoesOnLater) {
+  std::string data(1 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + i % 7);
+  auto c = Compress(ContentCoding::kGzip, {data});
+  ASSERT_TRUE(c.ok());
+  auto inflater = Inflater::Start(ContentCoding::kGzip, *c, 2 << 20);
+  ASSERT_TRUE(inflater.ok());
+  auto first = (*inflater)->Run(256 << 10);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_FALSE(*first);  // more to come
+  auto rest = (*inflater)->Run(std::numeric_limits<size_t>::max());
+  ASSERT_TRUE(rest.ok()) << rest.status().message();
+  EXPECT_TRUE(*rest);
+  EXPECT_EQ((*inflater)->TakeOutput(), data);
+  EXPECT_FALSE(Inflater::Start(ContentCoding::kIdentity, *c, 1 << 20).ok());
+}
+
+TEST(HttpCompression, BombIsRefusedWithoutGrowingPastTheCap) {
+  // 64 MiB of zeros against a 1 MiB cap, a step of 256 KiB at a time: the
+  // output never holds more than the cap (no doubling past it).
+  const std::string zeros(1 << 20, '\0');
+  std::vector<std::string_view> parts(64, zeros);
+  auto bomb = Compress(ContentCoding::kGzip, parts);
+  ASSERT_TRUE(bomb.ok());
+  auto inflater = Inflater::Start(ContentCoding::kGzip, *bomb, 1 << 20);
+  ASSERT_TRUE(inflater.ok());
+  Result<bool> step = false;
+  int steps = 0;
+  while (step.ok() && !*step) {
+    step = (*inflater)->Run(256 << 10);
+    ++steps;
+  }
+  ASSERT_FALSE(step.ok());
+  EXPECT_EQ(step.status().code(), StatusCode::kPayloadTooLarge);
+  EXPECT_LE(steps, 5);
+  EXPECT_LE((*inflater)->TakeOutput().capacity(), size_t{1} << 21);
 }
 
 TEST(HttpCompression, ExactlyAtTheCapPasses) {

@@ -463,5 +463,29 @@ TEST(HttpInferRequestDecoder, SequenceParametersSitBesideTheOthers) {
   EXPECT_TRUE(r->request->sequence.start && r->request->sequence.end);
 }
 
+// A shape is checked against what the body can hold before a buffer of the
+// shape's size exists. With the byte and element limits out of the way, a
+// 2^40-element INT8 claim would be a 1 TiB allocation (std::bad_alloc) if the
+// buffer came first; a 128-byte body answers with the count instead.
+TEST(HttpInferRequestDecoder, ClaimedShapeIsCheckedBeforeItsBufferExists) {
+  InferDecodeOptions unlimited;
+  unlimited.max_tensor_bytes = std::numeric_limits<size_t>::max();
+  unlimited.max_tensor_elements = uint64_t{1} << 41;
+  for (const char* dtype : {"INT8", "FP64", "BOOL"}) {
+    const std::string value = std::string(dtype) == "BOOL" ? "true" : "1";
+    ExpectError(Decode(Body(Input("x", dtype, "[1099511627776]", "[" + value + "]")), std::nullopt, unlimited), 400,
+                "data has 1 elements, shape [1099511627776] needs 1099511627776");
+  }
+  // The inputs share the bound: inputs that fill most of the body still
+  // decode, and a later claim is held to what the earlier ones left.
+  std::string ones = "[";
+  for (int i = 0; i < 100; ++i) ones += (i ? ",1" : "1");
+  ones += "]";
+  auto both = Decode(Body(Input("a", "INT32", "[100]", ones) + "," + Input("b", "INT32", "[100]", ones)));
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  ExpectError(Decode(Body(Input("a", "INT32", "[100]", ones) + "," + Input("b", "INT32", "[1000]", "[1]"))), 400,
+              "input 'b': data has 1 elements, shape [1000] needs 1000");
+}
+
 }  // namespace
 }  // namespace ortserve::http

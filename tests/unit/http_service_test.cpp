@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <mutex>
+#include <thread>
 
 #include "fakes/FakeModel.h"
 #include "fakes/FakeRepository.h"
@@ -56,11 +60,13 @@ HttpRequest Req(std::string method, std::string target) {
 class HttpServiceTest : public ::testing::Test {
  protected:
   // Runs a request; posted work runs from `queue` when Drain() is called,
-  // like a connection strand would.
-  std::optional<HttpResponse> Call(HttpRequest req) {
+  // like a connection strand would. `wait`: also waits (within a generous
+  // bound) for work posted from another thread (the inflate worker) until
+  // the reply comes.
+  std::optional<HttpResponse> Call(HttpRequest req, bool wait = false) {
     std::optional<HttpResponse> out;
     RequestContext ctx;
-    ctx.post = [this](std::function<void()> fn) { queue.push_back(std::move(fn)); };
+    ctx.post = [this](std::function<void()> fn) { PostWork(std::move(fn)); };
     ctx.reply = [&out, this](HttpResponse r) {
       ++replies;
       last = r;
@@ -69,12 +75,34 @@ class HttpServiceTest : public ::testing::Test {
     ctx.cancelled = std::make_shared<CancelToken>();
     service.Handle(std::move(req), ctx);
     Drain();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (wait && !out && std::chrono::steady_clock::now() < deadline) {
+      {
+        std::unique_lock lock(queue_mu);
+        queue_cv.wait_until(lock, deadline, [this] { return !queue.empty(); });
+      }
+      Drain();
+    }
     return out ? out : std::nullopt;
   }
+  // Any thread; records whether work came from a thread other than the test's.
+  void PostWork(std::function<void()> fn) {
+    {
+      std::lock_guard lock(queue_mu);
+      queue.push_back(std::move(fn));
+      if (std::this_thread::get_id() != test_thread) posted_from_another_thread = true;
+    }
+    queue_cv.notify_all();
+  }
   void Drain() {
-    while (!queue.empty()) {
-      auto fn = std::move(queue.front());
-      queue.pop_front();
+    while (true) {
+      std::function<void()> fn;
+      {
+        std::lock_guard lock(queue_mu);
+        if (queue.empty()) return;
+        fn = std::move(queue.front());
+        queue.pop_front();
+      }
       fn();
     }
   }
@@ -84,20 +112,24 @@ class HttpServiceTest : public ::testing::Test {
     return r.value_or(HttpResponse{});
   }
   HttpResponse Post(const std::string& target, std::string body, std::optional<std::string> header_length = {},
-                    std::string content_encoding = "", std::string accept = "") {
+                    std::string content_encoding = "", std::string accept = "", bool wait = false) {
     HttpRequest req = Req("POST", target);
     *req.body = std::move(body);
     req.inference_header_length = std::move(header_length);
     req.content_encoding = std::move(content_encoding);
     req.accept_encoding = std::move(accept);
-    auto r = Call(std::move(req));
+    auto r = Call(std::move(req), wait);
     EXPECT_TRUE(r.has_value());
     return r.value_or(HttpResponse{});
   }
 
   SimpleRepository repo;
   HttpService service{{.max_input_size = 1 << 20, .strict_readiness = false, .server_version = "1.2.3"}, &repo};
-  std::deque<std::function<void()>> queue;
+  std::mutex queue_mu;
+  std::condition_variable queue_cv;
+  std::deque<std::function<void()>> queue;  // guarded by queue_mu
+  bool posted_from_another_thread = false;  // guarded by queue_mu
+  const std::thread::id test_thread = std::this_thread::get_id();
   int replies = 0;
   HttpResponse last;
 };
@@ -286,7 +318,7 @@ TEST_F(HttpServiceTest, InferCompletesLaterOnThePostedQueue) {
   *req.body = kInferJson;
   std::optional<HttpResponse> out;
   RequestContext ctx;
-  ctx.post = [this](std::function<void()> fn) { queue.push_back(std::move(fn)); };
+  ctx.post = [this](std::function<void()> fn) { PostWork(std::move(fn)); };
   ctx.reply = [&](HttpResponse r) { out = std::move(r); };
   service.Handle(std::move(req), ctx);
   EXPECT_FALSE(out);
@@ -331,9 +363,35 @@ TEST_F(HttpServiceTest, CompressedRequestAndResponse) {
   // A bomb in the body: 400 (as Triton) naming the limit, not an out-of-memory.
   const std::string zeros(4 << 20, ' ');
   auto bomb = Compress(ContentCoding::kGzip, {zeros});
-  auto b = Post("/v2/models/simple/infer", *bomb, std::nullopt, "gzip");
+  auto b = Post("/v2/models/simple/infer", *bomb, std::nullopt, "gzip", "", /*wait=*/true);
   EXPECT_EQ(b.status, 400u);
   EXPECT_THAT(b.body, HasSubstr("exceeds the maximum allowed value of 1048576 bytes"));
+}
+
+TEST_F(HttpServiceTest, CompressedBodyForAModelThatIsNotThereIsNotInflated) {
+  // Not even looked at: the answer is the model's, not "corrupt gzip".
+  auto unknown = Post("/v2/models/nope/infer", "this is not gzip", std::nullopt, "gzip");
+  EXPECT_EQ(unknown.status, 404u);
+  EXPECT_THAT(unknown.body, HasSubstr("Request for unknown model: 'nope' is not found"));
+  EXPECT_EQ(Post("/v2/models/broken/infer", "this is not gzip", std::nullopt, "deflate").status, 503u);
+  EXPECT_THAT(Post("/v2/models/simple/infer", "this is not gzip", std::nullopt, "gzip").body,
+              HasSubstr("corrupt gzip request body"));
+}
+
+TEST_F(HttpServiceTest, LargeCompressedBodyIsInflatedOffTheConnectionsThread) {
+  // A small one inflates inline: no hop.
+  auto small = Compress(ContentCoding::kGzip, {kInferJson});
+  EXPECT_EQ(Post("/v2/models/simple/infer", *small, std::nullopt, "gzip").status, 200u);
+  EXPECT_FALSE(posted_from_another_thread);
+  // 600 KB of JSON (the request padded with spaces): inflated and decoded on
+  // the inflate worker, then admitted here.
+  const std::string padded = std::string(kInferJson) + std::string(600 << 10, ' ');
+  auto large = Compress(ContentCoding::kDeflate, {padded});
+  auto r = Post("/v2/models/simple/infer", *large, std::nullopt, "deflate", "", /*wait=*/true);
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_THAT(r.body, HasSubstr(R"("data":[3,4])"));
+  EXPECT_TRUE(posted_from_another_thread);
+  EXPECT_TRUE(service.in_flight()->WaitForZero(std::chrono::seconds(30)));
 }
 
 // As Triton: clients that send Accept-Encoding without decompressing

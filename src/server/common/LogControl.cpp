@@ -8,7 +8,11 @@
 
 #include <atomic>
 #include <exception>
+#include <string>
+#include <string_view>
 #include <utility>
+
+#include "core/Utf8.h"
 
 namespace ortserve::common {
 
@@ -20,8 +24,19 @@ class LevelFilterSink final : public spdlog::sinks::sink {
  public:
   explicit LevelFilterSink(std::shared_ptr<spdlog::sinks::sink> target) : target_(std::move(target)) {}
 
+  // A line that quotes a client's bytes (a model name from a path with
+  // %c0%ae) reaches the log as valid UTF-8: each byte that starts no
+  // well-formed sequence becomes U+FFFD (core/Utf8.h).
   void log(const spdlog::details::log_msg& msg) override {
-    if (Enabled(msg.level)) target_->log(msg);
+    if (!Enabled(msg.level)) return;
+    const std::string_view payload(msg.payload.data(), msg.payload.size());
+    if (IsValidUtf8(payload)) return target_->log(msg);
+    std::string valid;
+    valid.reserve(payload.size() + 8);
+    AppendValidUtf8(&valid, payload);
+    spdlog::details::log_msg repaired = msg;
+    repaired.payload = spdlog::string_view_t(valid.data(), valid.size());
+    target_->log(repaired);
   }
   void flush() override { target_->flush(); }
   void set_pattern(const std::string& pattern) override { target_->set_pattern(pattern); }

@@ -71,14 +71,27 @@ ContentCoding ChooseResponseCoding(std::string_view accept) {
   return ContentCoding::kIdentity;
 }
 
-Result<std::string> Decompress(ContentCoding coding, std::string_view input, size_t max_output_bytes) {
-  if (coding == ContentCoding::kIdentity) {
-    if (input.size() > max_output_bytes)
-      return Status(StatusCode::kPayloadTooLarge, "request body of " + std::to_string(input.size()) +
-                                                      " bytes exceeds the maximum allowed value of " +
-                                                      std::to_string(max_output_bytes) + " bytes");
-    return std::string(input);
+struct Inflater::Stream {
+  z_stream zs{};
+  bool initialised = false;
+  // Output is inflated here, then appended: the string grows by what came,
+  // never by a zero-filled guess.
+  std::unique_ptr<unsigned char[]> chunk = std::make_unique_for_overwrite<unsigned char[]>(kChunkBytes);
+  static constexpr size_t kChunkBytes = size_t{64} << 10;
+
+  ~Stream() {
+    if (initialised) inflateEnd(&zs);
   }
+};
+
+Inflater::Inflater(ContentCoding coding, std::string_view input, size_t max_output_bytes)
+    : coding_(coding), input_left_(input), max_output_bytes_(max_output_bytes), stream_(std::make_unique<Stream>()) {}
+
+Inflater::~Inflater() = default;
+
+Result<std::unique_ptr<Inflater>> Inflater::Start(ContentCoding coding, std::string_view input,
+                                                  size_t max_output_bytes) {
+  if (coding == ContentCoding::kIdentity) return InvalidArgument("Inflater: the identity coding has nothing to inflate");
   int window_bits = 15 + 16;  // gzip
   if (coding == ContentCoding::kDeflate) {
     // HTTP "deflate" is the zlib format (RFC 1950), but some clients send raw
@@ -87,66 +100,64 @@ Result<std::string> Decompress(ContentCoding coding, std::string_view input, siz
                              ((static_cast<unsigned char>(input[0]) << 8) | static_cast<unsigned char>(input[1])) % 31 == 0;
     window_bits = zlib_header ? 15 : -15;
   }
-  z_stream zs{};
-  if (inflateInit2(&zs, window_bits) != Z_OK) return Internal("zlib inflateInit2 failed");
-  struct Guard { z_stream* z; ~Guard() { inflateEnd(z); } } guard{&zs};
+  std::unique_ptr<Inflater> inflater(new Inflater(coding, input, max_output_bytes));
+  if (inflateInit2(&inflater->stream_->zs, window_bits) != Z_OK) return Internal("zlib inflateInit2 failed");
+  inflater->stream_->initialised = true;
+  // Room for a guessed ratio, never past the cap: reserving touches no page.
+  inflater->output_.reserve(std::min(max_output_bytes, std::max<size_t>(input.size() * 4, 4096)));
+  return inflater;
+}
 
-  std::string out;
-  // Guess a ratio, but never reserve past the cap.
-  out.resize(std::min(max_output_bytes, std::max<size_t>(input.size() * 4, 4096)));
+Result<bool> Inflater::Run(size_t budget_bytes) {
+  z_stream& zs = stream_->zs;
+  const char* name = ContentCodingName(coding_);
   size_t produced = 0;
-  const char* in = input.data();
-  size_t in_left = input.size();
-  int rc = Z_OK;
   while (true) {
-    if (zs.avail_in == 0 && in_left > 0) {
-      const size_t n = std::min(in_left, kMaxChunk);
-      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in));
+    if (zs.avail_in == 0 && !input_left_.empty()) {
+      const size_t n = std::min(input_left_.size(), kMaxChunk);
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(input_left_.data()));
       zs.avail_in = static_cast<uInt>(n);
-      in += n;
-      in_left -= n;
+      input_left_.remove_prefix(n);
     }
-    if (produced == out.size()) {
-      if (out.size() >= max_output_bytes) {
-        // Full at the cap: the stream may still end here (only its trailer
-        // left); one more byte of output means it is over the limit.
-        unsigned char scratch;
-        zs.next_out = &scratch;
-        zs.avail_out = 1;
-        rc = inflate(&zs, Z_NO_FLUSH);
-        if (rc == Z_STREAM_END && zs.avail_out == 1 && zs.avail_in == 0 && in_left == 0) break;
-        if (zs.avail_out == 1 && rc != Z_STREAM_END && rc != Z_OK && rc != Z_BUF_ERROR)
-          return InvalidArgument(std::string("corrupt ") + ContentCodingName(coding) + " request body");
-        if (zs.avail_out == 1 && rc != Z_STREAM_END && !(zs.avail_in == 0 && in_left == 0)) continue;
-        if (zs.avail_out == 1 && rc != Z_STREAM_END)
-          return InvalidArgument(std::string("truncated ") + ContentCodingName(coding) + " request body");
-        return Status(StatusCode::kPayloadTooLarge,
-                      std::string("decompressed ") + ContentCodingName(coding) +
-                          " request body exceeds the maximum allowed value of " +
-                          std::to_string(max_output_bytes) + " bytes");
-      }
-      out.resize(std::min(max_output_bytes, out.size() * 2));
+    zs.next_out = stream_->chunk.get();
+    zs.avail_out = static_cast<uInt>(Stream::kChunkBytes);
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    const size_t n = Stream::kChunkBytes - zs.avail_out;
+    if (n > max_output_bytes_ - output_.size()) {
+      return Status(StatusCode::kPayloadTooLarge, std::string("decompressed ") + name +
+                                                      " request body exceeds the maximum allowed value of " +
+                                                      std::to_string(max_output_bytes_) + " bytes");
     }
-    const size_t room = std::min(out.size() - produced, kMaxChunk);
-    zs.next_out = reinterpret_cast<Bytef*>(out.data() + produced);
-    zs.avail_out = static_cast<uInt>(room);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    produced += room - zs.avail_out;
+    output_.append(reinterpret_cast<const char*>(stream_->chunk.get()), n);
+    produced += n;
+    const bool input_done = zs.avail_in == 0 && input_left_.empty();
     if (rc == Z_STREAM_END) {
       // Trailing garbage after the stream is an error, not ignored data.
-      if (zs.avail_in != 0 || in_left != 0)
-        return InvalidArgument(std::string("unexpected data after the end of the ") +
-                               ContentCodingName(coding) + " stream in the request body");
-      break;
+      if (!input_done)
+        return InvalidArgument(std::string("unexpected data after the end of the ") + name +
+                               " stream in the request body");
+      return true;
     }
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0)
-      return InvalidArgument(std::string("truncated ") + ContentCodingName(coding) + " request body");
+    if (rc == Z_BUF_ERROR && input_done) return InvalidArgument(std::string("truncated ") + name + " request body");
     if (rc != Z_OK && rc != Z_BUF_ERROR)
-      return InvalidArgument(std::string("corrupt ") + ContentCodingName(coding) + " request body: " +
-                             (zs.msg ? zs.msg : "inflate error"));
+      return InvalidArgument(std::string("corrupt ") + name + " request body: " + (zs.msg ? zs.msg : "inflate error"));
+    if (produced >= budget_bytes) return false;
   }
-  out.resize(produced);
-  return out;
+}
+
+Result<std::string> Decompress(ContentCoding coding, std::string_view input, size_t max_output_bytes) {
+  if (coding == ContentCoding::kIdentity) {
+    if (input.size() > max_output_bytes)
+      return Status(StatusCode::kPayloadTooLarge, "request body of " + std::to_string(input.size()) +
+                                                      " bytes exceeds the maximum allowed value of " +
+                                                      std::to_string(max_output_bytes) + " bytes");
+    return std::string(input);
+  }
+  auto inflater = Inflater::Start(coding, input, max_output_bytes);
+  if (!inflater.ok()) return inflater.status();
+  auto done = (*inflater)->Run(std::numeric_limits<size_t>::max());
+  if (!done.ok()) return done.status();
+  return (*inflater)->TakeOutput();
 }
 
 Result<std::string> Compress(ContentCoding coding, const std::vector<std::string_view>& parts) {

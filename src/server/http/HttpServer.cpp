@@ -13,6 +13,7 @@
 
 #include "core/ThreadName.h"
 #include "repository/ModelRepository.h"
+#include "server/common/AcceptPacer.h"
 #include "server/http/ConnectionRejection.h"
 #include "server/http/HttpServerCore.h"
 #include "server/http/HttpService.h"
@@ -47,6 +48,8 @@ struct HttpServer::Impl {
   std::shared_ptr<http::HttpService> service;
   std::unique_ptr<net::ssl::context> tls;  // set with --http-use-ssl
   std::optional<tcp::acceptor> acceptor;
+  // Paces the accept loop when accepting fails (out of descriptors).
+  std::optional<common::AcceptPacer> accept_pacer;
   std::vector<std::thread> threads;
   uint16_t bound_port = 0;
   bool started = false;
@@ -88,23 +91,25 @@ struct HttpServer::Impl {
     acceptor->async_accept(*accepting, [this, io_thread](beast::error_code ec) {
       if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
       Socket socket = std::move(*accepting);
-      if (ec) {
-        spdlog::warn("http: accept failed: {}", ec.message());
-      } else if (core->connections.open() >= options.max_connections) {
-        Reject(std::move(socket));
-      } else {
-        // Session options live in Impl, which outlives every session's use
-        // of them: sessions only run on the I/O threads, joined in Stop().
-        // (An SSL object holds a reference on its SSL_CTX, so the TLS
-        // context may go first.)
-        if (tls) {
-          std::make_shared<HttpSession<TlsStream>>(core, service, options, io_thread, std::move(socket), *tls)->Start();
-        } else {
-          std::make_shared<HttpSession<Socket>>(core, service, options, io_thread, std::move(socket))->Start();
-        }
-      }
-      DoAccept();
+      if (!ec) Serve(std::move(socket), io_thread);
+      accept_pacer->Next(ec, [this] {
+        if (acceptor->is_open()) DoAccept();
+      });
     });
+  }
+
+  // A connection just accepted: served, or refused over max_connections.
+  void Serve(Socket socket, IoThread* io_thread) {
+    if (core->connections.open() >= options.max_connections) return Reject(std::move(socket));
+    // Session options live in Impl, which outlives every session's use
+    // of them: sessions only run on the I/O threads, joined in Stop().
+    // (An SSL object holds a reference on its SSL_CTX, so the TLS
+    // context may go first.)
+    if (tls) {
+      std::make_shared<HttpSession<TlsStream>>(core, service, options, io_thread, std::move(socket), *tls)->Start();
+    } else {
+      std::make_shared<HttpSession<Socket>>(core, service, options, io_thread, std::move(socket))->Start();
+    }
   }
 };
 
@@ -186,6 +191,7 @@ Status HttpServer::Start() {
     return Unavailable("cannot listen on " + where + ": " + ec.message());
   }
   s.bound_port = s.acceptor->local_endpoint(ec).port();
+  s.accept_pacer.emplace(s.acceptor->get_executor(), "http");
   s.started = true;
   for (auto& io : s.core->io_threads) s.work.push_back(net::make_work_guard(io->ioc));
   s.DoAccept();
@@ -226,6 +232,7 @@ void HttpServer::StopAccepting() {
   net::dispatch(s.acceptor->get_executor(), [&s, &done] {
     beast::error_code ec;
     if (s.acceptor->is_open()) s.acceptor->close(ec);
+    if (s.accept_pacer) s.accept_pacer->Cancel();
     done.set_value();
   });
   if (s.started && !s.stopped) closed.wait();
@@ -249,6 +256,7 @@ void HttpServer::Stop() {
     net::post(s.acceptor->get_executor(), [&s, &done] {
       beast::error_code ec;
       if (s.acceptor->is_open()) s.acceptor->close(ec);
+      s.accept_pacer->Cancel();
       done.set_value();
     });
     closed.wait();
@@ -265,6 +273,9 @@ void HttpServer::Stop() {
   for (auto& guard : s.work) guard.reset();
   for (auto& t : s.threads) t.join();
   s.threads.clear();
+  // What it still finishes is posted to stopped I/O threads and dropped.
+  s.service->StopInflating();
+  s.accept_pacer.reset();
   s.acceptor.reset();
   s.accepting.reset();
 }

@@ -1,10 +1,12 @@
 #pragma once
 // The KServe v2 / Triton-compatible HTTP/1.1 front end (Boost.Beast).
 //
-// Threads: exactly `io_threads` threads, each running its own io_context;
+// Threads: `io_threads` I/O threads, each running its own io_context;
 // connections are spread over them round robin, and each stays on its
 // thread for its whole life, handling one request at a time, in order
-// (pipelining-safe). I/O threads never run or wait for inference: infer
+// (pipelining-safe). One more thread, "http-inflate", finishes compressed
+// request bodies that inflate to more than a small budget (HttpService.h).
+// I/O threads never run or wait for inference: infer
 // requests go to Model::Infer and their completion is posted back to the
 // connection's I/O thread to be encoded and written. A client that disconnects
 // while its request is in flight gets its request's CancelFlag set; the late

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <limits>
+
 #include "server/http/Compression.h"
 #include "server/http/HttpStatus.h"
 #include "server/http/InferRequestDecoder.h"
@@ -36,26 +38,28 @@ HttpResponse EmptyResponse(unsigned status) {
   return r;
 }
 
-// The infer request in `request`'s body, inflated first when it has a
-// Content-Encoding. A raw binary request (RawInferRequest.h) is read against
-// the config of the model it names.
-Result<DecodedInferRequest> DecodeInferBody(const HttpRequest& request, const HttpServiceOptions& options,
-                                            ModelRepository& repository, const std::string& model,
-                                            const std::string& version) {
-  auto coding = ParseContentEncoding(request.content_encoding);
-  if (!coding.ok()) return coding.status();
-  std::shared_ptr<const std::string> body = request.body;
-  if (*coding != ContentCoding::kIdentity) {
-    auto inflated = Decompress(*coding, *body, options.max_input_size);
-    if (!inflated.ok()) return inflated.status();
-    body = std::make_shared<const std::string>(std::move(*inflated));
-  }
+// A compressed body inflates on the I/O thread up to this many bytes; a body
+// that inflates to more is finished on the inflate worker (InflateWorker.h),
+// so that a gzip bomb holds up no other connection.
+constexpr size_t kInlineInflateBytes = size_t{256} << 10;
+
+// The infer request in `body` (inflated already). A raw binary request
+// (RawInferRequest.h) is read against the config of `target`, looked up
+// first when null.
+Result<DecodedInferRequest> DecodeInferBody(std::shared_ptr<const std::string> body,
+                                            const std::optional<std::string>& inference_header_length,
+                                            const HttpServiceOptions& options, ModelRepository& repository,
+                                            const std::string& model, const std::string& version,
+                                            std::shared_ptr<Model> target) {
   std::optional<std::string_view> header_length;
-  if (request.inference_header_length) header_length = *request.inference_header_length;
+  if (inference_header_length) header_length = *inference_header_length;
   if (header_length && IsRawRequestHeaderLength(*header_length)) {
-    auto target = repository.GetModel(model, version);
-    if (!target.ok()) return target.status();
-    return DecodeRawInferRequest(std::move(body), model, (*target)->config(), options.decode);
+    if (!target) {
+      auto found = repository.GetModel(model, version);
+      if (!found.ok()) return found.status();
+      target = std::move(found).value();
+    }
+    return DecodeRawInferRequest(std::move(body), model, target->config(), options.decode);
   }
   return DecodeInferRequest(std::move(body), header_length, options.decode);
 }
@@ -403,43 +407,128 @@ HttpResponse HttpService::HandleTraceSetting(const HttpRequest& request, const s
   return JsonResponse(TraceSettingJson(*fields));
 }
 
+// A compressed infer request while its body inflates on the inflate worker:
+// what the worker needs, then what it hands back to the connection's thread.
+struct HttpService::InflateJob {
+  std::shared_ptr<const std::string> compressed;  // what `inflater` reads
+  std::unique_ptr<Inflater> inflater;
+  std::optional<std::string> inference_header_length;
+  std::shared_ptr<Model> target;
+  std::string model;
+  std::string version;
+  InferArrival arrival;
+  Result<DecodedInferRequest> decoded = Internal("the request body was not inflated");
+  // Counted in flight from its hand-over until it is admitted or dropped,
+  // so that shutdown waits for it as for a request inside a model.
+  std::shared_ptr<common::InferAdmission> admission;
+  ~InflateJob() {
+    if (admission) admission->in_flight().Done();
+  }
+};
+
+void HttpService::FailInfer(const Status& status, const std::string& model, const std::string& version,
+                            InferArrival& arrival) {
+  HttpResponse r = ErrorResponse(status);
+  if (arrival.report) ReportInfer(arrival.report, {}, model, version, r, arrival.bytes_in, nullptr);
+  arrival.context.reply(std::move(r));
+}
+
 void HttpService::HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                               RequestContext context) {
-  const uint64_t bytes_in = request.body->size();
-  tracing::CompletionReport report = admission_->StartReport(request.traceparent, model);
-  auto fail = [&](const Status& st) {
-    HttpResponse r = ErrorResponse(st);
-    if (report) ReportInfer(report, {}, model, version, r, bytes_in, nullptr);
-    context.reply(std::move(r));
-  };
-  if (Status accepting = admission_->CheckAccepting(); !accepting.ok()) return fail(accepting);
-  auto decoded = DecodeInferBody(request, options_, *repository_, model, version);
-  if (!decoded.ok()) return fail(decoded.status());
+  InferArrival arrival{.report = admission_->StartReport(request.traceparent, model),
+                       .bytes_in = request.body->size(),
+                       .accept_encoding = std::move(request.accept_encoding),
+                       .context = std::move(context)};
+  if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
+    return FailInfer(accepting, model, version, arrival);
+  auto coding = ParseContentEncoding(request.content_encoding);
+  if (!coding.ok()) return FailInfer(coding.status(), model, version, arrival);
+  if (*coding != ContentCoding::kIdentity) return InflateInfer(request, *coding, model, version, std::move(arrival));
+  AdmitInfer(DecodeInferBody(request.body, request.inference_header_length, options_, *repository_, model, version,
+                             nullptr),
+             model, version, std::move(arrival));
+}
+
+void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const std::string& model,
+                               const std::string& version, InferArrival arrival) {
+  // The model first: a request for one that is not there costs no inflating.
+  auto target = repository_->GetModel(model, version);
+  if (!target.ok()) return FailInfer(target.status(), model, version, arrival);
+  std::shared_ptr<const std::string> compressed = request.body;
+  auto inflater = Inflater::Start(coding, *compressed, options_.max_input_size);
+  if (!inflater.ok()) return FailInfer(inflater.status(), model, version, arrival);
+  auto done = (*inflater)->Run(kInlineInflateBytes);
+  if (!done.ok()) return FailInfer(done.status(), model, version, arrival);
+  if (*done) {
+    auto body = std::make_shared<const std::string>((*inflater)->TakeOutput());
+    return AdmitInfer(DecodeInferBody(std::move(body), request.inference_header_length, options_, *repository_,
+                                      model, version, std::move(target).value()),
+                      model, version, std::move(arrival));
+  }
+  auto job = std::make_shared<InflateJob>();
+  job->compressed = std::move(compressed);
+  job->inflater = std::move(inflater).value();
+  job->inference_header_length = request.inference_header_length;
+  job->target = std::move(target).value();
+  job->model = model;
+  job->version = version;
+  job->arrival = std::move(arrival);
+  admission_->in_flight().Add();
+  job->admission = admission_;
+  inflate_worker_->Submit([this, job] {
+    const CancelFlag& cancelled = job->arrival.context.cancelled;
+    if (cancelled && cancelled->IsCancelled()) return;  // the client left: nobody waits for the answer
+    auto finished = job->inflater->Run(std::numeric_limits<size_t>::max());
+    if (finished.ok()) {
+      auto body = std::make_shared<const std::string>(job->inflater->TakeOutput());
+      job->decoded = DecodeInferBody(std::move(body), job->inference_header_length, options_, *repository_,
+                                     job->model, job->version, job->target);
+    } else {
+      job->decoded = finished.status();
+    }
+    job->inflater.reset();
+    job->compressed.reset();
+    job->target.reset();
+    // Admission happens on the connection's thread, as for every request;
+    // the service outlives a connection that still runs what it posts.
+    job->arrival.context.post([this, job] {
+      if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
+        return FailInfer(accepting, job->model, job->version, job->arrival);
+      AdmitInfer(std::move(job->decoded), job->model, job->version, std::move(job->arrival));
+    });
+  });
+}
+
+void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::string& model,
+                             const std::string& version, InferArrival arrival) {
+  if (!decoded.ok()) return FailInfer(decoded.status(), model, version, arrival);
 
   InferenceRequest& req = *decoded->request;
   std::shared_ptr<const common::SharedMemoryOutputs> shm_outputs;
   if (!decoded->shared_memory.empty()) {
     auto bound = common::BindSharedMemory(*shared_memory_, decoded->shared_memory, &req);
-    if (!bound.ok()) return fail(bound.status());
+    if (!bound.ok()) return FailInfer(bound.status(), model, version, arrival);
     shm_outputs = std::move(bound).value();
   }
   req.model_name = model;
   req.model_version = version;
   const bool listed = decoded->outputs_listed;
   const bool binary_default = decoded->binary_data_output;
+  tracing::CompletionReport& report = arrival.report;
   // Only the access log and tracing need the names back; don't copy them otherwise.
   std::string id = report ? req.id : std::string();
   std::string log_model = report ? model : std::string();
   std::string log_version = report ? version : std::string();
   std::shared_ptr<RequestTrace> trace = report.trace;
-  CancelFlag cancelled = std::move(context.cancelled);
+  CancelFlag cancelled = std::move(arrival.context.cancelled);
+  const uint64_t bytes_in = arrival.bytes_in;
   Status admitted = admission_->Admit(std::move(decoded->request), std::move(cancelled), std::move(trace), [&] {
     // Runs exactly once, so it moves its captures on to the connection's I/O
     // thread; `admission` stays, keeping the in-flight counter alive.
-    return [post = std::move(context.post), reply = std::move(context.reply), listed, binary_default,
-            accept = std::move(request.accept_encoding), admission = admission_, report = std::move(report),
-            shm_outputs = std::move(shm_outputs),
-            id = std::move(id), model = std::move(log_model), version = std::move(log_version),
+    return [post = std::move(arrival.context.post), reply = std::move(arrival.context.reply), listed,
+            binary_default, accept = std::move(arrival.accept_encoding), admission = admission_,
+            report = std::move(report), shm_outputs = std::move(shm_outputs), id = std::move(id),
+            model = std::move(log_model), version = std::move(log_version),
             bytes_in](Result<InferenceResponse> result) mutable {
       auto shared = std::make_shared<Result<InferenceResponse>>(std::move(result));
       // Encoding happens on the connection's I/O thread, never on the thread
@@ -455,7 +544,7 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
       });
     };
   });
-  if (!admitted.ok()) return fail(admitted);
+  if (!admitted.ok()) return FailInfer(admitted, model, version, arrival);
 }
 
 }  // namespace ortserve::http

@@ -7,7 +7,9 @@
 // requests go through the shared admission step (server/common/
 // InferAdmission.h) to Model::Infer; their completion (on any thread) is
 // posted back through RequestContext::post, and the response is encoded and
-// replied there.
+// replied there. A compressed body that inflates to more than a small budget
+// is inflated and decoded on the service's inflate worker ("http-inflate",
+// InflateWorker.h) and posted back the same way to be admitted.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,7 +26,9 @@
 #include "server/common/InferAdmission.h"
 #include "server/common/SharedMemoryRegistry.h"
 #include "server/common/RuntimeSettings.h"
+#include "server/http/Compression.h"
 #include "server/http/InferRequestDecoder.h"
+#include "server/http/InflateWorker.h"
 #include "server/tracing/RequestTracer.h"
 
 namespace ortserve::http {
@@ -106,14 +110,37 @@ class HttpService {
   common::InFlightCounter* in_flight() const { return &admission_->in_flight(); }
   // Called once per completed infer request; set before serving. Empty: none.
   void set_access_log(AccessLogSink sink) { admission_->set_access_log(std::move(sink)); }
+  // Stops the inflate worker: bodies still waiting there are dropped unanswered
+  // (their connections are closing). For the server's Stop(), after its I/O
+  // threads have stopped; idempotent.
+  void StopInflating() { inflate_worker_->Stop(); }
 
   // Builds an error response ({"error": message}) with the mapped status.
   static HttpResponse ErrorResponse(const Status& status);
   static HttpResponse ErrorResponse(unsigned http_status, std::string_view message);
 
  private:
+  // An infer request from its arrival to its admission: what its answer
+  // needs, whichever thread decodes it.
+  struct InferArrival {
+    tracing::CompletionReport report;
+    uint64_t bytes_in = 0;
+    std::string accept_encoding;
+    RequestContext context;
+  };
+  struct InflateJob;
   void HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                    RequestContext context);
+  // A compressed body: its model looked up first, then inflated here up to
+  // a small budget, the rest (and the decoding) on the inflate worker.
+  void InflateInfer(HttpRequest& request, ContentCoding coding, const std::string& model, const std::string& version,
+                    InferArrival arrival);
+  // On the connection's thread: binds shared memory and hands the request to
+  // its model, or answers the error.
+  void AdmitInfer(Result<DecodedInferRequest> decoded, const std::string& model, const std::string& version,
+                  InferArrival arrival);
+  static void FailInfer(const Status& status, const std::string& model, const std::string& version,
+                        InferArrival& arrival);
   HttpResponse HandleModelGet(const std::string& model, const std::string& version, std::string_view action);
   HttpResponse HandleStats(const std::string& model, const std::string& version);
   HttpResponse HandleRepositoryIndex(const HttpRequest& request);
@@ -132,6 +159,8 @@ class HttpService {
   // Shared with the completions of the requests it admitted, which may run
   // after the service is gone (see InferAdmission's lifetime rule).
   std::shared_ptr<common::InferAdmission> admission_;
+  // Last: its thread stops (dropping queued jobs) before the rest goes.
+  std::unique_ptr<InflateWorker> inflate_worker_ = std::make_unique<InflateWorker>();
 };
 
 // Compresses the response in place when the client accepts gzip/deflate

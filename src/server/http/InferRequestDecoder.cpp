@@ -318,7 +318,15 @@ struct InputContext {
   bool has_header_length;  // binary data may follow the JSON
   const InferDecodeOptions& options;
   common::SharedMemoryRefs* shared_memory;  // inputs whose data lies in a region
+  // The JSON elements the inputs not yet decoded can hold at most (see
+  // MostJsonLeaves); each input's JSON data takes its count off.
+  uint64_t* json_leaves_left;
 };
+
+// The most scalars the 'data' arrays of a JSON document of `json_size` bytes
+// can hold together: each takes a byte at least, and a comma or a bracket
+// separates it from the next.
+uint64_t MostJsonLeaves(size_t json_size) { return json_size / 2 + 1; }
 
 // The binary_data_size in an input's 'parameters', if it gives one.
 Status ParseBinaryDataSize(const InputFields& fields, std::string_view name, std::optional<uint64_t>* binary_size) {
@@ -363,10 +371,26 @@ std::string BytesOverInputLimit(const InferDecodeOptions& options) {
          " bytes. Use --http-max-input-size to increase the limit.";
 }
 
+// `otherwise` unless the data's leaf count differs from the shape's `count`:
+// a wrong count is reported before a bad element. Leaves are counted only
+// for an error.
+Status UnlessCountDiffers(element data, std::string_view name, const Shape& shape, uint64_t count,
+                          Status otherwise) {
+  uint64_t leaves = 0;
+  CountLeaves(data, &leaves);
+  if (leaves == count) return otherwise;
+  return InvalidArgument("input " + Quote(name) + ": data has " + std::to_string(leaves) + " elements, shape " +
+                         ShapeToString(shape) + " needs " + std::to_string(count));
+}
+
 // The input's JSON 'data', written into a buffer of its own: `count`
-// elements, `fixed_bytes` bytes unless the type is BYTES.
+// elements, `fixed_bytes` bytes unless the type is BYTES. No buffer is made
+// for a shape that claims more elements than `leaves_left`, what the rest of
+// the JSON can hold: a small body with a huge shape costs its own size, not
+// the shape's.
 Status DecodeJsonData(element data, std::string_view name, std::string_view dtype_name, uint64_t count,
-                      std::optional<uint64_t> fixed_bytes, const InferDecodeOptions& options, Tensor* t) {
+                      std::optional<uint64_t> fixed_bytes, const InferDecodeOptions& options,
+                      uint64_t* leaves_left, Tensor* t) {
   if (t->dtype == DataType::kFp16 || t->dtype == DataType::kBf16)
     return InvalidArgument("input " + Quote(name) + ": " + std::string(dtype_name) +
                            " data must use the binary data extension");
@@ -374,16 +398,15 @@ Status DecodeJsonData(element data, std::string_view name, std::string_view dtyp
     return Status(StatusCode::kPayloadTooLarge,
                   "input " + Quote(name) + ": " + std::string(dtype_name) + " " + ShapeToString(t->shape) +
                       " of size " + std::to_string(*fixed_bytes) + BytesOverInputLimit(options));
-  // Leaves are counted only for an error: a wrong count is reported before a
-  // bad element.
+  if (count > *leaves_left) {
+    return UnlessCountDiffers(data, name, t->shape, count,
+                              Internal("input " + Quote(name) + ": more JSON elements than the body can hold"));
+  }
+  *leaves_left -= count;
   const auto walk = [&](LeafWriter& w) -> Status {
     Status status = w.Walk(data);
     if (w.too_deep || (status.ok() && !w.too_many && w.index == count)) return status;
-    uint64_t leaves = 0;
-    CountLeaves(data, &leaves);
-    if (leaves == count) return status;
-    return InvalidArgument("input " + Quote(name) + ": data has " + std::to_string(leaves) + " elements, shape " +
-                           ShapeToString(t->shape) + " needs " + std::to_string(count));
+    return UnlessCountDiffers(data, name, t->shape, count, std::move(status));
   };
   if (fixed_bytes) {
     auto holder = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(*fixed_bytes));
@@ -441,7 +464,7 @@ Status DecodeInput(element in_el, size_t index, const InputContext& ctx, size_t*
   if (!has_data) return InvalidArgument("input " + Quote(name) + " has neither 'data' nor binary_data_size");
   // Cannot overflow now; unset for BYTES.
   const std::optional<uint64_t> fixed_bytes = FixedByteSize(t->dtype, t->shape);
-  return DecodeJsonData(*fields.data, name, dtype_name, *count, fixed_bytes, ctx.options, t);
+  return DecodeJsonData(*fields.data, name, dtype_name, *count, fixed_bytes, ctx.options, ctx.json_leaves_left, t);
 }
 
 // The request's 'outputs', if it lists them, with each one's binary_data
@@ -525,7 +548,8 @@ Result<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const std::string
   array inputs;
   if (element e; top.at_key("inputs").get(e) != simdjson::SUCCESS || e.get_array().get(inputs) != simdjson::SUCCESS)
     return InvalidArgument("request JSON must have an 'inputs' array");
-  const InputContext ctx{body, header_length.has_value(), options, &out.shared_memory};
+  uint64_t json_leaves_left = MostJsonLeaves(json_size);
+  const InputContext ctx{body, header_length.has_value(), options, &out.shared_memory, &json_leaves_left};
   size_t binary_offset = json_size;  // next unread byte of binary data
   req.inputs.reserve(inputs.size());
   size_t input_index = 0;

@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/Utf8.h"
 #include "server/json/ShortestNumber.h"
 
 namespace ortserve {
@@ -65,17 +66,31 @@ class JsonWriter {
 
   std::string* out() { return out_; }
 
-  // Appends s as a JSON string literal (quotes and escapes). Bytes >= 0x80
-  // pass through unchanged (UTF-8 stays UTF-8).
+  // Appends s as a JSON string literal (quotes and escapes). Well-formed
+  // UTF-8 passes through unchanged; a byte that starts no well-formed
+  // sequence (core/Utf8.h) is written as \ufffd, so that the output is valid
+  // JSON (RFC 8259 text is UTF-8) whatever bytes `s` holds: a model name
+  // from a path with %c0%ae, a request id, a message quoting either.
   static void AppendQuoted(std::string* out, std::string_view s) {
     static constexpr char kHex[] = "0123456789abcdef";
     out->push_back('"');
     size_t run = 0;  // start of the pending unescaped run
-    for (size_t i = 0; i < s.size(); ++i) {
+    size_t i = 0;
+    while (i < s.size()) {
       const auto c = static_cast<unsigned char>(s[i]);
-      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+        ++i;
+        continue;
+      }
+      if (c >= 0x80) {
+        const size_t n = Utf8SequenceLength(s, i);
+        if (n > 0) {
+          i += n;
+          continue;
+        }
+      }
       out->append(s.data() + run, i - run);
-      run = i + 1;
+      run = ++i;
       switch (c) {
         case '"': out->append("\\\""); break;
         case '\\': out->append("\\\\"); break;
@@ -85,6 +100,10 @@ class JsonWriter {
         case '\b': out->append("\\b"); break;
         case '\f': out->append("\\f"); break;
         default: {
+          if (c >= 0x80) {
+            out->append("\\ufffd");
+            break;
+          }
           const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
           out->append(esc, 6);
         }

@@ -5,11 +5,13 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <thread>
 
 #include "core/ThreadName.h"
+#include "server/common/AcceptPacer.h"
 #include "server/metrics/PrometheusText.h"
 
 namespace ortserve::metrics {
@@ -20,21 +22,48 @@ namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-constexpr auto kIdleTimeout = std::chrono::seconds(30);
 constexpr size_t kMaxRequestBody = 4096;  // a scrape has no body
+constexpr size_t kFirstReadBytes = 4096;
+
+// Counts a connection open for as long as it lives. The count belongs to the
+// server's Impl and is touched on its I/O thread only.
+class OpenConnection {
+ public:
+  explicit OpenConnection(size_t* open) : open_(open) { ++*open_; }
+  ~OpenConnection() { --*open_; }
+  OpenConnection(const OpenConnection&) = delete;
+  OpenConnection& operator=(const OpenConnection&) = delete;
+
+ private:
+  size_t* open_;
+};
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const std::function<std::string()>& render)
-      : stream_(std::move(socket)), render_(render) {}
+  Session(tcp::socket socket, const std::function<std::string()>& render, const MetricsServerOptions& options,
+          size_t* open_connections)
+      : stream_(std::move(socket)), render_(render), options_(options), counted_(open_connections) {}
 
   void Start() { DoRead(); }
 
  private:
+  // Up to the idle timeout for a request's first bytes, then up to the read
+  // timeout for the rest of it.
   void DoRead() {
+    if (buffer_.size() > 0) return ReadRequest();  // pipelined bytes: it has begun
+    stream_.expires_after(options_.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(kFirstReadBytes),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->Close();
+                              self->buffer_.commit(n);
+                              self->ReadRequest();
+                            });
+  }
+
+  void ReadRequest() {
     parser_.emplace();
     parser_->body_limit(kMaxRequestBody);
-    stream_.expires_after(kIdleTimeout);
+    stream_.expires_after(options_.read_timeout);
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
@@ -85,7 +114,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
-  const std::function<std::string()>& render_;  // owned by Impl, which outlives the I/O thread
+  // Both owned by Impl, which outlives the I/O thread.
+  const std::function<std::string()>& render_;
+  const MetricsServerOptions& options_;
+  OpenConnection counted_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::optional<bhttp::response<bhttp::string_body>> response_;
@@ -96,8 +128,13 @@ class Session : public std::enable_shared_from_this<Session> {
 struct MetricsServer::Impl {
   MetricsServerOptions options;
   std::function<std::string()> render;
+  // Before ioc: the sessions its handlers hold count down here when the
+  // io_context is destroyed.
+  size_t open_connections = 0;
+  std::atomic<uint64_t> rejected_connections{0};
   net::io_context ioc{1};
   std::optional<tcp::acceptor> acceptor;
+  std::optional<common::AcceptPacer> accept_pacer;
   std::thread thread;
   uint16_t bound_port = 0;
   bool started = false;
@@ -106,15 +143,28 @@ struct MetricsServer::Impl {
   void DoAccept() {
     acceptor->async_accept(ioc, [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor->is_open()) return;
-      if (ec) {
-        spdlog::warn("metrics: accept failed: {}", ec.message());
-      } else {
-        beast::error_code opt_ec;
-        socket.set_option(tcp::no_delay(true), opt_ec);
-        std::make_shared<Session>(std::move(socket), render)->Start();
-      }
-      DoAccept();
+      if (!ec) Serve(std::move(socket));
+      accept_pacer->Next(ec, [this] {
+        if (acceptor->is_open()) DoAccept();
+      });
     });
+  }
+
+  // Over the limit a connection is closed unanswered: an answer would cost
+  // the writes that the limit is there to save.
+  void Serve(tcp::socket socket) {
+    if (open_connections >= options.max_connections) {
+      const uint64_t n = rejected_connections.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (n == 1 || n % 1000 == 0) {
+        spdlog::warn("metrics: {} open connections, the limit (--metrics-max-connections); {} connection(s) "
+                     "closed unanswered so far",
+                     options.max_connections, n);
+      }
+      return;  // the socket closes as it goes
+    }
+    beast::error_code opt_ec;
+    socket.set_option(tcp::no_delay(true), opt_ec);
+    std::make_shared<Session>(std::move(socket), render, options, &open_connections)->Start();
   }
 };
 
@@ -128,6 +178,9 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Create(MetricsServerOption
   beast::error_code ec;
   net::ip::make_address(options.address, ec);
   if (ec) return InvalidArgument("invalid metrics address '" + options.address + "': " + ec.message());
+  if (options.max_connections == 0) return InvalidArgument("metrics max_connections must be positive");
+  if (options.idle_timeout.count() <= 0) return InvalidArgument("metrics idle_timeout must be positive");
+  if (options.read_timeout.count() <= 0) return InvalidArgument("metrics read_timeout must be positive");
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->render = std::move(render);
@@ -150,6 +203,7 @@ Status MetricsServer::Start() {
                        " for metrics: " + ec.message());
   }
   s.bound_port = s.acceptor->local_endpoint(ec).port();
+  s.accept_pacer.emplace(s.acceptor->get_executor(), "metrics");
   s.started = true;
   s.DoAccept();
   s.thread = std::thread([&s] {
@@ -178,10 +232,16 @@ void MetricsServer::Stop() {
   net::post(s.ioc, [&s] {
     beast::error_code ec;
     s.acceptor->close(ec);
+    s.accept_pacer->Cancel();
     s.ioc.stop();
   });
   s.thread.join();
+  s.accept_pacer.reset();
   s.acceptor.reset();
+}
+
+uint64_t MetricsServer::RejectedConnections() const {
+  return impl_->rejected_connections.load(std::memory_order_relaxed);
 }
 
 }  // namespace ortserve::metrics

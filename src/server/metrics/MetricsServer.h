@@ -8,6 +8,15 @@
 // happens on it. Lifetime: Create() validates, Start() binds and starts the
 // thread, Stop() (also run by the destructor) closes the port and every
 // connection and joins the thread.
+//
+// Limits (docs/limits.md): at most max_connections connections are open at
+// once (one more is closed at once, unanswered: the port's descriptors never
+// crowd out the inference ports'); a connection that starts no request for
+// idle_timeout, or takes longer than read_timeout to send one, is closed; an
+// accept that fails (out of descriptors) pauses the loop
+// (server/common/AcceptBackoff.h).
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +29,11 @@ namespace ortserve::metrics {
 struct MetricsServerOptions {
   std::string address = "0.0.0.0";
   uint16_t port = 8002;  // 0: any free port (see port())
+  // Prometheus scrapes over one keep-alive connection; a few more cover
+  // several scrapers and a person with curl.
+  size_t max_connections = 64;
+  std::chrono::seconds idle_timeout{30};
+  std::chrono::seconds read_timeout{10};
 };
 
 class MetricsServer {
@@ -35,6 +49,8 @@ class MetricsServer {
   Status Start();
   uint16_t port() const;  // the bound port; 0 before Start()
   void Stop();            // idempotent
+  // Connections closed at once because max_connections were open. Any thread.
+  uint64_t RejectedConnections() const;
 
  private:
   struct Impl;

@@ -1,0 +1,45 @@
+#pragma once
+// The thread that inflates (and decodes) large compressed request bodies off
+// the HTTP I/O threads. Internal to src/server/http.
+//
+// A compressed body is inflated on its connection's I/O thread only up to a
+// small output budget (HttpService: kInlineInflateBytes); a body that inflates
+// to more, a gzip bomb among them, is finished here, so that it delays no
+// other connection of that I/O thread. Tasks run one at a time in arrival
+// order. The queue needs no bound of its own: each connection has at most one
+// request in the service, so it holds at most --http-max-connections tasks,
+// whose bodies were read (and counted) already.
+//
+// Threads: one, "http-inflate", from construction to Stop().
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace ortserve::http {
+
+class InflateWorker {
+ public:
+  InflateWorker();
+  ~InflateWorker();  // Stop()
+  InflateWorker(const InflateWorker&) = delete;
+  InflateWorker& operator=(const InflateWorker&) = delete;
+
+  // Any thread. After Stop(), `task` is dropped unrun.
+  void Submit(std::function<void()> task);
+  // Lets the running task finish, drops the queued ones unrun and joins the
+  // thread. Idempotent; not from the worker's own thread.
+  void Stop();
+
+ private:
+  void Loop();
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> tasks_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::thread thread_;                       // last: starts once the rest exists
+};
+
+}  // namespace ortserve::http
