@@ -133,6 +133,18 @@ bench-pipeline: build
 bench-shm: build
 	$(PY) bench/shm_bench.py --binary $(BUILD_DIR)/ortserve $(SHM_BENCH_ARGS)
 
+# Hostile clients: every bench/hostile_*.py (HTTP and metrics; gRPC), each
+# writing its section of bench/results/RESULTS-hostile.md. ORTSERVE_BEFORE=<a
+# build of main> measures that build too, for before/after tables:
+#   ORTSERVE_BEFORE=/tmp/ortserve-before make bench-hostile
+.PHONY: bench-hostile
+bench-hostile: build
+	@for script in bench/hostile_*.py; do \
+	  echo "== $$script"; \
+	  $(PY) $$script --binary $(BUILD_DIR)/ortserve $(if $(ORTSERVE_BEFORE),--before $(ORTSERVE_BEFORE)) \
+	    $(HOSTILE_BENCH_ARGS) || exit 1; \
+	done
+
 # libFuzzer (clang, ASan+UBSan) on every tests/fuzz target, FUZZ_SECONDS each
 # (default 60), built in build-fuzz/; FUZZ_TARGETS="http_infer_request ..." for
 # a subset. Not part of `make test`, which replays the seed corpora instead

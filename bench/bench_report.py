@@ -104,7 +104,8 @@ OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of
                  ("make bench-cache", "RESULTS-response-cache.md", "Response cache under a repeating request mix:"),
                  ("bench/thread_pool_ab.py, weights_memory.py, model_cache_start.py, many_models.py",
                   "RESULTS-efficiency.md", "Runtime efficiency:"),
-                 ("make bench-pipeline", "RESULTS-pipeline.md", "Text pipeline at concurrency")]
+                 ("make bench-pipeline", "RESULTS-pipeline.md", "Text pipeline at concurrency"),
+                 ("make bench-hostile", "RESULTS-hostile.md", "Hostile clients:")]
 
 
 def other_bench_lines(report_dir):

@@ -41,7 +41,7 @@ HttpResponse EmptyResponse(unsigned status) {
 // A compressed body inflates on the I/O thread up to this many bytes; a body
 // that inflates to more is finished on the inflate worker (InflateWorker.h),
 // so that a gzip bomb holds up no other connection.
-constexpr size_t kInlineInflateBytes = size_t{256} << 10;
+constexpr size_t kInlineInflateBytes = size_t{64} << 10;
 
 // The infer request in `body` (inflated already). A raw binary request
 // (RawInferRequest.h) is read against the config of `target`, looked up
