@@ -45,6 +45,15 @@ from hostile_clients import (MODEL, claimed_shape_body, close_all, cpu_ns, gzip_
                              open_connections, reset_peak_rss, status_kib, valid_body)
 
 REPORT = ROOT / "bench" / "results" / "RESULTS-hostile.md"
+# The report's head, for a report that does not exist yet.
+HEADER = """# Hostile clients
+
+What clients that attack the server cost it and its other clients, measured by
+`make bench-hostile` (`ORTSERVE_BEFORE=<build>` for a build to compare with).
+Each `bench/hostile_*.py` writes its own section below; the limits are in
+[docs/limits.md](../../docs/limits.md). Measurements, not tests: nothing here
+asserts.
+"""
 SECTION = "## HTTP and metrics (bench/hostile_http.py)"
 # Descriptor limits (soft = hard) of the descriptor episodes: the HTTP port's
 # runs out; the metrics port's leaves room for its default limit of 64.
@@ -265,7 +274,7 @@ def headline(results: dict) -> str:
 
 def write_section(lines: list[str]) -> None:
     """Replaces this script's section of the report, keeping the others."""
-    text = REPORT.read_text() if REPORT.exists() else "# Hostile clients\n\n"
+    text = REPORT.read_text() if REPORT.exists() else HEADER
     start = text.find(SECTION)
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"

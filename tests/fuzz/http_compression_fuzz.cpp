@@ -6,8 +6,10 @@
 // Besides inflating the body under the cap, the target checks the round trip
 // Compress -> Decompress of the same bytes (split in two parts) with the cap
 // at exactly the size (must succeed) and one byte under (must be
-// kPayloadTooLarge), and feeds the bytes as header values to
-// ParseContentEncoding / ChooseResponseCoding.
+// kPayloadTooLarge), that inflating in small steps (Inflater::Run with a
+// budget of 1 to 64 bytes, from byte 0's high bits) ends as Decompress does,
+// and feeds the bytes as header values to ParseContentEncoding /
+// ChooseResponseCoding.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -36,6 +38,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const StatusCode code = out.status().code();
     FUZZ_CHECK(code == StatusCode::kInvalidArgument || code == StatusCode::kPayloadTooLarge);
     if (coding == ContentCoding::kIdentity) FUZZ_CHECK(code == StatusCode::kPayloadTooLarge);
+  }
+
+  // Inflating in small steps (as the HTTP service does: a budget on the I/O
+  // thread, the rest on the inflate worker) ends as inflating in one go does.
+  if (coding != ContentCoding::kIdentity) {
+    auto inflater = http::Inflater::Start(coding, body, cap);
+    FUZZ_CHECK(inflater.ok());
+    const size_t budget = (size_t{data[0]} >> 2) + 1;  // 1 .. 64 bytes a step
+    Result<bool> step = false;
+    while (step.ok() && !*step) step = (*inflater)->Run(budget);
+    FUZZ_CHECK(step.ok() == out.ok());
+    if (step.ok()) {
+      FUZZ_CHECK((*inflater)->TakeOutput() == *out);
+    } else {
+      FUZZ_CHECK(step.status().code() == out.status().code());
+    }
   }
 
   // Round trip of the body through Compress, cap exactly at its size.

@@ -475,9 +475,8 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
   job->arrival = std::move(arrival);
   admission_->in_flight().Add();
   job->admission = admission_;
-  inflate_worker_->Submit([this, job] {
-    const CancelFlag& cancelled = job->arrival.context.cancelled;
-    if (cancelled && cancelled->IsCancelled()) return;  // the client left: nobody waits for the answer
+  // Dropped unrun when the client leaves first: nobody waits for the answer.
+  inflate_worker_->Submit(job->arrival.context.cancelled, [this, job] {
     auto finished = job->inflater->Run(std::numeric_limits<size_t>::max());
     if (finished.ok()) {
       auto body = std::make_shared<const std::string>(job->inflater->TakeOutput());

@@ -1,6 +1,7 @@
 #include "server/http/InflateWorker.h"
 
 #include <utility>
+#include <vector>
 
 #include "core/ThreadName.h"
 
@@ -10,17 +11,26 @@ InflateWorker::InflateWorker() : thread_([this] { Loop(); }) {}
 
 InflateWorker::~InflateWorker() { Stop(); }
 
-void InflateWorker::Submit(std::function<void()> task) {
+void InflateWorker::Submit(CancelFlag cancelled, std::function<void()> task) {
+  std::vector<Task> dropped;  // destroyed outside the lock: their closures may own anything
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
-    tasks_.push_back(std::move(task));
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      if (it->Dropped()) {
+        dropped.push_back(std::move(*it));
+        it = tasks_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    tasks_.push_back({std::move(cancelled), std::move(task)});
   }
   wake_.notify_one();
 }
 
 void InflateWorker::Stop() {
-  std::deque<std::function<void()>> dropped;
+  std::deque<Task> dropped;  // destroyed last, outside the lock
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -28,13 +38,12 @@ void InflateWorker::Stop() {
   }
   wake_.notify_one();
   if (thread_.joinable()) thread_.join();
-  // `dropped` goes here, outside the lock: its closures may own anything.
 }
 
 void InflateWorker::Loop() {
   SetCurrentThreadName("http-inflate");
   while (true) {
-    std::function<void()> task;
+    Task task;
     {
       std::unique_lock lock(mu_);
       wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
@@ -42,7 +51,7 @@ void InflateWorker::Loop() {
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
-    task();
+    if (!task.Dropped()) task.run();
   }
 }
 
