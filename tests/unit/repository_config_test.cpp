@@ -7,15 +7,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "repository/ConfigAutoComplete.h"
-#include "repository/ConfigChecks.h"
-#include "repository/ConfigNormalize.h"
-#include "repository/ConfigParse.h"
-#include "repository/ConfigTypes.h"
-#include "repository/RuntimeConfig.h"
-#include "repository/ThreadPlan.h"
-#include "repository/VersionPolicy.h"
 #include "ParsedConfig.h"
+#include "config/ConfigAutoComplete.h"
+#include "config/ConfigChecks.h"
+#include "config/ConfigNormalize.h"
+#include "config/ConfigParse.h"
+#include "config/ConfigTypes.h"
+#include "config/RuntimeConfig.h"
+#include "config/VersionPolicy.h"
+#include "repository/ThreadPlan.h"
 
 namespace ortserve {
 namespace {
@@ -168,12 +168,12 @@ TEST(ModelConfigPlatform, FillsEmptyAndRejectsOthers) {
   inference::ModelConfig python = Parse("backend: \"python\"");
   EXPECT_EQ(CheckPlatform(&python).code(), StatusCode::kUnavailable);
 
-  // An ensemble gets its own checks (repository/EnsembleGraph.h): one with no step fails them.
+  // An ensemble gets its own checks (config/EnsembleGraph.h): one with no step fails them.
   auto ensemble = Parse("platform: \"ensemble\" ensemble_scheduling { step [] }");
   EXPECT_EQ(CheckPlatform(&ensemble).code(), StatusCode::kUnavailable);
   EXPECT_EQ(ensemble.platform(), "ensemble");
 
-  // A stateful model is the sequence batcher's (repository/SequenceConfig.h).
+  // A stateful model is the sequence batcher's (config/SequenceConfig.h).
   auto seq = Parse(ReadAll(kTritonExamples / "simple_sequence" / "config.pbtxt"));
   EXPECT_TRUE(CheckPlatform(&seq).ok());
   EXPECT_EQ(seq.platform(), "onnxruntime_onnx");

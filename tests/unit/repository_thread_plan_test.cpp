@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "repository/RuntimeConfig.h"
-#include "repository/ThreadPlan.h"
 #include "ParsedConfig.h"
+#include "config/RuntimeConfig.h"
+#include "repository/ThreadPlan.h"
 
 namespace ortserve {
 namespace {
