@@ -8,6 +8,12 @@ JOBS ?= $(shell nproc)
 VENV := .venv
 PY := $(VENV)/bin/python
 HTTP_PORT ?= 8000
+# A copy of Triton's example repository (optional): the tests serve it beside
+# the generated one; absolute, since ctest runs in the build directory.
+ifdef TRITON_EXAMPLES_DIR
+override TRITON_EXAMPLES_DIR := $(abspath $(TRITON_EXAMPLES_DIR))
+export TRITON_EXAMPLES_DIR
+endif
 
 .PHONY: all deps build run test unit-test integration-test tsan thread-safety clean demo-models
 

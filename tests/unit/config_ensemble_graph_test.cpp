@@ -6,9 +6,10 @@
 
 #include <string>
 
-#include "ParsedConfig.h"
 #include "config/ConfigParse.h"
 #include "config/EnsembleGraph.h"
+
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {

@@ -7,13 +7,14 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "ParsedConfig.h"
 #include "config/ConfigAutoComplete.h"
 #include "config/ConfigChecks.h"
 #include "config/ConfigParse.h"
 #include "config/ConfigTypes.h"
 #include "config/GpuConfig.h"
 #include "config/RuntimeConfig.h"
+
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {

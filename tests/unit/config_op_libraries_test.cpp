@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "ParsedConfig.h"
 #include "config/ConfigParse.h"
 #include "config/RuntimeConfig.h"
+
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {

@@ -5,9 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "ParsedConfig.h"
 #include "config/ConfigParse.h"
 #include "config/SequenceConfig.h"
+
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {

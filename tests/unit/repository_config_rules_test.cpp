@@ -7,10 +7,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "ParsedConfig.h"
 #include "config/ConfigParse.h"
 #include "config/ConfigRules.h"
 #include "repository/ModelPreparation.h"
+
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {

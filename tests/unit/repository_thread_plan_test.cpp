@@ -5,9 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "ParsedConfig.h"
 #include "config/RuntimeConfig.h"
 #include "repository/ThreadPlan.h"
+
+#include "ParsedConfig.h"
 
 namespace ortserve {
 namespace {

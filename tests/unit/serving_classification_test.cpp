@@ -13,10 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "TestTensors.h"
 #include "config/ConfigParse.h"
 #include "serving/Classification.h"
 #include "serving/ResponseShaper.h"
+
+#include "TestTensors.h"
 
 namespace ortserve {
 namespace {

@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "DynamicBatcherFixture.h"
 #include "config/ConfigParse.h"
 #include "serving/ServedModel.h"
+
+#include "DynamicBatcherFixture.h"
 
 namespace ortserve {
 namespace {
