@@ -44,10 +44,10 @@ if [ $ok -eq 1 ]; then
 fi
 if [ $ok -eq 1 ]; then
   step build 360 cmake --build "$BUILD" -j "$JOBS" --target ortserve runtime_gpu_options_test \
-    runtime_gpu_numerics_test repository_gpu_config_test runtime_ort_model_instance_test || ok=0
+    runtime_gpu_numerics_test config_gpu_config_test runtime_ort_model_instance_test || ok=0
 fi
 if [ $ok -eq 1 ]; then
-  for t in runtime_gpu_options_test runtime_gpu_numerics_test repository_gpu_config_test; do
+  for t in runtime_gpu_options_test runtime_gpu_numerics_test config_gpu_config_test; do
     step "$t" 120 "$BUILD/$t" --gtest_brief=0 || ok=0
     grep -E "^\[  (SKIPPED|FAILED) \]|Skipped|no usable CUDA" "${OUT:-$ROOT}/gpu-check-$t.log" | head -5 | sed 's/^/    /' | tee -a "$REPORT" >/dev/null
   done
