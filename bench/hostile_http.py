@@ -5,7 +5,7 @@ while others attack it. The longer measurements behind
 tests/integration/test_hostile_http.py, which only checks generous bounds.
 
     .venv/bin/python bench/hostile_http.py [--binary build/ortserve] [--before /tmp/ortserve-before]
-                                           [--seconds 8]
+                                           [--seconds 8] [--report bench/results/RESULTS-hostile.md]
 
 For each build (`--before` first, when given), on identity_fp32
 (tests/models), one HTTP I/O thread, thread budget 2:
@@ -27,6 +27,7 @@ prints it. `make bench-hostile` runs every bench/hostile_*.py.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -236,7 +237,8 @@ def measure(binary: str, repo: Path, work: Path, seconds: float) -> dict:
 def table(label: str, binary: str, m: dict) -> list[str]:
     alone_p99 = m["alone"][1]
     valid_cpu, valid_io, _ = m["cost valid"]
-    rows = [f"### {label}: `{binary}`", "",
+    shown = os.path.relpath(binary, ROOT) if Path(binary).resolve().is_relative_to(ROOT) else binary
+    rows = [f"### {label}: `{shown}`", "",
             "| normal client while | p50 ms | p99 ms | p99 / alone |", "|---|---:|---:|---:|"]
     for name in ("alone", *ATTACKS):
         p50, p99 = m[name]
@@ -272,17 +274,17 @@ def headline(results: dict) -> str:
             f"({' -> '.join(results)}).")
 
 
-def write_section(lines: list[str]) -> None:
-    """Replaces this script's section of the report, keeping the others."""
-    text = REPORT.read_text() if REPORT.exists() else HEADER
+def write_section(lines: list[str], report: Path = REPORT) -> None:
+    """Replaces this script's section of `report`, keeping the others."""
+    text = report.read_text() if report.exists() else HEADER
     start = text.find(SECTION)
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
     else:
         end = text.find("\n## ", start + len(SECTION))
         text = text[:start] + "\n".join(lines) + "\n" + (text[end + 1:] if end >= 0 else "")
-    REPORT.parent.mkdir(parents=True, exist_ok=True)
-    REPORT.write_text(text)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(text)
 
 
 def main() -> None:
@@ -290,13 +292,15 @@ def main() -> None:
     parser.add_argument("--binary", default=str(ROOT / "build" / "ortserve"))
     parser.add_argument("--before", help="an ortserve build to measure first, for comparison")
     parser.add_argument("--seconds", type=float, default=8.0, help="each latency window and descriptor episode")
+    parser.add_argument("--report", type=Path, default=REPORT, help="the report whose section is written")
     args = parser.parse_args()
     builds = ([("before", args.before)] if args.before else []) + [("after", args.binary)]
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     lines = [SECTION, "",
-             f"Commit {commit}, {time.strftime('%Y-%m-%d')}; `bench/hostile_http.py --seconds {args.seconds:g}`"
-             f"{' --before ' + args.before if args.before else ''}. Model identity_fp32, one HTTP I/O thread, "
+             f"Commit {commit}, {time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the start; "
+             f"`bench/hostile_http.py --seconds {args.seconds:g}{' --before ' + args.before if args.before else ''}`. "
+             "Model identity_fp32, one HTTP I/O thread, "
              f"thread budget 2; {ATTACKERS} attackers, a bomb every {BOMB_INTERVAL_S * 1e3:.0f} ms or a claimed "
              f"shape every {CLAIM_INTERVAL_S * 1e3:.0f} ms each; the normal client sends sequential 16-element "
              "FP32 requests on one connection. CPU is every server thread's schedstat time; peak RSS is VmHWM "
@@ -311,7 +315,7 @@ def main() -> None:
     lines += [headline(results), ""]
     for (label, binary), m in zip(builds, results.values()):
         lines += table(label, binary, m)
-    write_section(lines)
+    write_section(lines, args.report)
     print("\n".join(lines))
 
 
