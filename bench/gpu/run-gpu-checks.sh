@@ -43,6 +43,7 @@ note() { echo "$*" | tee -a "$PREFLIGHT"; }
 . "$BUNDLE/cuda-env.sh"
 note "python: $(command -v "$PYTHON") ($("$PYTHON" -c 'import sys, numpy; print(sys.version.split()[0], "numpy", numpy.__version__)' 2>&1))"
 note "CUDA library folders from python's nvidia wheels: ${CUDA_WHEEL_LIB_DIRS//$'\n'/ }"
+note "CUDA wheels: $("$PYTHON" -c 'import importlib.metadata as m; print(" ".join(sorted(d.metadata["Name"] + "==" + d.version for d in m.distributions() if (d.metadata["Name"] or "").lower().startswith(("nvidia-", "cuda-")))))' 2>&1)"
 note "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 
 # 2. Preflight.
