@@ -8,9 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/DataType.h"
@@ -73,6 +76,59 @@ inline Tensor Repeat(const Tensor& one, int batch) {
   t.data = TensorData::FromVector(std::move(bytes));
   return t;
 }
+
+// Walks argv: a flag named in `switches` stands alone (set gets ""), every
+// other takes the next argument as its value. A std::stoi / std::stod that
+// throws inside `set` fails with the flag and value named; so does a flag
+// without its value. `set(flag, value)` fails itself on an unknown flag.
+template <typename Set>
+void ParseFlags(int argc, char** argv, std::initializer_list<std::string_view> switches, Set&& set) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    const bool is_switch = std::find(switches.begin(), switches.end(), flag) != switches.end();
+    if (!is_switch && i + 1 >= argc) Fail(flag + " needs a value");
+    const std::string value = is_switch ? std::string() : argv[++i];
+    try {
+      set(flag, value);
+    } catch (const std::logic_error&) {
+      Fail("bad value '" + value + "' for " + flag);
+    }
+  }
+}
+
+// --duration and --warmup, as every bench program takes them.
+inline void CheckWindow(double duration_s, double warmup_s) {
+  if (!(duration_s > 0) || warmup_s < 0) Fail("--duration must be positive and --warmup not negative");
+}
+
+inline std::vector<int> ParseBatchSizes(const std::string& text);
+
+// What the in-process programs run: a model, one request's inputs, the
+// batch sizes and the measurement window.
+struct RunFlags {
+  std::string model_path;
+  std::vector<int> batch_sizes{1};
+  double duration_s = 10.0;
+  double warmup_s = 1.0;
+  std::vector<Tensor> inputs;  // one request's tensors (--input NAME:DTYPE:DIMS:FILE)
+
+  // Applies --model-path, --batch-sizes, --duration, --warmup or --input;
+  // false for any other flag.
+  bool Set(const std::string& flag, const std::string& value) {
+    if (flag == "--model-path") model_path = value;
+    else if (flag == "--batch-sizes") batch_sizes = ParseBatchSizes(value);
+    else if (flag == "--duration") duration_s = std::stod(value);
+    else if (flag == "--warmup") warmup_s = std::stod(value);
+    else if (flag == "--input") inputs.push_back(ReadInput(value));
+    else return false;
+    return true;
+  }
+
+  void Check() const {
+    if (model_path.empty() || inputs.empty()) Fail("--model-path and at least one --input are required");
+    CheckWindow(duration_s, warmup_s);
+  }
+};
 
 // Comma-separated positive integers ("1,8,32"), sorted, without repeats.
 inline std::vector<int> ParseBatchSizes(const std::string& text) {

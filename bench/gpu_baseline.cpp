@@ -16,7 +16,6 @@
 // a GPU. Prints one JSON object, the schema of bench/inprocess_ort.py.
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,57 +35,35 @@ using ortserve::Tensor;
 using ortserve::bench::Fail;
 
 struct Args {
-  std::string model_path;
-  std::vector<int> batch_sizes{1};
-  double duration_s = 3.0;
-  double warmup_s = 1.0;
+  ortserve::bench::RunFlags run;
   int device_id = 0;
   std::vector<std::pair<std::string, std::string>> cuda_options;
   bool cuda_graph = false;
   bool cpu = false;
-  std::vector<Tensor> inputs;  // one request's tensors (--input NAME:DTYPE:DIMS:FILE)
 };
 
 void SetFlag(Args& args, const std::string& flag, const std::string& value) {
-  if (flag == "--model-path") {
-    args.model_path = value;
-  } else if (flag == "--batch-sizes") {
-    args.batch_sizes = ortserve::bench::ParseBatchSizes(value);
-  } else if (flag == "--duration") {
-    args.duration_s = std::stod(value);
-  } else if (flag == "--warmup") {
-    args.warmup_s = std::stod(value);
+  if (flag == "--cuda-graph") {
+    args.cuda_graph = true;
+  } else if (flag == "--cpu") {
+    args.cpu = true;
   } else if (flag == "--device-id") {
     args.device_id = std::stoi(value);
   } else if (flag == "--cuda-option") {
     const size_t eq = value.find('=');
     if (eq == std::string::npos || eq == 0) Fail("--cuda-option must be KEY=VALUE, got " + value);
     args.cuda_options.emplace_back(value.substr(0, eq), value.substr(eq + 1));
-  } else if (flag == "--input") {
-    args.inputs.push_back(ortserve::bench::ReadInput(value));
-  } else {
+  } else if (!args.run.Set(flag, value)) {
     Fail("unknown flag " + flag);
   }
 }
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--cuda-graph" || flag == "--cpu") {
-      (flag == "--cpu" ? args.cpu : args.cuda_graph) = true;
-      continue;
-    }
-    if (i + 1 >= argc) Fail(flag + " needs a value");
-    const std::string value = argv[++i];
-    try {
-      SetFlag(args, flag, value);
-    } catch (const std::logic_error&) {  // std::stoi / std::stod
-      Fail("bad value '" + value + "' for " + flag);
-    }
-  }
-  if (args.model_path.empty() || args.inputs.empty()) Fail("--model-path and at least one --input are required");
-  if (!(args.duration_s > 0) || args.warmup_s < 0) Fail("--duration must be positive and --warmup not negative");
+  args.run.duration_s = 3.0;
+  ortserve::bench::ParseFlags(argc, argv, {"--cuda-graph", "--cpu"},
+                              [&](const std::string& flag, const std::string& value) { SetFlag(args, flag, value); });
+  args.run.Check();
   if (args.cpu && args.cuda_graph) Fail("--cuda-graph needs the CUDA provider, not --cpu");
   return args;
 }
@@ -139,7 +116,7 @@ void MeasureBatch(Ort::Session& session, const Args& args, int batch, int graph_
                : Ort::MemoryInfo("Cuda", OrtDeviceAllocator, args.device_id, OrtMemTypeDefault);
   Ort::Allocator allocator(session, where);
   std::vector<Tensor> host;
-  for (const Tensor& one : args.inputs) host.push_back(ortserve::bench::Repeat(one, batch));
+  for (const Tensor& one : args.run.inputs) host.push_back(ortserve::bench::Repeat(one, batch));
   std::vector<Ort::Value> inputs = PlaceInputs(host, allocator, args.cpu);
 
   Ort::IoBinding binding(session);
@@ -163,7 +140,7 @@ void MeasureBatch(Ort::Session& session, const Args& args, int batch, int graph_
     session.Run(run_options, binding);
     binding.SynchronizeOutputs();
   };
-  ortserve::bench::MeasureBackToBack(run, batch, args.warmup_s, args.duration_s, json);
+  ortserve::bench::MeasureBackToBack(run, batch, args.run.warmup_s, args.run.duration_s, json);
 }
 
 }  // namespace
@@ -175,7 +152,7 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("gpu-baseline"));
   std::string out;
   try {
-    Ort::Session session(ortserve::SharedOrtEnv(), args.model_path.c_str(), SessionOptions(args));
+    Ort::Session session(ortserve::SharedOrtEnv(), args.run.model_path.c_str(), SessionOptions(args));
     ortserve::JsonWriter json(&out);
     json.StartObject();
     json.Key("engine");
@@ -187,7 +164,7 @@ int main(int argc, char** argv) {
     json.Key("results");
     json.StartArray();
     int graph_id = 1;
-    for (int batch : args.batch_sizes) MeasureBatch(session, args, batch, graph_id++, json);
+    for (int batch : args.run.batch_sizes) MeasureBatch(session, args, batch, graph_id++, json);
     json.EndArray();
     json.EndObject();
   } catch (const Ort::Exception& e) {

@@ -30,7 +30,6 @@
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,25 +77,18 @@ void ReadBodyList(const std::string& list, Args& args) {
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) Fail(flag + " needs a value");
-    const std::string value = argv[++i];
-    try {
-      if (flag == "--url") ParseUrl(value, args);
-      else if (flag == "--body") args.bodies.push_back(value);
-      else if (flag == "--body-list") ReadBodyList(value, args);
-      else if (flag == "--concurrency") args.concurrency = std::stoi(value);
-      else if (flag == "--duration") args.duration_s = std::stod(value);
-      else if (flag == "--warmup") args.warmup_s = std::stod(value);
-      else Fail("unknown flag " + flag);
-    } catch (const std::logic_error&) {  // std::stoi / std::stod
-      Fail("bad value '" + value + "' for " + flag);
-    }
-  }
+  ortserve::bench::ParseFlags(argc, argv, {}, [&](const std::string& flag, const std::string& value) {
+    if (flag == "--url") ParseUrl(value, args);
+    else if (flag == "--body") args.bodies.push_back(value);
+    else if (flag == "--body-list") ReadBodyList(value, args);
+    else if (flag == "--concurrency") args.concurrency = std::stoi(value);
+    else if (flag == "--duration") args.duration_s = std::stod(value);
+    else if (flag == "--warmup") args.warmup_s = std::stod(value);
+    else Fail("unknown flag " + flag);
+  });
   if (args.path.empty() || args.bodies.empty()) Fail("--url and at least one --body are required");
   if (args.concurrency < 1) Fail("--concurrency must be at least 1");
-  if (!(args.duration_s > 0) || args.warmup_s < 0) Fail("--duration must be positive and --warmup not negative");
+  ortserve::bench::CheckWindow(args.duration_s, args.warmup_s);
   return args;
 }
 

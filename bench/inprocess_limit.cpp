@@ -14,7 +14,6 @@
 // inprocess_ort.py): per batch size, runs, inferences/s, run latency
 // percentiles in microseconds.
 #include <cstdio>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,52 +31,20 @@ using ortserve::Tensor;
 using ortserve::bench::Fail;
 
 struct Args {
-  std::string model_path;
+  ortserve::bench::RunFlags run;
   int threads = 2;
-  std::vector<int> batch_sizes{1};
-  double duration_s = 10.0;
-  double warmup_s = 1.0;
   bool spinning = false;
-  std::vector<Tensor> inputs;  // one request's tensors (--input NAME:DTYPE:DIMS:FILE)
 };
-
-void SetFlag(Args& args, const std::string& flag, const std::string& value) {
-  if (flag == "--model-path") {
-    args.model_path = value;
-  } else if (flag == "--threads") {
-    args.threads = std::stoi(value);
-  } else if (flag == "--batch-sizes") {
-    args.batch_sizes = ortserve::bench::ParseBatchSizes(value);
-  } else if (flag == "--duration") {
-    args.duration_s = std::stod(value);
-  } else if (flag == "--warmup") {
-    args.warmup_s = std::stod(value);
-  } else if (flag == "--input") {
-    args.inputs.push_back(ortserve::bench::ReadInput(value));
-  } else {
-    Fail("unknown flag " + flag);
-  }
-}
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--spinning") {
-      args.spinning = true;
-      continue;
-    }
-    if (i + 1 >= argc) Fail(flag + " needs a value");
-    const std::string value = argv[++i];
-    try {
-      SetFlag(args, flag, value);
-    } catch (const std::logic_error&) {  // std::stoi / std::stod
-      Fail("bad value '" + value + "' for " + flag);
-    }
-  }
-  if (args.model_path.empty() || args.inputs.empty()) Fail("--model-path and at least one --input are required");
+  ortserve::bench::ParseFlags(argc, argv, {"--spinning"}, [&](const std::string& flag, const std::string& value) {
+    if (flag == "--spinning") args.spinning = true;
+    else if (flag == "--threads") args.threads = std::stoi(value);
+    else if (!args.run.Set(flag, value)) Fail("unknown flag " + flag);
+  });
+  args.run.Check();
   if (args.threads < 1) Fail("--threads must be at least 1");
-  if (!(args.duration_s > 0) || args.warmup_s < 0) Fail("--duration must be positive and --warmup not negative");
   return args;
 }
 
@@ -85,13 +52,13 @@ Args ParseArgs(int argc, char** argv) {
 // object (inprocess_ort.py's schema) to `json`.
 void MeasureBatch(ortserve::ModelInstance& model, const Args& args, int batch, ortserve::JsonWriter& json) {
   std::vector<Tensor> inputs;
-  for (const Tensor& one : args.inputs) inputs.push_back(ortserve::bench::Repeat(one, batch));
+  for (const Tensor& one : args.run.inputs) inputs.push_back(ortserve::bench::Repeat(one, batch));
   std::vector<Tensor> outputs;
   const auto run = [&] {
     outputs.clear();
     if (auto st = model.Run(inputs, &outputs); !st.ok()) Fail(st.message());
   };
-  ortserve::bench::MeasureBackToBack(run, batch, args.warmup_s, args.duration_s, json);
+  ortserve::bench::MeasureBackToBack(run, batch, args.run.warmup_s, args.run.duration_s, json);
 }
 
 }  // namespace
@@ -102,7 +69,7 @@ int main(int argc, char** argv) {
   // Stdout carries the JSON result only; the runtime's log lines go to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("inprocess"));
   ortserve::RuntimeOptions options;
-  options.model_path = args.model_path;
+  options.model_path = args.run.model_path;
   options.intra_op_threads = args.threads;
   options.allow_spinning = args.spinning;
   options.label = "inprocess";
@@ -120,7 +87,7 @@ int main(int argc, char** argv) {
   json.String(ortserve::OrtVersion());
   json.Key("results");
   json.StartArray();
-  for (int batch : args.batch_sizes) MeasureBatch(*instance.value(), args, batch, json);
+  for (int batch : args.run.batch_sizes) MeasureBatch(*instance.value(), args, batch, json);
   json.EndArray();
   json.EndObject();
   std::printf("%s\n", out.c_str());

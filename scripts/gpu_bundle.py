@@ -41,6 +41,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench" / "gpu"))
+sys.path.insert(0, str(ROOT / "scripts"))
+from gpu_bundle_reassemble import file_sha256 as sha256  # noqa: E402
 
 BUNDLE_NAME = "ortserve-gpu"
 PROGRAMS = ("ortserve", "ortserve_gpu_baseline", "ortserve_http_load", "runtime_gpu_options_test")
@@ -50,14 +52,6 @@ GLIBC_FAMILY = re.compile(r"^(linux-vdso|ld-linux|libc|libm|libmvec|libpthread|l
                           r"libanl|libnsl|libnss_[a-z]+|libBrokenLocale|libthread_db)[.-]")
 ORT_PROVIDERS = ("libonnxruntime_providers_cuda.so", "libonnxruntime_providers_shared.so")
 XZ_PRESET = "6"
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def cmake_cache(build_dir: Path, key: str) -> str:
