@@ -32,10 +32,11 @@ import make_bench_models as bench_models  # noqa: E402
 
 text = bucket_bench.text
 
-CORRECTNESS_BATCHES = (1, 4, 7)
-# Batch sizes 1 and 4 twice (captured graphs replay), then 7 (beyond
-# cuda_graph_max_shapes 2: uncaptured), then 1 again: tests/integration/test_gpu.py's order.
-CORRECTNESS_ORDER = (1, 4, 1, 4, 7, 1)
+CORRECTNESS_BATCHES = (1, 4, 8)
+# The default warm-up runs batch 1 and max_batch_size (8), so with CUDA
+# graphs those two shapes take the cuda_graph_max_shapes (2) graphs: 1 and 8
+# twice (captured graphs replay), then 4 (uncaptured), then 1 again.
+CORRECTNESS_ORDER = (1, 8, 1, 8, 4, 1)
 # |gpu - cpu| <= atol + rtol * |cpu|. FP32 without TF32: the MLP's matrix
 # products as tests/integration/test_gpu.py checks them; the CNN looser, as
 # cuDNN may choose Winograd or FFT convolutions, which round differently from
