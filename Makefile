@@ -8,6 +8,12 @@ JOBS ?= $(shell nproc)
 VENV := .venv
 PY := $(VENV)/bin/python
 HTTP_PORT ?= 8000
+# A copy of Triton's example repository (optional): the tests serve it beside
+# the generated one; absolute, since ctest runs in the build directory.
+ifdef TRITON_EXAMPLES_DIR
+override TRITON_EXAMPLES_DIR := $(abspath $(TRITON_EXAMPLES_DIR))
+export TRITON_EXAMPLES_DIR
+endif
 
 .PHONY: all deps build run test unit-test integration-test tsan thread-safety clean demo-models
 
@@ -56,7 +62,7 @@ bench-scaleout: build deploy-deps
 # The scheduler's tests, and the served model's over it, under
 # ThreadSanitizer (the batcher's worker/leader hand-offs are where races
 # would hide).
-SCHED_TESTS = $(basename $(notdir $(wildcard tests/unit/scheduler_*_test.cpp))) repository_served_model_test repository_ensemble_scheduler_test
+SCHED_TESTS = $(basename $(notdir $(wildcard tests/unit/scheduler_*_test.cpp))) serving_served_model_test pipeline_ensemble_scheduler_test
 tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTSERVE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS) --target $(SCHED_TESTS)

@@ -1,6 +1,7 @@
 """What every part of the benchmark shares: paths, the run's log, its notes (skips and errors) and
 the command lines it ran (both for RESULTS.md), the machine and the commit measured, and where
 the tools and the model repository are."""
+import json
 import os
 import platform
 import shlex
@@ -30,6 +31,12 @@ def note(msg):
     log(msg)
     if msg not in NOTES:  # said once in the report however often it happens
         NOTES.append(msg)
+
+
+def results_json(obj) -> str:
+    """`obj` as a committed results file keeps it: paths inside the checkout
+    relative to its root, so that the file names no folder of the machine."""
+    return json.dumps(obj, indent=1, default=str).replace(str(ROOT) + "/", "")
 
 
 def record_cmd(cmd, env_extra=None):

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 from bench_common import (BENCH, COMMANDS, LOGS, NOTES, PERF_ANALYZER, RESULTS, ROOT, WORK,  # noqa: E402
-                          git_head, log, machine_info, manifest_repo, note)
+                          git_head, log, machine_info, manifest_repo, note, results_json)
 from bench_loads import pa_available  # noqa: E402
 from bench_plots import plot  # noqa: E402
 from bench_procs import Procs  # noqa: E402
@@ -117,7 +117,7 @@ def finish(out, manifest, args):
     out["targets"] = targets
     out["notes"] = NOTES
     out["commands"] = COMMANDS
-    (RESULTS / "results.json").write_text(json.dumps(out, indent=1, default=str))
+    (RESULTS / "results.json").write_text(results_json(out))
     try:
         plots = plot(out, args.models)
     except Exception as e:  # a plotting problem must not lose the numbers

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
-from bench_common import BENCH, COMMANDS, LOGS, RESULTS, ROOT, git_head, machine_info  # noqa: E402
+from bench_common import BENCH, COMMANDS, LOGS, RESULTS, ROOT, git_head, machine_info, results_json  # noqa: E402
 from bench_measure import histogram_delta, scrape_metrics  # noqa: E402
 from bench_procs import Procs, log_tail, tree_cpu_seconds  # noqa: E402
 from bench_servers import OrtServe, wait_ready  # noqa: E402
@@ -379,7 +379,7 @@ def render(out, args):
     """soak.json, soak.png and SOAK.md from the measured data; the exit status."""
     out["reading"] = reading(out)
     failures = out["failures"]
-    Path(args.out_json).write_text(json.dumps(out, indent=1, default=str))
+    Path(args.out_json).write_text(results_json(out))
     try:
         plot(out, args.out_png)
     except Exception as e:  # a plotting problem must not lose the numbers

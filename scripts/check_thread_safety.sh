@@ -21,5 +21,5 @@ fi
 # Debug: the analysis needs no optimiser, and -O0 compiles fastest.
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$CXX_BIN" \
   -DORTSERVE_BUILD_TESTS=OFF -DORTSERVE_ALLOCATOR=system -DORTSERVE_THREAD_SAFETY_ANALYSIS=ON >/dev/null
-cmake --build "$BUILD" -j "$JOBS" --target ortserve_scheduler ortserve_repository
+cmake --build "$BUILD" -j "$JOBS" --target ortserve_scheduler ortserve_config ortserve_serving ortserve_pipeline ortserve_repository
 echo "[thread-safety] no findings"

@@ -2,6 +2,15 @@
 # Runs the unit tests (ctest) and the integration tests (pytest against the real
 # binary), then prints one summary line: "N passed, N failed, N skipped".
 set -uo pipefail
+# Triton's example repository: the tests serve the one scripts/make_triton_examples.py
+# writes, and also the copy of Triton's files TRITON_EXAMPLES_DIR names, if set
+# (made absolute here, since ctest runs in the build directory).
+if [ -n "${TRITON_EXAMPLES_DIR:-}" ]; then
+  export TRITON_EXAMPLES_DIR=$(realpath -m "$TRITON_EXAMPLES_DIR")
+  echo "Triton's example repository: generated, and $TRITON_EXAMPLES_DIR"
+else
+  echo "Triton's example repository: generated (TRITON_EXAMPLES_DIR not set)"
+fi
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
 LOGDIR=$(mktemp -d)

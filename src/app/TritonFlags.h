@@ -9,8 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/ConfigAutoComplete.h"
 #include "core/Status.h"
-#include "repository/ConfigAutoComplete.h"
 
 namespace ortserve::app {
 

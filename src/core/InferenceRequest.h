@@ -28,7 +28,7 @@ struct RequestedOutput {
   bool binary_data = false;
   // Triton's classification extension: when above 0, the response carries,
   // instead of the tensor, its top `classification` entries per batch row as
-  // a BYTES tensor of "value:index[:label]" (repository/Classification.h).
+  // a BYTES tensor of "value:index[:label]" (serving/Classification.h).
   uint64_t classification = 0;
 };
 
@@ -64,7 +64,7 @@ struct SequenceParameters {
   bool has_id() const { return id != 0 || !string_id.empty(); }
 };
 
-// The response cache's key of a request (repository/ResponseCache.h): the
+// The response cache's key of a request (serving/ResponseCache.h): the
 // serialized model version, inputs and requested outputs, and their hash.
 struct ResponseCacheKey {
   uint64_t hash = 0;
@@ -93,7 +93,7 @@ struct InferenceRequest {
   // Set by a served model whose answers are cached, when the cache had none
   // for this request: the answer is stored under it once computed.
   ResponseCacheKey cache_key;
-  // Set by a served model with shape buckets (repository/ShapeBuckets.h)
+  // Set by a served model with shape buckets (serving/ShapeBuckets.h)
   // that padded this request's inputs: their length along the bucketed dim
   // as the client sent them, to which the outputs are cropped back.
   // -1: not padded.

@@ -176,4 +176,17 @@ class ModelStatistics {
   std::vector<BatchStat> batch_stats_;
 };
 
+// The response cache's state (--cache-config local,size=BYTES), for the
+// metrics endpoint. Hits and misses of every model together; each model's
+// own are in its statistics (cache_hit, cache_miss).
+struct ResponseCacheUsage {
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t entries = 0;
+  uint64_t insertions = 0;
+  uint64_t evictions = 0;  // entries dropped to make room (not those of unloaded versions)
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+};
+
 }  // namespace ortserve

@@ -6,11 +6,11 @@
 #include <chrono>
 #include <filesystem>
 
+#include "config/ConfigChecks.h"
+#include "config/ConfigParse.h"
+#include "config/EnsembleGraph.h"
 #include "core/ThreadName.h"
-#include "repository/ConfigChecks.h"
-#include "repository/ConfigParse.h"
-#include "repository/EnsembleGraph.h"
-#include "repository/EnsembleScheduler.h"
+#include "pipeline/EnsembleScheduler.h"
 #include "repository/Warmup.h"
 #include "runtime/OrtModelInstance.h"
 #include "scheduler/DynamicBatcher.h"

@@ -8,13 +8,13 @@
 #include <string>
 
 #include "core/Status.h"
-#include "repository/FallbackRouter.h"
-#include "repository/ModelLookup.h"
 #include "repository/ModelPreparation.h"
-#include "repository/ResponseCache.h"
-#include "repository/ServedModel.h"
 #include "repository/ThreadPlan.h"
 #include "scheduler/ComputeSlots.h"
+#include "serving/FallbackRouter.h"
+#include "serving/ModelLookup.h"
+#include "serving/ResponseCache.h"
+#include "serving/ServedModel.h"
 
 namespace ortserve {
 

@@ -67,12 +67,4 @@ std::string DirectoryStamp(const fs::path& dir) {
   return stamp;
 }
 
-Result<std::string> ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Unavailable("cannot read " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace ortserve

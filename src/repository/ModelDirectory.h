@@ -28,6 +28,4 @@ std::string FileStamp(const std::filesystem::path& path);
 // directory (names, mtimes, sizes). Cheap: no file is read.
 std::string DirectoryStamp(const std::filesystem::path& dir);
 
-Result<std::string> ReadFile(const std::filesystem::path& path);
-
 }  // namespace ortserve

@@ -9,10 +9,10 @@
 #include <map>
 #include <set>
 
+#include "config/ConfigParse.h"
+#include "config/EnsembleGraph.h"
 #include "core/Text.h"
 #include "core/ThreadName.h"
-#include "repository/ConfigParse.h"
-#include "repository/EnsembleGraph.h"
 #include "repository/ModelDirectory.h"
 
 namespace ortserve {

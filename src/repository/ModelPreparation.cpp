@@ -4,18 +4,19 @@
 
 #include <algorithm>
 
+#include "config/ConfigAutoComplete.h"
+#include "config/ConfigChecks.h"
+#include "config/ConfigNormalize.h"
+#include "config/ConfigParse.h"
+#include "config/ConfigRules.h"
+#include "config/ConfigTypes.h"
+#include "config/EnsembleGraph.h"
+#include "config/ModelFiles.h"
+#include "config/SequenceConfig.h"
+#include "config/ShapeBucketConfig.h"
+#include "config/VersionPolicy.h"
 #include "core/Text.h"
-#include "repository/ConfigAutoComplete.h"
-#include "repository/ConfigChecks.h"
-#include "repository/ConfigNormalize.h"
-#include "repository/ConfigParse.h"
-#include "repository/ConfigRules.h"
-#include "repository/ConfigTypes.h"
-#include "repository/EnsembleGraph.h"
 #include "repository/ModelDirectory.h"
-#include "repository/SequenceConfig.h"
-#include "repository/ShapeBuckets.h"
-#include "repository/VersionPolicy.h"
 #include "runtime/OrtModelInstance.h"
 
 namespace ortserve {
@@ -152,7 +153,7 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
   }
   ORTSERVE_RETURN_IF_ERROR(ValidateConfigAgainstSignature(c.config, signature.value()));
   // Once the tensors are final: the bucketed dims are checked against them.
-  if (auto buckets = ShapeBuckets::FromConfig(c.config); !buckets.ok()) return buckets.status();
+  if (auto buckets = ShapeBucketConfig::FromConfig(c.config); !buckets.ok()) return buckets.status();
   if (c.config.has_sequence_batching()) {
     auto sequence_options = MakeSequenceBatcherOptions(c.config, std::to_string(v), c.model_dir);
     if (!sequence_options.ok()) return sequence_options.status();

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "config/ConfigAutoComplete.h"
+#include "config/RuntimeConfig.h"
 #include "model_config.pb.h"
-#include "repository/Classification.h"
-#include "repository/ConfigAutoComplete.h"
-#include "repository/RuntimeConfig.h"
 #include "repository/ThreadPlan.h"
-#include "repository/VersionWeights.h"
 #include "scheduler/DynamicBatcherOptions.h"
 #include "scheduler/SequenceBatcherOptions.h"
+#include "serving/Classification.h"
+#include "serving/WeightedVersionPicker.h"
 
 namespace ortserve {
 

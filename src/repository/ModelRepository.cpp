@@ -8,13 +8,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "repository/EnsembleGraph.h"
-#include "repository/FallbackRouter.h"
+#include "config/EnsembleGraph.h"
 #include "repository/ModelDirectory.h"
 #include "repository/ModelLoader.h"
 #include "repository/ModelTable.h"
-#include "repository/ResponseCache.h"
 #include "runtime/OrtModelInstance.h"
+#include "serving/FallbackRouter.h"
+#include "serving/ResponseCache.h"
 
 namespace ortserve {
 

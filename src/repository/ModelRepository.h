@@ -1,7 +1,7 @@
 #pragma once
 // The model repository: lookup and model states over a Triton-layout folder
 // (<repo>/<model>/<version>/model.onnx, optional <repo>/<model>/config.pbtxt).
-// It hands out refcounted handles (repository/Model.h), so an unload never
+// It hands out refcounted handles (serving/Model.h), so an unload never
 // frees a model under a running request; its loader (repository/ModelLoader.h)
 // scans, prepares, loads, warms and publishes models on a thread of its own.
 // The front ends see this header and Model.h only.
@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "config/ConfigAutoComplete.h"
+#include "core/ModelStatistics.h"
 #include "core/Status.h"
-#include "repository/ConfigAutoComplete.h"
-#include "repository/Model.h"
+#include "serving/Model.h"
 
 namespace ortserve {
 
@@ -62,19 +63,6 @@ struct RepositoryOptions {
   // --op-library: custom-operator libraries registered for every model,
   // before its own model_operations.op_library_filename (runtime/OpLibraries.h).
   std::vector<std::string> op_libraries;
-};
-
-// The response cache's state (--cache-config local,size=BYTES), for the
-// metrics endpoint. Hits and misses of every model together; each model's
-// own are in its statistics (cache_hit, cache_miss).
-struct ResponseCacheUsage {
-  uint64_t capacity_bytes = 0;
-  uint64_t used_bytes = 0;
-  uint64_t entries = 0;
-  uint64_t insertions = 0;
-  uint64_t evictions = 0;  // entries dropped to make room (not those of unloaded versions)
-  uint64_t hits = 0;
-  uint64_t misses = 0;
 };
 
 class ModelRepository {

@@ -18,8 +18,8 @@
 #include "core/Mutex.h"
 #include "repository/ModelPreparation.h"
 #include "repository/ModelRepository.h"
-#include "repository/ServedModel.h"
-#include "repository/VersionWeights.h"
+#include "serving/ServedModel.h"
+#include "serving/WeightedVersionPicker.h"
 
 namespace ortserve {
 

@@ -8,12 +8,13 @@
 #include <random>
 #include <set>
 
-#include "repository/ConfigTypes.h"
-#include "repository/RaggedConfig.h"
-#include "repository/ShapeBuckets.h"
+#include "config/ConfigTypes.h"
+#include "config/ModelFiles.h"
+#include "config/RaggedConfig.h"
 #include "scheduler/SequenceControls.h"
 #include "scheduler/SequenceStates.h"
 #include "scheduler/TensorStacker.h"
+#include "serving/ShapeBuckets.h"
 
 namespace ortserve {
 namespace {
@@ -345,29 +346,6 @@ Status ShapeAsRaggedBatches(const RaggedBatching& ragged, std::vector<WarmupSamp
 }
 
 }  // namespace
-
-Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
-                                            const std::string& relative) {
-  namespace fs = std::filesystem;
-  const fs::path rel(relative);
-  if (relative.empty() || rel.is_absolute() || rel.has_root_name()) {
-    return InvalidArgument("path '" + relative + "' must be relative to " + base.string());
-  }
-  for (const auto& part : rel) {
-    if (part == "..") return InvalidArgument("path '" + relative + "' escapes " + base.string());
-  }
-  std::error_code ec;
-  const fs::path canonical_base = fs::weakly_canonical(base, ec);
-  if (ec) return InvalidArgument("cannot resolve " + base.string() + ": " + ec.message());
-  const fs::path resolved = fs::weakly_canonical(canonical_base / rel, ec);
-  if (ec) return InvalidArgument("cannot resolve " + relative + ": " + ec.message());
-  auto [base_end, _] = std::mismatch(canonical_base.begin(), canonical_base.end(),
-                                     resolved.begin(), resolved.end());
-  if (base_end != canonical_base.end() || resolved == canonical_base) {
-    return InvalidArgument("path '" + relative + "' escapes " + base.string());
-  }
-  return resolved;
-}
 
 Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfig& config,
                                                      const std::filesystem::path& model_dir,

@@ -42,9 +42,4 @@ Result<std::vector<WarmupSample>> BuildWarmupSamples(const inference::ModelConfi
                                                      const std::filesystem::path& model_dir,
                                                      const SequencePolicy* sequence = nullptr);
 
-// Resolves `relative` inside `base` and refuses anything that would leave it
-// (absolute paths, "..", symlinks pointing outside).
-Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
-                                            const std::string& relative);
-
 }  // namespace ortserve

@@ -1,6 +1,6 @@
 #pragma once
 // Applies RuntimeOptions::execution_providers to ORT session options, strictly
-// in order and never silently (DESIGN: fail, or say loudly what runs).
+// in order and never silently (docs/design.md: fail, or say loudly what runs).
 #include <onnxruntime_cxx_api.h>
 
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
-// Compares a GPU instance's outputs with a CPU FP32 reference (DESIGN: a
-// numerical tolerance check whenever an optimization changes the math). Pure:
+// Compares a GPU instance's outputs with a CPU FP32 reference (docs/design.md:
+// a numerical tolerance check whenever an optimization changes the math). Pure:
 // no ORT, no device; unit-tested on CPU.
 #include <cstddef>
 #include <string>

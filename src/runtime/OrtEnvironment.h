@@ -1,6 +1,6 @@
 #pragma once
-// The one ONNX Runtime environment of the process (DESIGN: no globals except
-// the ORT env and the logger). Internal to the runtime layer.
+// The one ONNX Runtime environment of the process (docs/design.md: no globals
+// except the ORT env and the logger). Internal to the runtime layer.
 #include <onnxruntime_cxx_api.h>
 
 namespace ortserve {

@@ -40,7 +40,7 @@ struct BatchingPolicy {
   // passed over, so the batch gathers every queued request that stacks with
   // its head, in queue order, and the others wait for a batch of their own
   // shape. For models whose requests come in a few interleaved shapes (shape
-  // buckets, repository/ShapeBuckets.h); the head is always the oldest
+  // buckets, serving/ShapeBuckets.h); the head is always the oldest
   // request, so none waits behind more than the batches formed before it.
   bool group_by_shape = false;
   // Triton's ragged batching (scheduler/RaggedBatch.h); null or empty: none.

@@ -1,9 +1,15 @@
 #pragma once
-// The scheduler seam: what a served model (repository/ServedModel.h) hands
-// its admitted requests to, and how they come back. Today's kind is the
-// dynamic batcher (scheduler/DynamicBatcher.h); a sequence batcher or an
-// ensemble scheduler implements the same interface, and the front ends never
-// see which one serves a model.
+// The scheduler seam: what a served model (serving/ServedModel.h) hands
+// its admitted requests to, and how they come back. Three kinds implement it
+// today: the dynamic batcher (scheduler/DynamicBatcher.h, every model without
+// sequence_batching, batching or not), the sequence batcher
+// (scheduler/SequenceBatcher.h, stateful models) and the ensemble scheduler
+// (pipeline/EnsembleScheduler.h, `platform: "ensemble"`, above this layer
+// because its steps are requests to other served models).
+// repository/ModelBuilder.cpp picks one from the config; the front ends never
+// see which one serves a model. A new kind implements this interface in
+// scheduler/ when it needs only model instances, in pipeline/ when it calls
+// other served models.
 //
 // Ownership: a request handed to Submit (or to TrySubmit, when it returns OK)
 // belongs to the scheduler, which answers it exactly once through its

@@ -1,6 +1,6 @@
 #pragma once
 // What a sequence batcher is told (Triton's sequence_batching, translated by
-// repository/SequenceConfig.h): the model and its compute and queue bounds as
+// config/SequenceConfig.h): the model and its compute and queue bounds as
 // for the dynamic batcher, plus the sequence policy -- the strategy, the
 // slots, the idle timeout, the control inputs the server fills and the
 // implicit state it feeds back. Units are in the names.

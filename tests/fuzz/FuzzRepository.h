@@ -6,13 +6,13 @@
 #include <spdlog/spdlog.h>
 
 #include "FuzzCommon.h"
+#include "config/ConfigAutoComplete.h"
+#include "config/ConfigChecks.h"
+#include "config/ConfigParse.h"
+#include "config/ConfigTypes.h"
 #include "model_config.pb.h"
-#include "repository/ConfigAutoComplete.h"
-#include "repository/ConfigChecks.h"
-#include "repository/ConfigParse.h"
-#include "repository/ConfigTypes.h"
-#include "repository/RequestValidator.h"
-#include "repository/ResponseShaper.h"
+#include "serving/RequestValidator.h"
+#include "serving/ResponseShaper.h"
 
 namespace ortserve::fuzz {
 

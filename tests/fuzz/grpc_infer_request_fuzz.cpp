@@ -8,8 +8,8 @@
 
 #include "FuzzRepository.h"
 #include "grpc_service.pb.h"
-#include "repository/RequestValidator.h"
 #include "server/grpc/GrpcInferCodec.h"
+#include "serving/RequestValidator.h"
 
 using namespace ortserve;
 

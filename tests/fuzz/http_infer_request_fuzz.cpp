@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "FuzzRepository.h"
-#include "repository/RequestValidator.h"
 #include "server/http/InferRequestDecoder.h"
+#include "serving/RequestValidator.h"
 
 using namespace ortserve;
 

@@ -7,6 +7,8 @@ server-backed tests are skipped; the offline model checks still run.
 """
 from __future__ import annotations
 
+import sys
+
 import grpc
 import pytest
 import tritonclient.grpc as grpcclient
@@ -14,10 +16,13 @@ import tritonclient.http as httpclient
 from tritonclient.grpc import service_pb2_grpc as pbg
 
 from grpc_helpers import grpc_check_add_sub_fp32
-from harness import (DEMO_REPO, SMALL_BODY_LIMIT, TRITON_EXAMPLES, Reference, check_add_sub_fp32,
-                     make_test_models, start_server)
+from harness import (DEMO_REPO, REPO_ROOT, SMALL_BODY_LIMIT, TRITON_EXAMPLE_MODELS, Reference,
+                     check_add_sub_fp32, make_test_models, start_server, tritons_own_examples)
 
 import make_classification_models  # noqa: E402  (tests/models, on the path through harness)
+
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+import make_triton_examples  # noqa: E402
 
 
 
@@ -93,17 +98,33 @@ def launch(log_dir, request):
 
 
 @pytest.fixture(scope="session")
-def examples_server(log_dir):
-    """Triton's example repository (harness.TRITON_EXAMPLES) as it is, all five models READY: the
-    stateless ones of test_triton_examples.py and the sequence ones of
-    test_triton_sequence_examples.py."""
-    if not (TRITON_EXAMPLES / "simple" / "config.pbtxt").exists():
-        pytest.skip(f"Triton's example repository is not at {TRITON_EXAMPLES}")
+def generated_triton_examples(tmp_path_factory):
+    """The repository scripts/make_triton_examples.py writes, equivalent to
+    Triton's quick-start one; made once per session."""
+    return make_triton_examples.build_triton_examples(tmp_path_factory.mktemp("triton_examples"))
+
+
+@pytest.fixture(scope="session", params=["generated", "triton"])
+def triton_examples(request):
+    """Triton's example repository, each test once per copy: the generated one,
+    then Triton's own files where TRITON_EXAMPLES_DIR names them (skipped,
+    saying so, where it does not)."""
+    if request.param == "generated":
+        return request.getfixturevalue("generated_triton_examples")
+    return tritons_own_examples()
+
+
+@pytest.fixture(scope="session")
+def examples_server(triton_examples, log_dir):
+    """ortserve on Triton's example repository (`triton_examples`) as it is, all
+    five models READY: the stateless ones of test_triton_examples.py and the
+    sequence ones of test_triton_sequence_examples.py. Its folder is
+    examples_server.repo."""
     # --allow-client-shm=true for the simple_*_shm_*_client.py examples.
-    srv = start_server(TRITON_EXAMPLES.resolve(), log_dir, "triton_examples", strict_readiness=False,
+    srv = start_server(triton_examples, log_dir, f"examples_server_{triton_examples.name}", strict_readiness=False,
                        extra_args=("--allow-client-shm=true",))
     try:
-        srv.wait_models_ready(["simple", "simple_int8", "simple_string", "simple_sequence", "simple_dyna_sequence"])
+        srv.wait_models_ready(TRITON_EXAMPLE_MODELS)
         yield srv
     finally:
         srv.stop()

@@ -38,8 +38,23 @@ HTTP_TIMEOUT_S = 60 * TIMEOUT_SCALE       # bound on any single request in the t
 SMALL_BODY_LIMIT = 1 << 20  # --http-max-input-size of the body-limit server
 
 
-# Triton's quick-start model repository, served unchanged by the examples tests.
-TRITON_EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / ".." / "shared" / "triton-examples"
+# Triton's quick-start example repository: the project writes an equivalent one
+# (scripts/make_triton_examples.py, the `triton_examples` fixture); a copy of
+# Triton's own files, named by TRITON_EXAMPLES_DIR, is served as well when set.
+TRITON_EXAMPLES_ENV = "TRITON_EXAMPLES_DIR"
+TRITON_EXAMPLE_MODELS = ["simple", "simple_int8", "simple_string", "simple_sequence", "simple_dyna_sequence"]
+
+
+def tritons_own_examples() -> pathlib.Path:
+    """The folder TRITON_EXAMPLES_DIR names; skips the calling test, saying
+    why, when it is not set or holds no Triton example repository."""
+    folder = os.environ.get(TRITON_EXAMPLES_ENV, "")
+    if not folder:
+        pytest.skip(f"{TRITON_EXAMPLES_ENV} is not set (a copy of Triton's example repository)")
+    path = pathlib.Path(folder).resolve()
+    if not (path / "simple" / "config.pbtxt").is_file():
+        pytest.skip(f"{TRITON_EXAMPLES_ENV}={folder} has no simple/config.pbtxt")
+    return path
 
 
 def ortserve_binary() -> pathlib.Path:

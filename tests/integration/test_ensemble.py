@@ -377,7 +377,6 @@ def test_an_expired_request_launches_no_further_step(srv):
 # six steps over two versions of Triton's `simple` (add/sub, INT32 [16]);
 # OUTPUT0 comes from version 2 (model_version -1) alone, OUTPUT1 from
 # version 1, each through an add and a sub of its own.
-TRITON_SIMPLE = REPO_ROOT / ".." / "shared" / "triton-examples" / "simple"
 ADD_SUB_STEPS = [
     ("-1", {"INPUT0": "INPUT0", "INPUT1": "INPUT0"}, {"OUTPUT0": "double_input0"}),
     ("1", {"INPUT0": "INPUT1", "INPUT1": "INPUT1"}, {"OUTPUT0": "double_input1"}),
@@ -389,15 +388,16 @@ ADD_SUB_STEPS = [
 
 
 @pytest.fixture(scope="module")
-def add_sub_server(tmp_path_factory, log_dir):
-    if not (TRITON_SIMPLE / "1" / "model.onnx").is_file():
-        pytest.skip(f"Triton's example repository is not at {TRITON_SIMPLE}")
+def add_sub_server(triton_examples, tmp_path_factory, log_dir):
+    """`simple` of Triton's example repository (each copy: conftest's
+    triton_examples) as versions 1 and 2, and the ensemble over them."""
     from harness import start_server
+    simple = triton_examples / "simple"
     repo = tmp_path_factory.mktemp("triton_ensemble")
-    config = (TRITON_SIMPLE / "config.pbtxt").read_text() + "\nversion_policy: { all {} }\n"
+    config = (simple / "config.pbtxt").read_text() + "\nversion_policy: { all {} }\n"
     for version in ("1", "2"):
         (repo / "simple" / version).mkdir(parents=True)
-        (repo / "simple" / version / "model.onnx").write_bytes((TRITON_SIMPLE / "1" / "model.onnx").read_bytes())
+        (repo / "simple" / version / "model.onnx").write_bytes((simple / "1" / "model.onnx").read_bytes())
     (repo / "simple" / "config.pbtxt").write_text(config)
     steps = [_step("simple", ins, outs).replace("model_version: -1", f"model_version: {v}")
              for v, ins, outs in ADD_SUB_STEPS]

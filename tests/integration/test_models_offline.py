@@ -15,8 +15,8 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2
 
-from harness import (DEMO_REPO, REPO_ROOT, Reference, fp32_to_bf16_bits, make_test_models,
-                     model_file, sample_array)
+from harness import (DEMO_REPO, REPO_ROOT, TRITON_EXAMPLE_MODELS, Reference, fp32_to_bf16_bits,
+                     make_test_models, model_file, sample_array, tritons_own_examples)
 
 pytestmark = [pytest.mark.offline, pytest.mark.timeout(120)]
 
@@ -36,11 +36,23 @@ def onnx_io(path: pathlib.Path):
     return describe(model.graph.input), describe(model.graph.output)
 
 
+def control_inputs(config: model_config_pb2.ModelConfig) -> list:
+    """The sequence batcher's control inputs as the model sees them: one
+    value per batch row, INT32 for the flags (int32_false_true), CORRID's
+    own data type."""
+    tensors = []
+    for control_input in config.sequence_batching.control_input:
+        control = control_input.control[0]
+        data_type = control.data_type if control.data_type else model_config_pb2.TYPE_INT32
+        tensors.append(model_config_pb2.ModelInput(name=control_input.name, data_type=data_type, dims=[1]))
+    return tensors
+
+
 def check_config_matches_onnx(model_dir: pathlib.Path, version: int = 1) -> None:
     config = parse_config(model_dir)
     assert config.name == model_dir.name
     inputs, outputs = onnx_io(model_file(model_dir.parent, model_dir.name, version))
-    for entries, io in ((config.input, inputs), (config.output, outputs)):
+    for entries, io in ((list(config.input) + control_inputs(config), inputs), (config.output, outputs)):
         assert {e.name for e in entries} == set(io), (model_dir.name, list(io))
         for e in entries:
             dtype, onnx_shape = io[e.name]
@@ -115,6 +127,63 @@ def test_demo_linear_has_no_config_and_dynamic_batch():
     assert not (DEMO_REPO / "linear_autoconfig" / "config.pbtxt").exists()
     inputs, outputs = onnx_io(model_file(DEMO_REPO, "linear_autoconfig"))
     assert inputs == {"x": ("FP32", [-1, 8])} and outputs == {"y": ("FP32", [-1, 2])}
+
+
+# ---------------------------------------------------------------- Triton's example repository
+
+TRITON_EXAMPLES_COPY = REPO_ROOT / "tests" / "data" / "triton-examples"
+
+
+def test_triton_examples_copy_is_reproducible(generated_triton_examples):
+    """tests/data/triton-examples (the C++ unit tests' copy) is what
+    scripts/make_triton_examples.py writes."""
+    committed = sorted(p.relative_to(TRITON_EXAMPLES_COPY) for p in TRITON_EXAMPLES_COPY.rglob("*") if p.is_file())
+    regenerated = sorted(p.relative_to(generated_triton_examples)
+                         for p in generated_triton_examples.rglob("*") if p.is_file())
+    assert committed == regenerated
+    for rel in committed:
+        assert (TRITON_EXAMPLES_COPY / rel).read_bytes() == (generated_triton_examples / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize("model", TRITON_EXAMPLE_MODELS)
+def test_triton_example_config_matches_onnx(triton_examples, model):
+    check_config_matches_onnx(triton_examples / model)
+
+
+def triton_example_feeds(model: str, rng: np.random.Generator, batch: int) -> dict:
+    """Inputs over each type's whole range (sums that overflow included)."""
+    def ints(dtype, shape):
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    if model in ("simple", "simple_int8"):
+        dtype = np.int32 if model == "simple" else np.int8
+        return {n: ints(dtype, (batch, 16)) for n in ("INPUT0", "INPUT1")}
+    if model == "simple_string":
+        return {n: ints(np.int32, (batch, 16)).astype(str).astype(np.object_) for n in ("INPUT0", "INPUT1")}
+    flag = lambda: rng.integers(0, 2, (batch, 1), dtype=np.int32)
+    feeds = {"INPUT": ints(np.int32, (batch, 1)), "START": flag(), "READY": flag()}
+    if model == "simple_dyna_sequence":
+        feeds.update(END=flag(), CORRID=ints(np.uint64, (batch, 1)))
+    return feeds
+
+
+@pytest.mark.parametrize("model", TRITON_EXAMPLE_MODELS)
+def test_generated_triton_example_is_tritons_model(generated_triton_examples, model):
+    """The generated model has Triton's config (field by field), Triton's
+    tensors, and computes what Triton's file computes, on the same inputs."""
+    tritons = tritons_own_examples()
+    assert parse_config(generated_triton_examples / model) == parse_config(tritons / model)
+    ours = ort.InferenceSession(str(model_file(generated_triton_examples, model)), providers=["CPUExecutionProvider"])
+    theirs = ort.InferenceSession(str(model_file(tritons, model)), providers=["CPUExecutionProvider"])
+    signature = lambda s: ([(t.name, t.type, t.shape) for t in s.get_inputs()],
+                           [(t.name, t.type, t.shape) for t in s.get_outputs()])
+    assert signature(ours) == signature(theirs)
+    rng = np.random.default_rng(7)
+    for batch in (1, 3, 8):
+        feeds = triton_example_feeds(model, rng, batch)
+        for got, expected in zip(ours.run(None, feeds), theirs.run(None, feeds)):
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected, err_msg=f"{model}, batch {batch}")
 
 
 # ---------------------------------------------------------------- test models

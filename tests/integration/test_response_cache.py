@@ -19,7 +19,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from harness import (TRITON_EXAMPLES, Reference, assert_matches, grpc_inputs, infer_inputs, make_test_models,
+from harness import (Reference, assert_matches, grpc_inputs, infer_inputs, make_test_models,
                      metric, model_file, ortserve_binary, requested_outputs, start_server)
 from test_model_control import infer_k, set_version, write_addk
 
@@ -209,11 +209,12 @@ def test_without_a_server_cache_the_model_serves_and_the_log_says_so(launch, tmp
     assert "response_cache is enabled but the server has no cache (--cache-config" in srv.log_text()
 
 
-@pytest.mark.skipif(not (TRITON_EXAMPLES / "simple_sequence").is_dir(), reason="Triton's example repository")
-def test_a_sequence_model_with_response_cache_is_refused_in_tritons_words(launch, tmp_path):
-    shutil.copytree(TRITON_EXAMPLES / "simple_sequence", tmp_path / "simple_sequence")
-    config = tmp_path / "simple_sequence" / "config.pbtxt"
-    config.write_text(config.read_text() + "\n" + CACHE + "\n")
+def test_a_sequence_model_with_response_cache_is_refused_in_tritons_words(triton_examples, launch, tmp_path):
+    # Copied file by file: a copy of Triton's files may be read-only.
+    source, model = triton_examples / "simple_sequence", tmp_path / "simple_sequence"
+    (model / "1").mkdir(parents=True)
+    shutil.copyfile(source / "1" / "model.onnx", model / "1" / "model.onnx")
+    (model / "config.pbtxt").write_text((source / "config.pbtxt").read_text() + "\n" + CACHE + "\n")
     srv = launch(tmp_path, extra_args=("--cache-config=local,size=65536",))
     entry = next(e for e in srv.repository_index() if e["name"] == "simple_sequence")
     assert entry["state"] == "UNAVAILABLE"

@@ -20,7 +20,7 @@ previous sequence did not end before this sequence start. Previous sequence
 will be terminated early"), so the test checks the fresh state. Where
 ortserve differs from Triton: a START beyond the slots is refused at once
 with UNAVAILABLE naming the limit; Triton would hold it in an unbounded
-backlog until a slot frees (ortserve's queues are bounded, DESIGN.md).
+backlog until a slot frees (ortserve's queues are bounded: docs/design.md).
 
 The wire-level checks of the correlation parameters themselves (types, a
 flag without an id) run against the main test server: the front ends refuse

@@ -1,6 +1,8 @@
 """Triton's own example clients, run as they are, against Triton's example
-repository served by ortserve, and its image clients against the image
-classifier of tests/models/make_classification_models.py. Their files come from triton-inference-server/
+repository served by ortserve (the equivalent one scripts/make_triton_examples.py
+writes and, when TRITON_EXAMPLES_DIR names one, a copy of Triton's own files),
+and its image clients against the image classifier of
+tests/models/make_classification_models.py. Their files come from triton-inference-server/
 client (src/python/examples), which no package holds: point
 TRITON_CLIENT_EXAMPLES at that folder of a checkout to run them. Without it
 the tests skip; test_triton_examples.py, test_triton_sequence_examples.py and

@@ -1,4 +1,7 @@
-"""Triton's own example repository, served unchanged (../shared/triton-examples).
+"""Triton's example repository, served unchanged: the equivalent one
+scripts/make_triton_examples.py writes and, when TRITON_EXAMPLES_DIR names
+one, a copy of Triton's own files (the `triton_examples` fixture runs each
+test on both).
 
 Each test does what Triton's example client of the same name does
 (simple_http_infer_client.py, simple_grpc_infer_client.py,
@@ -18,11 +21,9 @@ import tritonclient.http as httpclient
 import tritonclient.http.aio as aioclient
 from tritonclient.utils import InferenceServerException
 
-from harness import TRITON_EXAMPLES, model_file
+from harness import model_file
 
 pytestmark = pytest.mark.timeout(180)
-
-EXAMPLES = TRITON_EXAMPLES
 
 
 def _example_inputs(dtype):
@@ -54,7 +55,7 @@ def test_simple_infer_client(examples_server, reference, protocol, model, dtype,
     out0, out1 = _infer(module, client, model, input0, input1, datatype)
     np.testing.assert_array_equal(out0, input0 + input1)
     np.testing.assert_array_equal(out1, input0 - input1)
-    expected = reference.run(model_file(EXAMPLES, model), {"INPUT0": input0, "INPUT1": input1})
+    expected = reference.run(model_file(examples_server.repo, model), {"INPUT0": input0, "INPUT1": input1})
     np.testing.assert_array_equal(out0, expected["OUTPUT0"])
     np.testing.assert_array_equal(out1, expected["OUTPUT1"])
 
@@ -70,7 +71,7 @@ def test_simple_string_infer_client(examples_server, reference, protocol):
     out0, out1 = _infer(module, client, "simple_string", input0, input1, "BYTES")
     np.testing.assert_array_equal(out0.astype(np.int32), numbers0 + numbers1)
     np.testing.assert_array_equal(out1.astype(np.int32), numbers0 - numbers1)
-    expected = reference.run(model_file(EXAMPLES, "simple_string"), {"INPUT0": input0, "INPUT1": input1})
+    expected = reference.run(model_file(examples_server.repo, "simple_string"), {"INPUT0": input0, "INPUT1": input1})
     assert [bytes(x) for x in out0.ravel()] == [x.encode() if isinstance(x, str) else bytes(x)
                                                for x in expected["OUTPUT0"].ravel()]
 

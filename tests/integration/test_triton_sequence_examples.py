@@ -1,5 +1,7 @@
-"""Triton's stateful example models, served unchanged from
-../shared/triton-examples, driven as Triton's example clients drive them:
+"""Triton's stateful example models, served unchanged (the repository
+scripts/make_triton_examples.py writes and, when TRITON_EXAMPLES_DIR names
+one, a copy of Triton's own files), driven as Triton's example clients drive
+them:
 simple_http_sequence_sync_infer_client.py,
 simple_grpc_sequence_sync_infer_client.py,
 simple_grpc_sequence_stream_infer_client.py and
@@ -34,6 +36,7 @@ OUTPUT = READY * (INPUT + START + END * CORRID)).
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import queue
 import uuid
 from functools import partial
@@ -46,12 +49,11 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from grpc_helpers import GRPC_TIMEOUT_S
-from harness import HTTP_TIMEOUT_S, TRITON_EXAMPLES, Reference, model_file
+from harness import HTTP_TIMEOUT_S, Reference, model_file
 from sequence_helpers import INVALID, SequenceClient, int32
 
 pytestmark = pytest.mark.timeout(180)
 
-EXAMPLES = TRITON_EXAMPLES
 SEQUENCE_MODELS = ["simple_sequence", "simple_dyna_sequence"]
 
 # The clients' data (identical in the four of them).
@@ -101,10 +103,10 @@ def client_check(flow: Flow, int_result0, int_result1, string_result0) -> None:
         assert len(string_result0) == len(VALUES) + 1
 
 
-def check_with_onnxruntime(reference: Reference, model: str, sequence_id, values, results) -> None:
+def check_with_onnxruntime(reference: Reference, repo: pathlib.Path, model: str, sequence_id, values, results) -> None:
     """Each output equals onnxruntime on the model file with the controls the
     sequence batcher sets for request n of the sequence."""
-    path = model_file(EXAMPLES, model)
+    path = model_file(repo, model)
     for n, (value, result) in enumerate(zip(values, results)):
         feeds = {"INPUT": int32(value), "START": int32(1 if n == 0 else 0), "READY": int32(1)}
         if model == "simple_dyna_sequence":
@@ -114,10 +116,10 @@ def check_with_onnxruntime(reference: Reference, model: str, sequence_id, values
         np.testing.assert_array_equal(result, expected, err_msg=f"{model} sequence {sequence_id} request {n}")
 
 
-def check_flow(reference: Reference, flow: Flow, results: list) -> None:
+def check_flow(reference: Reference, repo: pathlib.Path, flow: Flow, results: list) -> None:
     client_check(flow, *results, *([[]] if flow.dyna else []))
     for (model, sequence_id, values), outputs in zip(flow.sequences, results):
-        check_with_onnxruntime(reference, model, sequence_id, values, outputs)
+        check_with_onnxruntime(reference, repo, model, sequence_id, values, outputs)
 
 
 # ---------------------------------------------------------------- the models
@@ -161,7 +163,7 @@ def test_simple_http_sequence_sync_infer_client(examples_server, reference, dyna
         results = [sync_send(httpclient, client, values, sid, model) for model, sid, values in flow.sequences]
     finally:
         client.close()
-    check_flow(reference, flow, results)
+    check_flow(reference, examples_server.repo, flow, results)
 
 
 @pytest.mark.parametrize("dyna", [False, True], ids=["simple_sequence", "dyna"])
@@ -170,7 +172,7 @@ def test_simple_grpc_sequence_sync_infer_client(examples_server, reference, dyna
     with grpcclient.InferenceServerClient(url=examples_server.grpc_url) as client:
         results = [sync_send(grpcclient, client, values, sid, model, client_timeout=GRPC_TIMEOUT_S)
                    for model, sid, values in flow.sequences]
-    check_flow(reference, flow, results)
+    check_flow(reference, examples_server.repo, flow, results)
 
 
 def stream_request(module, value, count, total, sequence_id, model_name) -> dict:
@@ -212,7 +214,7 @@ def test_simple_grpc_sequence_stream_infer_client(examples_server, reference, dy
         total = sum(len(values) for _, _, values in flow.sequences)
         items = [completed.get(timeout=GRPC_TIMEOUT_S) for _ in range(total)]
         client.stop_stream()
-    check_flow(reference, flow, sort_by_sequence(flow, items))
+    check_flow(reference, examples_server.repo, flow, sort_by_sequence(flow, items))
 
 
 @pytest.mark.parametrize("dyna", [False, True], ids=["simple_sequence", "dyna"])
@@ -237,7 +239,7 @@ def test_simple_grpc_aio_sequence_stream_infer_client(examples_server, reference
 
     items = asyncio.run(asyncio.wait_for(main(), GRPC_TIMEOUT_S))
     assert len(items) == sum(len(values) for _, _, values in flow.sequences)
-    check_flow(reference, flow, sort_by_sequence(flow, items))
+    check_flow(reference, examples_server.repo, flow, sort_by_sequence(flow, items))
 
 
 # ---------------------------------------------------------------- CORRID's type

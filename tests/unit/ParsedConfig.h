@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "repository/ConfigParse.h"
-#include "repository/ConfigTypes.h"
+#include "config/ConfigParse.h"
+#include "config/ConfigTypes.h"
 
 namespace ortserve {
 

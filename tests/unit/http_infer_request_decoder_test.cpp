@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "repository/RequestValidator.h"
 #include "server/http/HttpStatus.h"
 #include "server/http/InferRequestDecoder.h"
+#include "serving/RequestValidator.h"
 
 namespace ortserve::http {
 namespace {

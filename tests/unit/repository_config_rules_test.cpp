@@ -1,4 +1,4 @@
-// Triton's config rules that need no model file (repository/ConfigRules.h):
+// Triton's config rules that need no model file (config/ConfigRules.h):
 // each message holds the text Triton's qa/L0_model_config greps for, and a
 // config error is reported before any missing version directory.
 #include <gmock/gmock.h>
@@ -7,9 +7,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "repository/ConfigParse.h"
-#include "repository/ConfigRules.h"
+#include "config/ConfigParse.h"
+#include "config/ConfigRules.h"
 #include "repository/ModelPreparation.h"
+
 #include "ParsedConfig.h"
 
 namespace ortserve {

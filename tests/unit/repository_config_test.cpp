@@ -7,22 +7,22 @@
 #include <fstream>
 #include <sstream>
 
-#include "repository/ConfigAutoComplete.h"
-#include "repository/ConfigChecks.h"
-#include "repository/ConfigNormalize.h"
-#include "repository/ConfigParse.h"
-#include "repository/ConfigTypes.h"
-#include "repository/RuntimeConfig.h"
+#include "config/ConfigAutoComplete.h"
+#include "config/ConfigChecks.h"
+#include "config/ConfigNormalize.h"
+#include "config/ConfigParse.h"
+#include "config/ConfigTypes.h"
+#include "config/RuntimeConfig.h"
+#include "config/VersionPolicy.h"
 #include "repository/ThreadPlan.h"
-#include "repository/VersionPolicy.h"
+
 #include "ParsedConfig.h"
+#include "TritonExamples.h"
 
 namespace ortserve {
 namespace {
 
 namespace fs = std::filesystem;
-
-const fs::path kTritonExamples = fs::path(ORTSERVE_SOURCE_DIR) / ".." / "shared" / "triton-examples";
 
 std::string ReadAll(const fs::path& p) {
   std::ifstream in(p);
@@ -31,10 +31,19 @@ std::string ReadAll(const fs::path& p) {
   return ss.str();
 }
 
-TEST(ModelConfigParse, AllTritonExampleConfigsParse) {
-  ASSERT_TRUE(fs::is_directory(kTritonExamples)) << kTritonExamples;
+// Triton's example configs (TritonExamples.h: the generated repository, and
+// Triton's own files when TRITON_EXAMPLES_DIR names them).
+class TritonExampleConfigs : public testing_util::TritonExamplesTest {
+ protected:
+  inference::ModelConfig Read(const std::string& model) const {
+    return Parse(ReadAll(dir() / model / "config.pbtxt"));
+  }
+};
+INSTANTIATE_TRITON_EXAMPLES(TritonExampleConfigs);
+
+TEST_P(TritonExampleConfigs, AllParse) {
   int parsed = 0;
-  for (const auto& entry : fs::directory_iterator(kTritonExamples)) {
+  for (const auto& entry : fs::directory_iterator(dir())) {
     const fs::path config_path = entry.path() / "config.pbtxt";
     if (!fs::exists(config_path)) continue;
     auto config = ParseModelConfig(ReadAll(config_path));
@@ -48,11 +57,10 @@ TEST(ModelConfigParse, AllTritonExampleConfigsParse) {
   EXPECT_EQ(parsed, 5);
 }
 
-TEST(ModelConfigParse, TritonExampleFieldsLandWhereTritonPutsThem) {
-  auto dyna = ParseModelConfig(ReadAll(kTritonExamples / "simple_dyna_sequence" / "config.pbtxt"));
-  ASSERT_TRUE(dyna.ok());
-  ASSERT_TRUE(dyna->has_sequence_batching());
-  const auto& seq = dyna->sequence_batching();
+TEST_P(TritonExampleConfigs, FieldsLandWhereTritonPutsThem) {
+  auto dyna = Read("simple_dyna_sequence");
+  ASSERT_TRUE(dyna.has_sequence_batching());
+  const auto& seq = dyna.sequence_batching();
   EXPECT_EQ(seq.max_sequence_idle_microseconds(), 10000000u);
   EXPECT_EQ(seq.oldest().max_candidate_sequences(), 1024);
   EXPECT_EQ(seq.oldest().max_queue_delay_microseconds(), 10000u);
@@ -60,15 +68,27 @@ TEST(ModelConfigParse, TritonExampleFieldsLandWhereTritonPutsThem) {
   EXPECT_EQ(seq.control_input(3).control(0).kind(),
             inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_CORRID);
   EXPECT_EQ(seq.control_input(3).control(0).data_type(), inference::TYPE_UINT64);
-  EXPECT_EQ(dyna->parameters().at("execute_delay_ms").string_value(), "3");
-  ASSERT_EQ(dyna->instance_group_size(), 1);
-  EXPECT_EQ(dyna->instance_group(0).count(), 2);
-  EXPECT_EQ(dyna->instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
+  EXPECT_EQ(dyna.parameters().at("execute_delay_ms").string_value(), "3");
+  ASSERT_EQ(dyna.instance_group_size(), 1);
+  EXPECT_EQ(dyna.instance_group(0).count(), 2);
+  EXPECT_EQ(dyna.instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
 
-  auto str = ParseModelConfig(ReadAll(kTritonExamples / "simple_string" / "config.pbtxt"));
-  ASSERT_TRUE(str.ok());
-  EXPECT_EQ(str->input(0).data_type(), inference::TYPE_STRING);
-  EXPECT_EQ(FromConfigDataType(str->input(0).data_type()), DataType::kBytes);
+  auto str = Read("simple_string");
+  EXPECT_EQ(str.input(0).data_type(), inference::TYPE_STRING);
+  EXPECT_EQ(FromConfigDataType(str.input(0).data_type()), DataType::kBytes);
+}
+
+TEST_P(TritonExampleConfigs, HaveNoIgnoredFields) {
+  EXPECT_TRUE(IgnoredConfigFields(Read("simple")).empty());
+  // sequence_batching is served (the sequence batcher), so it is no ignored field.
+  EXPECT_TRUE(IgnoredConfigFields(Read("simple_sequence")).empty());
+}
+
+TEST_P(TritonExampleConfigs, StatefulModelIsOnnxRuntimes) {
+  // A stateful model is the sequence batcher's (repository/SequenceConfig.h).
+  auto seq = Read("simple_sequence");
+  EXPECT_TRUE(CheckPlatform(&seq).ok());
+  EXPECT_EQ(seq.platform(), "onnxruntime_onnx");
 }
 
 TEST(ModelConfigParse, WireFieldNumbersMatchTriton) {
@@ -137,14 +157,6 @@ TEST(ModelConfigParse, IgnoredFieldsAreNamedOncePrecisely) {
   EXPECT_EQ(ignored, sorted_expected);
 }
 
-TEST(ModelConfigParse, SupportedConfigHasNoIgnoredFields) {
-  auto config = Parse(ReadAll(kTritonExamples / "simple" / "config.pbtxt"));
-  EXPECT_TRUE(IgnoredConfigFields(config).empty());
-  // sequence_batching fails the load instead of being ignored.
-  auto seq = Parse(ReadAll(kTritonExamples / "simple_sequence" / "config.pbtxt"));
-  EXPECT_TRUE(IgnoredConfigFields(seq).empty());
-}
-
 TEST(ModelConfigPlatform, FillsEmptyAndRejectsOthers) {
   inference::ModelConfig empty;
   ASSERT_TRUE(CheckPlatform(&empty).ok());
@@ -168,15 +180,10 @@ TEST(ModelConfigPlatform, FillsEmptyAndRejectsOthers) {
   inference::ModelConfig python = Parse("backend: \"python\"");
   EXPECT_EQ(CheckPlatform(&python).code(), StatusCode::kUnavailable);
 
-  // An ensemble gets its own checks (repository/EnsembleGraph.h): one with no step fails them.
+  // An ensemble gets its own checks (config/EnsembleGraph.h): one with no step fails them.
   auto ensemble = Parse("platform: \"ensemble\" ensemble_scheduling { step [] }");
   EXPECT_EQ(CheckPlatform(&ensemble).code(), StatusCode::kUnavailable);
   EXPECT_EQ(ensemble.platform(), "ensemble");
-
-  // A stateful model is the sequence batcher's (repository/SequenceConfig.h).
-  auto seq = Parse(ReadAll(kTritonExamples / "simple_sequence" / "config.pbtxt"));
-  EXPECT_TRUE(CheckPlatform(&seq).ok());
-  EXPECT_EQ(seq.platform(), "onnxruntime_onnx");
 }
 
 ModelSignature BatchableSignature() {

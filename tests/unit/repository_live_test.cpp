@@ -13,8 +13,8 @@
 #include <map>
 #include <thread>
 
+#include "serving/WeightedVersionPicker.h"
 #include "repository/ModelRepository.h"
-#include "repository/VersionWeights.h"
 
 #include "RepositoryFixtures.h"
 #include "TestTensors.h"

@@ -1,6 +1,6 @@
 // End-to-end repository tests: discovery, config handling, loading real ONNX
-// models (tests/data/repository, /work/shared/triton-examples), model states,
-// lookups and inference through Model::Infer.
+// models (tests/data/repository, and Triton's example repository:
+// TritonExamples.h), model states, lookups and inference through Model::Infer.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -10,6 +10,7 @@
 #include "repository/ModelRepository.h"
 
 #include "RepositoryFixtures.h"
+#include "TritonExamples.h"
 
 namespace ortserve {
 namespace {
@@ -17,8 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing_util::DescribeIndex;
 using testing_util::FindIndexEntry;
-
-const fs::path kTritonExamples = fs::path(ORTSERVE_SOURCE_DIR) / ".." / "shared" / "triton-examples";
 
 template <typename T>
 Tensor MakeTensor(const std::string& name, DataType dtype, Shape shape, const std::vector<T>& values) {
@@ -66,8 +65,11 @@ TEST(ModelRepositoryCreate, RejectsMissingFolder) {
   EXPECT_NE(repo.status().message().find("/nonexistent/ortserve/repo"), std::string::npos);
 }
 
-TEST(TritonExamples, ServedInPlace) {
-  auto created = ModelRepository::Create(Options(kTritonExamples.string(), 2));
+class TritonExamples : public testing_util::TritonExamplesTest {};
+INSTANTIATE_TRITON_EXAMPLES(TritonExamples);
+
+TEST_P(TritonExamples, ServedInPlace) {
+  auto created = ModelRepository::Create(Options(dir().string(), 2));
   ASSERT_TRUE(created.ok()) << created.status().message();
   auto& repo = *created.value();
   repo.LoadAll();

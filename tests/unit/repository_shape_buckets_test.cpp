@@ -7,11 +7,11 @@
 #include <set>
 #include <utility>
 
-#include "repository/ConfigParse.h"
-#include "repository/ResponseCache.h"
-#include "repository/RuntimeConfig.h"
-#include "repository/ShapeBuckets.h"
+#include "config/ConfigParse.h"
+#include "config/RuntimeConfig.h"
 #include "repository/Warmup.h"
+#include "serving/ResponseCache.h"
+#include "serving/ShapeBuckets.h"
 
 #include "TestTensors.h"
 

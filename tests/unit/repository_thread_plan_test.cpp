@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "repository/RuntimeConfig.h"
+#include "config/RuntimeConfig.h"
 #include "repository/ThreadPlan.h"
+
 #include "ParsedConfig.h"
 
 namespace ortserve {

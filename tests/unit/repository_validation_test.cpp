@@ -5,13 +5,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "repository/ConfigAutoComplete.h"
-#include "repository/ConfigChecks.h"
-#include "repository/ConfigParse.h"
-#include "repository/ConfigTypes.h"
-#include "repository/RequestValidator.h"
-#include "repository/ResponseShaper.h"
+#include "config/ConfigAutoComplete.h"
+#include "config/ConfigChecks.h"
+#include "config/ConfigParse.h"
+#include "config/ConfigTypes.h"
+#include "config/ModelFiles.h"
 #include "repository/Warmup.h"
+#include "serving/RequestValidator.h"
+#include "serving/ResponseShaper.h"
 
 #include "RepositoryFixtures.h"
 #include "TestTensors.h"

@@ -1,6 +1,6 @@
 #include "server/common/ModelMetadata.h"
 
-#include "repository/ConfigTypes.h"
+#include "config/ConfigTypes.h"
 
 namespace ortserve::common {
 namespace {

@@ -9,7 +9,7 @@
 // the body and all of it claimed, request parameters of the right types
 // (server/http/RequestParameters.h). Whether a tensor's bytes fit its shape and
 // datatype (binary sizes, BYTES length prefixes) is checked once for both
-// protocols by the request validator (repository/RequestValidator.h), with
+// protocols by the request validator (serving/RequestValidator.h), with
 // the model-level checks (names, repeated names, datatypes and shapes against
 // the config, batch size) in Model::Infer.
 //

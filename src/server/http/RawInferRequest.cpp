@@ -5,9 +5,9 @@
 #include <optional>
 #include <vector>
 
+#include "config/ConfigTypes.h"
 #include "core/DataType.h"
 #include "core/Tensor.h"
-#include "repository/ConfigTypes.h"
 
 namespace ortserve::http {
 namespace {
