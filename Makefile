@@ -86,9 +86,28 @@ test-sanitize: deps
 # GPU provider libraries (CUDA 13 / TensorRT 10) into third_party/onnxruntime-gpu;
 # then: ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu make build BUILD_DIR=build-gpu
 # (docs/gpu.md). Never part of `make test`.
-.PHONY: gpu-deps
+.PHONY: gpu-deps gpu-wheels gpu-bundle gpu-bundle-check
 gpu-deps:
 	@scripts/setup.sh gpu
+
+# The CUDA 13 / cuDNN 9 wheels of the GPU host (about 1.8 GB) into
+# .cache/gpu-wheels, for gpu-bundle-check.
+gpu-wheels:
+	@scripts/setup.sh gpu-wheels
+
+# The portable GPU bundle for an air-gapped GPU host: $(BUILD_DIR)/gpu-bundle/
+# transfer-N/ folders of xz parts (at most GPU_BUNDLE_PART_MIB each), with
+# MANIFEST.json and reassemble.py (docs/gpu.md, "The portable GPU bundle").
+GPU_BUNDLE_PART_MIB ?= 48
+gpu-bundle: build gpu-deps
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target ortserve_gpu_bundle_programs
+	$(PY) scripts/gpu_bundle.py --build-dir $(BUILD_DIR) --part-mib $(GPU_BUNDLE_PART_MIB)
+
+# The bundle rehearsed without a GPU: parts, a clean environment, the CUDA
+# libraries resolved from the wheels, "no CUDA device", the on-GPU checks on
+# CPU instances. Its own target, not part of `make test` (docs/gpu.md says why).
+gpu-bundle-check: gpu-bundle gpu-wheels
+	$(PY) scripts/gpu_bundle_check.py --bundle $(BUILD_DIR)/gpu-bundle
 
 demo-models: deps
 	$(PY) scripts/make_demo_models.py models

@@ -38,14 +38,17 @@ sys.path.insert(0, str(ROOT / "tests" / "models"))
 import make_text_models as text  # noqa: E402
 
 MAX_BATCH = 32
+# The encoder and buckets measured by default (also the GPU bundle's, bench/gpu/make_check_data.py).
+HIDDEN, LAYERS, BUCKETS = 128, 2, (16, 32, 64, 128)
 
 
-def write_repository(repo: Path, hidden: int, layers: int, buckets: list, instances: int) -> None:
+def write_repository(repo: Path, hidden: int, layers: int, buckets: list, instances: int,
+                     kind: str = "KIND_CPU") -> None:
     model = text.build_text_encoder(hidden=hidden, layers=layers)
     batching = "dynamic_batching { max_queue_delay_microseconds: 2000 }"
     for name, extra in (("text_buckets", text.bucket_parameters(buckets)), ("text_plain", "")):
         config = text.text_encoder_config(name, hidden, MAX_BATCH, batching=batching, extra=extra,
-                                          instances=instances)
+                                          instances=instances, kind=kind)
         text.demo.write_model(repo, name, model, config)
 
 
@@ -145,10 +148,10 @@ def main(argv=None) -> int:
     ap.add_argument("--ortserve-bin", default=str(ROOT / "build" / "ortserve"))
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--window-ms", type=int, default=3000)
-    ap.add_argument("--hidden", type=int, default=128)
-    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--hidden", type=int, default=HIDDEN)
+    ap.add_argument("--layers", type=int, default=LAYERS)
     ap.add_argument("--requests", type=int, default=256, help="distinct requests in the mix")
-    ap.add_argument("--buckets", default="16,32,64,128", help="the shape_buckets of text_buckets")
+    ap.add_argument("--buckets", default=",".join(map(str, BUCKETS)), help="the shape_buckets of text_buckets")
     ap.add_argument("--instances", type=int, default=1, help="instances of both ortserve models (the budget of 2 "
                     "threads is shared: 2 instances run on one thread each); a report other than 1 is written "
                     "to RESULTS-shape-buckets-<N>-instances.md")

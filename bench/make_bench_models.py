@@ -135,7 +135,9 @@ def fetch_ocr_cls(work: Path) -> Path:
     return out
 
 
-def config_pbtxt(name, max_batch, inputs, outputs, queue_delay_us=None, preferred=None, batch_window=None):
+def config_pbtxt(name, max_batch, inputs, outputs, queue_delay_us=None, preferred=None, batch_window=None,
+                 kind="KIND_CPU", count=1, extra=""):
+    """`extra`: more config text (parameters), appended as it is."""
     def tensors(kind, specs):
         rows = []
         for t in specs:
@@ -144,7 +146,7 @@ def config_pbtxt(name, max_batch, inputs, outputs, queue_delay_us=None, preferre
         return "%s [\n%s\n]\n" % (kind, ",\n".join(rows))
     s = f'name: "{name}"\nplatform: "onnxruntime_onnx"\nmax_batch_size: {max_batch}\n'
     s += tensors("input", inputs) + tensors("output", outputs)
-    s += "instance_group [ { count: 1, kind: KIND_CPU } ]\n"
+    s += f"instance_group [ {{ count: {count}, kind: {kind} }} ]\n"
     if queue_delay_us is not None:
         s += "dynamic_batching {\n"
         if preferred:
@@ -152,7 +154,7 @@ def config_pbtxt(name, max_batch, inputs, outputs, queue_delay_us=None, preferre
         s += f"  max_queue_delay_microseconds: {queue_delay_us}\n}}\n"
     if batch_window:
         s += 'parameters { key: "batch_window" value: { string_value: "%s" } }\n' % batch_window
-    return s
+    return s + extra
 
 
 def request_bodies(spec, rng):

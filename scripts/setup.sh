@@ -12,12 +12,16 @@
 #      TensorRT 10) from a pinned npm package, integrity-checked, installed with
 #      the ONNX Runtime above into third_party/onnxruntime-gpu; build the GPU
 #      flavour with ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu (docs/gpu.md).
+#   gpu-wheels (`make gpu-wheels`, run by `make gpu-bundle-check`): the CUDA 13 /
+#      cuDNN 9 wheels of the GPU host (scripts/requirements-gpu-wheels.txt,
+#      hash-checked, about 1.8 GB) into .cache/gpu-wheels/site, for resolving
+#      the CUDA provider on a machine without a GPU; never needed to build.
 #   deploy (`make deploy-deps`, run by `make test`): the offline deployment
 #      checks' tools: HAProxy (Debian), Helm built from the Go module proxy
 #      (needs Go >= 1.24 on PATH or in /usr/local/go), and kubernetes-validate
 #      + checkov in their own venv; all under $DEPLOY_TOOLS (default
 #      .cache/deploy-tools). docs/deploy.md, "Checks".
-# Usage: scripts/setup.sh [apt] [ort] [python] [gpu] [fuzz] [deploy]   (no argument: apt ort python)
+# Usage: scripts/setup.sh [apt] [ort] [python] [gpu] [gpu-wheels] [fuzz] [deploy]   (no argument: apt ort python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -120,6 +124,22 @@ install_gpu() {
   log "ONNX Runtime GPU providers: installed into $ORT_GPU_DIR (build with ONNXRUNTIME_ROOT=$ORT_GPU_DIR)"
 }
 
+GPU_WHEELS_REQUIREMENTS="$ROOT/scripts/requirements-gpu-wheels.txt"
+GPU_WHEELS_DIR=${GPU_WHEELS_DIR:-$ROOT/.cache/gpu-wheels}
+install_gpu_wheels() {
+  local want; want=$(sha256sum "$GPU_WHEELS_REQUIREMENTS" | cut -d' ' -f1)
+  if [ "$(cat "$GPU_WHEELS_DIR/.requirements.sha" 2>/dev/null)" = "$want" ]; then
+    log "CUDA wheels: present in $GPU_WHEELS_DIR/site"; return
+  fi
+  [ -x "$ROOT/.venv/bin/pip" ] || install_python
+  log "CUDA wheels: installing $GPU_WHEELS_REQUIREMENTS into $GPU_WHEELS_DIR/site (~1.8 GB)"
+  rm -rf "$GPU_WHEELS_DIR/site"; mkdir -p "$GPU_WHEELS_DIR"
+  "$ROOT/.venv/bin/pip" install -q --no-deps --require-hashes --only-binary=:all: \
+    --target "$GPU_WHEELS_DIR/site" -r "$GPU_WHEELS_REQUIREMENTS"
+  echo "$want" > "$GPU_WHEELS_DIR/.requirements.sha"
+  log "CUDA wheels: installed"
+}
+
 PY_REQUIREMENTS="$ROOT/scripts/requirements.txt"
 install_python() {
   local venv="$ROOT/.venv"
@@ -180,6 +200,7 @@ for s in "${steps[@]}"; do
     ort) install_ort ;;
     python) install_python; fetch_test_models ;;
     gpu) install_gpu ;;
+    gpu-wheels) install_gpu_wheels ;;
     deploy) install_deploy_tools ;;
     *) echo "unknown step: $s" >&2; exit 2 ;;
   esac

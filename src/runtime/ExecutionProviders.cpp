@@ -64,6 +64,12 @@ std::string AppendCudaPlugin(const ExecutionProviderOptions& provider, Ort::Sess
     if (std::string(device.EpName()) == kCuda) cuda_devices.push_back(device);
   }
   // The CUDA factory offers one device per CUDA ordinal, in ordinal order.
+  // None at all (a driver but no GPU, or CUDA_VISIBLE_DEVICES empty) means
+  // CUDA is not available here, said in the words of a missing provider.
+  if (cuda_devices.empty()) {
+    return std::string(kCuda) + " is not available: no CUDA device is visible (the provider library " +
+           LibraryFile("cuda") + " loaded, but it lists 0 CUDA devices)";
+  }
   if (device_id < 0 || device_id >= static_cast<int>(cuda_devices.size())) {
     return std::string(kCuda) + ": GPU " + std::to_string(device_id) + " does not exist (" +
            std::to_string(cuda_devices.size()) + " CUDA device(s) visible)";

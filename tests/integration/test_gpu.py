@@ -4,8 +4,10 @@ onnxruntime on CPU through tritonclient.
 
 Skipped (with the reason) unless `nvidia-smi` works and the GPU provider
 libraries sit next to the libonnxruntime.so the server was built against
-(`make gpu-deps`, ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu). Run by
-scripts/gpu-check.sh.
+(`make gpu-deps`, ONNXRUNTIME_ROOT=third_party/onnxruntime-gpu): on a GPU
+machine with the project's dependencies (docs/gpu.md, "Checking on a GPU
+machine"). The portable GPU bundle's checks (bench/gpu/gpu_checks.py) cover
+the same ground on a GPU host that has none of them.
 """
 from __future__ import annotations
 

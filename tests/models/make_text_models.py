@@ -111,7 +111,7 @@ def bucket_parameters(buckets, overflow: str = "alone") -> str:
 
 
 def text_encoder_config(name: str, hidden: int, max_batch_size: int, batching: str = "dynamic_batching { }",
-                        extra: str = "", instances: int = 1) -> str:
+                        extra: str = "", instances: int = 1, kind: str = "KIND_CPU") -> str:
     return f"""
 name: "{name}"
 backend: "onnxruntime"
@@ -124,7 +124,7 @@ output [
   {{ name: "last_hidden_state" data_type: TYPE_FP32 dims: [ -1, {hidden} ] }},
   {{ name: "pooled" data_type: TYPE_FP32 dims: [ {hidden} ] }}
 ]
-instance_group [ {{ count: {instances} kind: KIND_CPU }} ]
+instance_group [ {{ count: {instances} kind: {kind} }} ]
 {batching}
 {extra}
 """

@@ -1,7 +1,8 @@
 // GPU RuntimeOptions on the runtime: strict failure without CUDA, loud
 // fallback when allowed, option consistency checks. The tests that need a
 // CUDA device skip with the reason when this machine or ORT build lacks it
-// (scripts/gpu-check.sh runs them on a GPU machine).
+// (on a GPU machine: docs/gpu.md, "Checking on a GPU machine"; the GPU
+// bundle carries this test, bench/gpu/gpu_checks.py runs it).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -129,7 +130,7 @@ TEST(GpuOptions, OrtLibraryDirHoldsLibonnxruntime) {
       << OrtLibraryDir();
 }
 
-// ---- on a machine with CUDA (scripts/gpu-check.sh) ------------------------------
+// ---- on a machine with CUDA ----------------------------------------------------
 
 class GpuInstanceTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
  protected:
