@@ -120,7 +120,7 @@ clean:
 # asserted. BENCH_ARGS="--quick" for a smoke run, "--models tiny,mlp" etc.
 .PHONY: bench
 bench: build
-	$(PY) bench/make_bench_models.py
+	$(PY) bench/lib/make_bench_models.py
 	$(PY) bench/run_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(BENCH_ARGS)
 
 # Overload and soak: open-loop Poisson load at 3x the measured capacity for

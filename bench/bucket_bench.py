@@ -28,46 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import COMMANDS, LOGS, RESULTS, ROOT, WORK, git_head, log, machine_info  # noqa: E402
-from bench_loads import run_perf_analyzer  # noqa: E402
-from bench_procs import Procs  # noqa: E402
-from bench_servers import FastApiBaseline, OrtServe, wait_ready  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "tests" / "models"))
-import make_text_models as text  # noqa: E402
-
-MAX_BATCH = 32
-# The encoder and buckets measured by default (also the GPU bundle's, bench/gpu/make_check_data.py).
-HIDDEN, LAYERS, BUCKETS = 128, 2, (16, 32, 64, 128)
-
-
-def write_repository(repo: Path, hidden: int, layers: int, buckets: list, instances: int,
-                     kind: str = "KIND_CPU") -> None:
-    model = text.build_text_encoder(hidden=hidden, layers=layers)
-    batching = "dynamic_batching { max_queue_delay_microseconds: 2000 }"
-    for name, extra in (("text_buckets", text.bucket_parameters(buckets)), ("text_plain", "")):
-        config = text.text_encoder_config(name, hidden, MAX_BATCH, batching=batching, extra=extra,
-                                          instances=instances, kind=kind)
-        text.demo.write_model(repo, name, model, config)
-
-
-def mix_lengths(count: int, rng) -> list:
-    """Lengths 8-128 skewed short (log-normal, median about 24), as short
-    queries and sentences outnumber paragraphs."""
-    lengths = np.exp(rng.normal(np.log(24), 0.7, size=count))
-    return [int(n) for n in np.clip(np.round(lengths), 8, 128)]
-
-
-def write_mix(path: Path, lengths: list, rng) -> None:
-    """perf_analyzer --input-data: one entry per length; each client thread
-    cycles through them in order."""
-    entries = []
-    for n in lengths:
-        ids, mask = text.token_ids(n, rng)
-        entries.append({"input_ids": {"content": ids[0].tolist(), "shape": [n]},
-                        "attention_mask": {"content": mask[0].tolist(), "shape": [n]}})
-    path.write_text(json.dumps({"data": entries}))
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_common import COMMANDS, LOGS, RESULTS, ROOT, WORK, git_head, log, machine_info
+from bench_loads import run_perf_analyzer
+from bench_procs import Procs
+from bench_servers import FastApiBaseline, OrtServe, wait_ready
+from bucket_models import BUCKETS, HIDDEN, LAYERS, MAX_BATCH, mix_lengths, write_mix, write_repository
 
 
 def counts(base: str, model: str) -> tuple:

@@ -18,15 +18,14 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import RESULTS, ROOT, git_head, machine_info  # noqa: E402
-from bucket_bench import mix_lengths  # noqa: E402
-from inprocess_ort import make_session  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_common import RESULTS, ROOT, git_head, machine_info
+from bucket_models import mix_lengths
+from inprocess_ort import make_session
 
 sys.path.insert(0, str(ROOT / "tests" / "models"))
 import make_text_models as text  # noqa: E402

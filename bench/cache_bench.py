@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import COMMANDS, LOGS, RESULTS, ROOT, WORK, git_head, log, machine_info  # noqa: E402
-from bench_loads import run_perf_analyzer  # noqa: E402
-from bench_procs import Procs, free_port  # noqa: E402
-from bench_servers import wait_ready  # noqa: E402
-from make_bench_models import config_pbtxt, make_cnn  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_common import COMMANDS, LOGS, RESULTS, ROOT, WORK, git_head, log, machine_info
+from bench_loads import run_perf_analyzer
+from bench_procs import Procs, free_port
+from bench_servers import wait_ready
+from make_bench_models import config_pbtxt, make_cnn
 
 CNN_DIMS = [3, 64, 64]
 # What one cached cnn answer counts against the cache: its key (the input

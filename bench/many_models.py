@@ -13,7 +13,6 @@ uses over --idle-secs, and the latency of --requests requests (JSON over HTTP, b
 import argparse
 import concurrent.futures
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,9 +22,9 @@ import onnx
 import requests
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_procs import Procs  # noqa: E402
-from server_runs import Ortserve, loadavg  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_procs import Procs
+from server_runs import Ortserve, loadavg
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 64

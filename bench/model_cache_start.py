@@ -13,7 +13,6 @@ import collections
 import re
 import shutil
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 
@@ -22,9 +21,9 @@ import onnx
 import requests
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_procs import Procs  # noqa: E402
-from server_runs import Ortserve, loadavg  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_procs import Procs
+from server_runs import Ortserve, loadavg
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
 from bench_common import LOGS, NOTES, RESULTS, ROOT, WORK, git_head, log, machine_info, note
 from bench_procs import Procs
 from bench_servers import FastApiBaseline, OrtServe, wait_ready

@@ -41,17 +41,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
-from bench_common import (BENCH, COMMANDS, LOGS, NOTES, PERF_ANALYZER, RESULTS, ROOT, WORK,  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_common import (BENCH, COMMANDS, LOGS, NOTES, PERF_ANALYZER, RESULTS, ROOT, WORK,
                           git_head, log, machine_info, manifest_repo, note, results_json)
-from bench_loads import pa_available  # noqa: E402
-from bench_plots import plot  # noqa: E402
-from bench_procs import Procs  # noqa: E402
-from bench_report import write_report  # noqa: E402
-from bench_rounds import paired_rounds  # noqa: E402
-from bench_servers import FastApiBaseline, OrtServe, reference_outputs  # noqa: E402
-from bench_sweep import bench_floor, bench_inprocess, bench_server  # noqa: E402
-from bench_targets import compute_targets  # noqa: E402
+from bench_loads import pa_available
+from bench_plots import plot
+from bench_procs import Procs
+from bench_report import write_report
+from bench_rounds import paired_rounds
+from bench_servers import FastApiBaseline, OrtServe, reference_outputs
+from bench_sweep import bench_floor, bench_inprocess, bench_server
+from bench_targets import compute_targets
 
 
 ALL_MODELS = ["tiny", "mlp", "mlp_nobatch", "cnn", "ocr_cls"]

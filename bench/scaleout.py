@@ -31,10 +31,9 @@ import sys
 import tempfile
 import time
 
-BENCH = pathlib.Path(__file__).resolve().parent
-ROOT = BENCH.parent
-from bench_common import machine_info  # noqa: E402
-from scaleout_cluster import (MODEL, HAProxy, OpenLoopLoad, Replica, build_repository,  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_common import BENCH, LIB, ROOT, machine_info
+from scaleout_cluster import (MODEL, HAProxy, OpenLoopLoad, Replica, build_repository,
                               infer_body, summarize)
 
 PATH = f"/v2/models/{MODEL}/infer"
@@ -110,7 +109,7 @@ def kill_each(args, replicas, lb, frontend: str, victims) -> dict:
 
 
 def wrk(args, port: int, body_file: pathlib.Path) -> dict:
-    cmd = ["wrk", "-t2", f"-c{args.connections}", f"-d{args.wrk_seconds}s", "-s", str(BENCH / "wrk_post.lua"),
+    cmd = ["wrk", "-t2", f"-c{args.connections}", f"-d{args.wrk_seconds}s", "-s", str(LIB / "wrk_post.lua"),
            f"http://127.0.0.1:{port}{PATH}"]
     out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "WRK_BODY_FILE": str(body_file)},
                          timeout=args.wrk_seconds + 60)

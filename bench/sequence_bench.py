@@ -36,10 +36,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_common import (BENCH, COMMANDS, LOGS, NOTES, RESULTS, ROOT, WORK, git_head, log,  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_common import (COMMANDS, LIB, LOGS, NOTES, RESULTS, ROOT, WORK, git_head, log,
                           machine_info, note)
-import sequence_report  # noqa: E402
+import sequence_report
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import silero_vad  # noqa: E402
@@ -232,7 +232,7 @@ def wrk_load(server, model: str, streams: int, args, first_id: int):
     from bench_loads import parse_wrk_summary
     from bench_procs import run_load
     cmd = ["wrk", "-t", str(streams), "-c", str(streams), "-d", f"{args.wrk_duration}s", "--timeout", "10s",
-           "-s", BENCH / "wrk_sequence.lua", f"{server.base}/v2/models/{model}/infer"]
+           "-s", LIB / "wrk_sequence.lua", f"{server.base}/v2/models/{model}/infer"]
     env = {"WRK_CHUNK_FILE": str(CHUNK_FILE), "WRK_SEQUENCE_LENGTH": str(args.chunks),
            "WRK_FIRST_SEQUENCE_ID": str(first_id)}
 

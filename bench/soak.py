@@ -52,18 +52,18 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
-from bench_common import BENCH, COMMANDS, LOGS, RESULTS, ROOT, git_head, machine_info, results_json  # noqa: E402
-from bench_measure import histogram_delta, scrape_metrics  # noqa: E402
-from bench_procs import Procs, log_tail, tree_cpu_seconds  # noqa: E402
-from bench_servers import OrtServe, wait_ready  # noqa: E402
-from soak_generator import Generator  # noqa: E402
-from soak_model import (HIGH, HISTOGRAMS, LOW, MODEL, N_INPUTS, build_request,  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_common import BENCH, COMMANDS, LOGS, RESULTS, ROOT, git_head, machine_info, results_json
+from bench_measure import histogram_delta, scrape_metrics
+from bench_procs import Procs, log_tail, tree_cpu_seconds
+from bench_servers import OrtServe, wait_ready
+from soak_generator import Generator
+from soak_model import (HIGH, HISTOGRAMS, LOW, MODEL, N_INPUTS, build_request,
                         check_json_inference, is_ready, log, make_inputs_and_refs, write_repo)
-from soak_plot import plot  # noqa: E402
-from soak_report import reading, write_md  # noqa: E402
-from soak_sampler import Sampler, rss_slope, sample_rows, thread_delta, thread_times  # noqa: E402
-from soak_stats import ms, over_time, pct, spans, summarize, windows  # noqa: E402
+from soak_plot import plot
+from soak_report import reading, write_md
+from soak_sampler import Sampler, rss_slope, sample_rows, thread_delta, thread_times
+from soak_stats import ms, over_time, pct, spans, summarize, windows
 
 
 def parse_args(argv):

@@ -17,9 +17,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_procs import Procs, run_bounded  # noqa: E402
-from server_runs import Ortserve, loadavg  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_procs import Procs, run_bounded
+from server_runs import Ortserve, loadavg
 
 ROOT = Path(__file__).resolve().parents[1]
 

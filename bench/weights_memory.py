@@ -11,7 +11,6 @@ after one request and after 32 more from 8 threads (every instance runs), and th
 N/1. The model is written to a temporary folder (or --work)."""
 import argparse
 import concurrent.futures
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,9 +20,9 @@ import onnx
 import requests
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_procs import Procs  # noqa: E402
-from server_runs import Ortserve, loadavg  # noqa: E402
+import benchlib  # noqa: F401  (bench/lib/ on sys.path)
+from bench_procs import Procs
+from server_runs import Ortserve, loadavg
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH = 1024

@@ -42,7 +42,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "bench"))
+sys.path.insert(0, str(REPO_ROOT / "bench" / "lib"))
 from make_bench_models import IR_VERSION, OPSET, fetch_ocr_cls  # noqa: E402
 
 CONTRIB_DOMAIN = "ai.onnx.contrib"             # BertTokenizer

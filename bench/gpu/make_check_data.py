@@ -8,7 +8,7 @@ write_check_data() for the bundle.
 
 Writes under DEST:
   models/cnn.onnx, mlp.onnx   the bench's CNN and MLP (bench/make_bench_models.py)
-  models/text_encoder.onnx    the bucket bench's encoder (bench/bucket_bench.py's defaults)
+  models/text_encoder.onnx    the bucket bench's encoder (bench/lib/bucket_models.py's defaults)
   requests/*.bin              binary-tensor request bodies (Triton's extension)
   requests/text/*.bin, text.list   the bucket bench's length mix, one request each
   reference/*.npz             onnxruntime CPU (FP32) outputs of those requests
@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-BENCH = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(BENCH))
-import bucket_bench  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+import benchlib  # noqa: E402,F401  (bench/lib/ on sys.path)
+import bucket_models  # noqa: E402
 import make_bench_models as bench_models  # noqa: E402
 
-text = bucket_bench.text
+text = bucket_models.text
 
 CORRECTNESS_BATCHES = (1, 4, 8)
 # The default warm-up runs batch 1 and max_batch_size (8), so with CUDA
@@ -45,7 +45,7 @@ CORRECTNESS_ORDER = (1, 8, 1, 8, 4, 1)
 TOLERANCE = {"fp32_mlp": (1e-4, 1e-5), "fp32_cnn": (1e-3, 1e-4), "tf32": (1e-2, 1e-2)}
 BATCHING_SIZES = (8, 32)
 BATCHING_QUEUE_DELAY_US = 1000
-TEXT_MIX_REQUESTS = 256  # as bench/bucket_bench.py
+TEXT_MIX_REQUESTS = 256  # as bench/bucket_bench.py's default
 TEXT_MIX_SEED = 9
 TEXT_CHECKED = 4  # the mix's first requests, compared with onnxruntime
 
@@ -131,10 +131,10 @@ def batching_config(model_name: str, max_batch: int, count: int) -> str:
 
 
 def text_configs(dest: Path) -> dict:
-    """bench/bucket_bench.py's two encoder models, on one GPU instance each."""
+    """bench/lib/bucket_models.py's two encoder models, on one GPU instance each."""
     tmp = dest / "checks" / "text-repo"
-    bucket_bench.write_repository(tmp, bucket_bench.HIDDEN, bucket_bench.LAYERS, list(bucket_bench.BUCKETS), 1,
-                                  kind="KIND_GPU")
+    bucket_models.write_repository(tmp, bucket_models.HIDDEN, bucket_models.LAYERS, list(bucket_models.BUCKETS),
+                                   1, kind="KIND_GPU")
     configs = {name: (tmp / name / "config.pbtxt").read_text() for name in ("text_buckets", "text_plain")}
     for path in sorted(tmp.rglob("*"), reverse=True):
         path.unlink() if path.is_file() else path.rmdir()
@@ -146,8 +146,8 @@ def write_check_data(dest: Path) -> dict:
     w = Writer(dest)
     files = {"cnn": w.model("cnn", bench_models.make_cnn(np.random.default_rng(2))),
              "mlp": w.model("mlp", bench_models.make_mlp(np.random.default_rng(1))),
-             "text_encoder": w.model("text_encoder", text.build_text_encoder(hidden=bucket_bench.HIDDEN,
-                                                                            layers=bucket_bench.LAYERS))}
+             "text_encoder": w.model("text_encoder", text.build_text_encoder(hidden=bucket_models.HIDDEN,
+                                                                             layers=bucket_models.LAYERS))}
     rng = np.random.default_rng(42)
     for name, spec in MODELS.items():
         dims = spec["inputs"][0]["dims"]
@@ -157,7 +157,7 @@ def write_check_data(dest: Path) -> dict:
         (dest / w.requests["cnn_b1"]["body"]).read_bytes()[w.requests["cnn_b1"]["header_bytes"]:])
 
     text_rng = np.random.default_rng(TEXT_MIX_SEED)
-    lengths = bucket_bench.mix_lengths(TEXT_MIX_REQUESTS, text_rng)
+    lengths = bucket_models.mix_lengths(TEXT_MIX_REQUESTS, text_rng)
     lines = []
     for i, n in enumerate(lengths):
         ids, mask = text.token_ids(n, text_rng)
@@ -198,7 +198,7 @@ def write_check_data(dest: Path) -> dict:
                      "instances_per_model": 2,
                      "baseline": {"model": files["cnn"], "inputs": ["INPUT0:FP32:1x3x64x64:baseline/cnn_INPUT0.bin"]}},
         "buckets": {"on": "text_buckets", "off": "text_plain", "list": "requests/text.list", "concurrency": 32,
-                    "buckets": list(bucket_bench.BUCKETS)},
+                    "buckets": list(bucket_models.BUCKETS)},
         "sweep": {"model": "cnn_b32", "request": "cnn_b1", "concurrency": [1, 4, 16, 64, 128]},
         "instances": {"servers": {"1": "instances_1", "4": "instances_4"}, "model": "cnn", "request": "cnn_b1",
                       "concurrency": 64},

@@ -81,13 +81,15 @@ def test_bad_model_and_input_file_are_named(limit_binary, tmp_path):
 
 
 def load_bench(name):
-    """One of run_bench.py's modules (bench/bench_*.py; bench/ is not a package)."""
+    """A bench module by name: a scenario (bench/*.py) or a helper (bench/lib/*.py);
+    bench/ is not a package, its benchlib puts bench/lib/ on sys.path."""
     import importlib
     import sys
     from pathlib import Path
     bench_dir = str(Path(__file__).resolve().parents[2] / "bench")
     if bench_dir not in sys.path:
         sys.path.insert(0, bench_dir)
+    importlib.import_module("benchlib")
     return importlib.import_module(name)
 
 
@@ -148,7 +150,7 @@ def test_binary_request_of_the_bench_is_served_like_its_json_twin(demo_server):
     import importlib.util
     import onnxruntime as ort
     from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "bench" / "make_bench_models.py"
+    path = Path(__file__).resolve().parents[2] / "bench" / "lib" / "make_bench_models.py"
     spec = importlib.util.spec_from_file_location("make_bench_models", path)
     models = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(models)

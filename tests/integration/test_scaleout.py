@@ -2,7 +2,7 @@
 Debian's HAProxy, health-checked on /v2/health/ready, under a constant open-loop
 load. A rolling restart (SIGTERM, exit, restart, one replica at a time) loses and
 fails no request; SIGKILL fails only requests that were in flight at the kill.
-The parts are bench/scaleout_cluster.py's; bench/scaleout.py measures the same
+The parts are bench/lib/scaleout_cluster.py's; bench/scaleout.py measures the same
 at length. Nothing here asserts on timing."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from deploy_helpers import haproxy
 from harness import REPO_ROOT, ortserve_binary
 
-sys.path.insert(0, str(REPO_ROOT / "bench"))
+sys.path.insert(0, str(REPO_ROOT / "bench" / "lib"))
 from scaleout_cluster import (MODEL, HAProxy, OpenLoopLoad, Replica, build_repository,  # noqa: E402
                               infer_body)
 

@@ -330,7 +330,7 @@ def build_repository(repo: pathlib.Path) -> pathlib.Path:
     """One model, `scaleout`: the test repository's `slow` graph cut to 2 layers
     (x[-1,16] -> 2 x (256x256 MatMul, Tanh) per row, ~67 MFLOP: a few ms on a core),
     dynamically batched up to 8, threads from the replica's --thread-budget."""
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     for sub in ("tests/models", "scripts"):
         if str(root / sub) not in sys.path:
             sys.path.insert(0, str(root / sub))

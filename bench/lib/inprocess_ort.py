@@ -79,7 +79,7 @@ def run_one(sess, feeds, batch, duration_s, warmup_s):
     }
 
 
-LIMIT_BIN = Path(__file__).resolve().parent.parent / "build" / "ortserve_inprocess_limit"
+LIMIT_BIN = Path(__file__).resolve().parents[2] / "build" / "ortserve_inprocess_limit"
 
 
 def run_native(binary: Path, spec: dict, args, sizes) -> dict:
@@ -101,7 +101,7 @@ def run_native(binary: Path, spec: dict, args, sizes) -> dict:
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True, help="model name in the manifest")
-    ap.add_argument("--manifest", default=str(Path(__file__).resolve().parent / "work" / "manifest.json"))
+    ap.add_argument("--manifest", default=str(Path(__file__).resolve().parents[1] / "work" / "manifest.json"))
     ap.add_argument("--threads", type=int, default=2, help="intra-op threads (the thread budget)")
     ap.add_argument("--batch-sizes", default="1", help="comma separated")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds per batch size")

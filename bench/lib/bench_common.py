@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 
 
-BENCH = Path(__file__).resolve().parent
+LIB = Path(__file__).resolve().parent          # bench/lib: these helpers, the wrk scripts
+BENCH = LIB.parent                             # bench/: the scenarios, their reports
 ROOT = BENCH.parent
+BASELINES = BENCH / "baselines"                # the FastAPI + onnxruntime contenders
 WORK = BENCH / "work"
 RESULTS = BENCH / "results"
 LOGS = WORK / "logs"

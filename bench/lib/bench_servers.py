@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from bench_common import BENCH, LOGS, VENV_PY
+from bench_common import BASELINES, LOGS, VENV_PY
 from bench_procs import Procs, free_port, free_ports, run_bounded, with_cpus
 
 
@@ -163,11 +163,11 @@ class FastApiBaseline(Server):
     def __init__(self, repo, workers, intra_threads, cpus, app=None, log_name="fastapi.log"):
         super().__init__()
         self.repo, self.workers, self.intra_threads, self.cpus = repo, workers, intra_threads, cpus
-        self.app, self.log_name = app, log_name  # app: another bench/ app (baseline_fastapi.py --app)
+        self.app, self.log_name = app, log_name  # app: another bench/baselines/ app (baseline_fastapi.py --app)
 
     def start(self):
         self.port = free_port()
-        cmd = [VENV_PY, BENCH / "baseline_fastapi.py", "--model-repository", self.repo,
+        cmd = [VENV_PY, BASELINES / "baseline_fastapi.py", "--model-repository", self.repo,
                "--port", str(self.port), "--workers", str(self.workers),
                "--intra-op-threads", str(self.intra_threads)] + (["--app", self.app] if self.app else [])
         self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / self.log_name)

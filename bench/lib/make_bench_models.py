@@ -183,7 +183,7 @@ def request_bodies(spec, rng):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", default=str(Path(__file__).resolve().parent / "work"))
+    ap.add_argument("--work", default=str(Path(__file__).resolve().parents[1] / "work"))
     ap.add_argument("--no-ocr", action="store_true", help="skip the npm model (offline machine)")
     args = ap.parse_args()
     work = Path(args.work)

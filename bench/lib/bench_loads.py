@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from bench_common import BENCH, CUDART_LIB, PERF_ANALYZER, VENV_PY, WORK, bench_tool, log, note
+from bench_common import CUDART_LIB, LIB, PERF_ANALYZER, VENV_PY, WORK, bench_tool, log, note
 from bench_procs import run_bounded, run_load, with_cpus
 
 
@@ -66,7 +66,7 @@ def run_wrk(url, body_file, conns, duration_s, threads, cpus=None, header_bytes=
     header is that long."""
     threads = max(1, min(threads, conns))
     cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{duration_s}s", "--timeout", "10s",
-           "-s", BENCH / "wrk_post.lua", url]
+           "-s", LIB / "wrk_post.lua", url]
     env = {"WRK_BODY_FILE": str(body_file)}
     if header_bytes is not None:
         env["WRK_INFERENCE_HEADER_LENGTH"] = str(header_bytes)
@@ -94,7 +94,7 @@ def parse_wrk_summary(rc, out, client_cpu, label):
 
 def run_inprocess(model, sizes, duration, path, args):
     """Back-to-back ORT in one process at each batch size; its JSON, or None (noted)."""
-    cmd = [VENV_PY, BENCH / "inprocess_ort.py", "--model", model, "--threads", str(args.thread_budget),
+    cmd = [VENV_PY, LIB / "inprocess_ort.py", "--model", model, "--threads", str(args.thread_budget),
            "--batch-sizes", ",".join(map(str, sizes)), "--duration", str(duration), "--json", path]
     # The C++ engine built next to the server under test (same ORT, same
     # session options); inprocess_ort.py falls back to Python without it.
