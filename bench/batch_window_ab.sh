@@ -6,7 +6,7 @@
 #
 #   bench/batch_window_ab.sh [WORK] [ORTSERVE_BIN] [CONCURRENCIES] [RATE]
 #   (defaults: bench/work build/ortserve "1 8 32" 1000)
-# WORK holds the repository from bench/make_bench_models.py. Prints one line
+# WORK holds the repository from bench/lib/make_bench_models.py. Prints one line
 # per point: model, load, throughput, p50/p99 latency, average batch size
 # (inference_count / execution_count from the statistics endpoint).
 set -euo pipefail

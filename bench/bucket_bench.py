@@ -13,7 +13,7 @@ Three points, each on a fresh server:
              bucket batch with the others of that bucket.
   no_buckets ortserve, the same config without them: only requests of
              identical length batch (Triton's rule), so most run alone.
-  fastapi    bench/baseline_fastapi.py, 2 workers x 1 thread, no batching.
+  fastapi    bench/baselines/baseline_fastapi.py, 2 workers x 1 thread, no batching.
 ortserve runs with --thread-budget 2. The batches formed come from the
 model's statistics (inference_count / execution_count over the measurement).
 Writes bench/results/RESULTS-shape-buckets.md. Nothing is asserted: this is a
@@ -101,7 +101,7 @@ def write_report(points: dict, args, lengths: list) -> Path:
         "- buckets: ortserve with shape_buckets (bucket_pad input_ids:0, bucket_mask attention_mask, "
         "bucket_outputs last_hidden_state).",
         "- no_buckets: ortserve, the same model and batching config without buckets.",
-        "- fastapi: bench/baseline_fastapi.py, one session.run per request.", "",
+        "- fastapi: bench/baselines/baseline_fastapi.py, one session.run per request.", "",
         "Commands:", "", "```", *COMMANDS, "```", ""])
     out = RESULTS / ("RESULTS-shape-buckets.md" if args.instances == 1
                      else f"RESULTS-shape-buckets-{args.instances}-instances.md")

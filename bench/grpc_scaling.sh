@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gRPC front-end scaling on the tiny model (no-op-sized): throughput vs
 # --grpc-thread-count, then the demo mlp_classifier under perf_analyzer -i http
-# at concurrency 8. Needs `make build` and `python bench/make_bench_models.py`.
+# at concurrency 8. Needs `make build` and `python bench/lib/make_bench_models.py`.
 cd "$(dirname "$0")/.."
 export LD_LIBRARY_PATH=$PWD/.venv/lib/python3.11/site-packages/nvidia/cuda_runtime/lib
 for t in 1 2; do

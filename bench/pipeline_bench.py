@@ -5,7 +5,7 @@
             by the client (three HTTP requests per sentence, the client moves the tensors)
   ensemble  ortserve's text_pipeline ensemble: one request, the server moves the tensors
             (skipped, with a note, when the build serves no ensemble)
-  fastapi   bench/baseline_fastapi_pipeline.py: FastAPI + onnxruntime, tokenization and
+  fastapi   bench/baselines/baseline_fastapi_pipeline.py: FastAPI + onnxruntime, tokenization and
             softmax/labels in Python around the classifier: one request
 
     make bench-pipeline      # or:

@@ -5,7 +5,7 @@
     .venv/bin/python bench/run_bench.py --quick    # smoke run, a few seconds per point
     .venv/bin/python bench/run_bench.py --models tiny,mlp --concurrency 1,8,32
 
-Run bench/make_bench_models.py first (`make bench` does both). Every server is
+Run bench/lib/make_bench_models.py first (`make bench` does both). Every server is
 started here on free 127.0.0.1 ports, waited for with bounded waits, driven by
 time-bounded loads, and killed at the end, on error and on Ctrl-C too.
 
@@ -14,12 +14,12 @@ Contenders, same models, same machine, one run:
              gRPC hook: perf_analyzer -i grpc, run only when the gRPC port answers
              binary tensors via wrk too: the lightest client, so on shared cores
              the figure is the server's (perf_analyzer's own CPU is recorded)
-  fastapi    bench/baseline_fastapi.py, N workers x 1 intra-op thread = thread budget,
+  fastapi    bench/baselines/baseline_fastapi.py, N workers x 1 intra-op thread = thread budget,
              driven by the same two loads
-  inprocess  bench/inprocess_ort.py, back-to-back runs at batch 1 and at the batch
+  inprocess  bench/lib/inprocess_ort.py, back-to-back runs at batch 1 and at the batch
              sizes ortserve's batcher chose (from its statistics), on the server's
              own runtime (ortserve_inprocess_limit: same ORT, same session options)
-  http_floor ortserve_http_floor (bench/http_floor.cpp), a no-op HTTP server that
+  http_floor ortserve_http_floor (bench/programs/http_floor.cpp), a no-op HTTP server that
              answers every request with the tiny model's reference response:
              the wrk JSON load on tiny only, the most any server could reach
              there with the load generator on the same machine
@@ -153,7 +153,7 @@ def main(argv):
 
     mpath = Path(args.manifest)
     if not mpath.exists():
-        log(f"{mpath} missing: run `.venv/bin/python bench/make_bench_models.py` first (make bench does)")
+        log(f"{mpath} missing: run `.venv/bin/python bench/lib/make_bench_models.py` first (make bench does)")
         return 2
     manifest = json.loads(mpath.read_text())
     missing = [m for m in args.models if m not in manifest]

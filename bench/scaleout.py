@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Scale-out on one machine with real parts: ortserve replicas behind HAProxy
-(bench/scaleout_cluster.py), under a constant open-loop load to 127.0.0.1.
+(bench/lib/scaleout_cluster.py), under a constant open-loop load to 127.0.0.1.
 
   rolling   every replica in turn gets SIGTERM, exits, restarts and is ready
             again (a rolling update); counts failed and lost requests

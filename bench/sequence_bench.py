@@ -18,7 +18,7 @@ before: a closed loop per stream. Before a contender is measured, one
 stream's answers are compared with onnxruntime on the package's file; a
 contender that answers wrongly is not measured. The batched models are then
 measured again with two lighter clients: wrk over HTTP with binary tensors
-(the `_wrk` rows, bench/wrk_sequence.lua: one connection per stream) and
+(the `_wrk` rows, bench/lib/wrk_sequence.lua: one connection per stream) and
 perf_analyzer over gRPC (the `_pa` rows, random audio). It is a
 measurement, not a test: nothing asserts on timing.
 """
@@ -227,7 +227,7 @@ def perf_analyzer_load(server, model: str, streams: int, args, first_id: int):
 
 
 def wrk_load(server, model: str, streams: int, args, first_id: int):
-    """wrk over HTTP with bench/wrk_sequence.lua: one connection per thread, each a stream of
+    """wrk over HTTP with bench/lib/wrk_sequence.lua: one connection per thread, each a stream of
     sequences of --chunks binary-tensor requests of CHUNK_FILE's audio, for --wrk-duration s."""
     from bench_loads import parse_wrk_summary
     from bench_procs import run_load

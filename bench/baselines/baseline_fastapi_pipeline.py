@@ -1,7 +1,7 @@
 """The text pipeline served the way people write it without ortserve: FastAPI + onnxruntime with the
 pre- and post-processing in Python around the classifier (bench/pipeline_bench.py's "fastapi" leg).
 
-    .venv/bin/python bench/baseline_fastapi.py --app baseline_fastapi_pipeline:app \
+    .venv/bin/python bench/baselines/baseline_fastapi.py --app baseline_fastapi_pipeline:app \
         --model-repository bench/work/pipeline/text_pipeline --port 8011 --workers 2
 
 Workers and sockets as baseline_fastapi.py. One route does the whole pipeline:

@@ -7,7 +7,7 @@ write_check_data() for the bundle.
     .venv/bin/python bench/gpu/make_check_data.py DEST
 
 Writes under DEST:
-  models/cnn.onnx, mlp.onnx   the bench's CNN and MLP (bench/make_bench_models.py)
+  models/cnn.onnx, mlp.onnx   the bench's CNN and MLP (bench/lib/make_bench_models.py)
   models/text_encoder.onnx    the bucket bench's encoder (bench/lib/bucket_models.py's defaults)
   requests/*.bin              binary-tensor request bodies (Triton's extension)
   requests/text/*.bin, text.list   the bucket bench's length mix, one request each

@@ -75,7 +75,7 @@ def run_wrk(url, body_file, conns, duration_s, threads, cpus=None, header_bytes=
 
 
 def parse_wrk_summary(rc, out, client_cpu, label):
-    """The WRK_JSON line of a wrk run (bench/wrk_summary.lua) as the bench's point, or None (noted)."""
+    """The WRK_JSON line of a wrk run (bench/lib/wrk_summary.lua) as the bench's point, or None (noted)."""
     line = next((l for l in out.splitlines() if l.startswith("WRK_JSON ")), None)
     if rc != 0 or line is None:
         note(f"{label} failed (rc {rc}): {' | '.join(out.strip().splitlines()[-3:])}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The limit: onnxruntime in-process, back-to-back runs, no server.
 
-    .venv/bin/python bench/inprocess_ort.py --model cnn --threads 2 --batch-sizes 1,4 --duration 10
+    .venv/bin/python bench/lib/inprocess_ort.py --model cnn --threads 2 --batch-sizes 1,4 --duration 10
 
 Two engines. `ortserve` (the default when build/ortserve_inprocess_limit
 exists): a small C++ program on the server's own runtime layer, so the same

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Builds the benchmark model repository, deterministically.
 
-    .venv/bin/python bench/make_bench_models.py [--work bench/work] [--no-ocr]
+    .venv/bin/python bench/lib/make_bench_models.py [--work bench/work] [--no-ocr]
 
 Writes (all under the git-ignored work folder):
   repo/<model>/config.pbtxt, repo/<model>/1/model.onnx   Triton-style repository
@@ -85,7 +85,7 @@ def make_mlp(rng):
 
 # Channels of the 3x3 convolutions, all at 64x64 (padding 1). Tuned so that one
 # inference takes about 10 ms with 2 intra-op threads (measured with
-# bench/inprocess_ort.py; see RESULTS.md for the figure on the machine used).
+# bench/lib/inprocess_ort.py; see RESULTS.md for the figure on the machine used).
 CNN_CHANNELS = [3, 32, 64, 64, 64]
 
 

@@ -2,7 +2,7 @@
 // What the benchmark programs share (ortserve_inprocess_limit,
 // ortserve_gpu_baseline, ortserve_http_load): failing with a message,
 // the --input NAME:DTYPE:DIMS:FILE tensors, batching them, and the latency
-// summary every bench tool prints (the schema of bench/inprocess_ort.py).
+// summary every bench tool prints (the schema of bench/lib/inprocess_ort.py).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -167,7 +167,7 @@ inline void WritePercentiles(JsonWriter& json, const char* key, const std::vecto
 
 // One batch size's back-to-back runs: `run` once per iteration, first for
 // `warmup_s`, then for `duration_s`, timed one by one. Writes the result
-// object of bench/inprocess_ort.py's schema.
+// object of bench/lib/inprocess_ort.py's schema.
 template <typename Run>
 void MeasureBackToBack(Run&& run, int batch, double warmup_s, double duration_s, JsonWriter& json) {
   for (const Clock::time_point warm_end = Clock::now() + Seconds(warmup_s); Clock::now() < warm_end;) run();

@@ -13,7 +13,7 @@
 // b times along dimension 0 for batch size b. --cuda-graph captures one CUDA
 // graph per batch size and replays it. --cpu runs the same loop on the CPU
 // provider with host buffers: for rehearsing the bundle on a machine without
-// a GPU. Prints one JSON object, the schema of bench/inprocess_ort.py.
+// a GPU. Prints one JSON object, the schema of bench/lib/inprocess_ort.py.
 #include <cstdio>
 #include <cstring>
 #include <string>

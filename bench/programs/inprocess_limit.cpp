@@ -4,7 +4,7 @@
 // and session options), so the ratio ortserve / this measures the server and
 // nothing else: not a different ORT version, not Python's per-call overhead.
 //
-// Usually driven by bench/inprocess_ort.py, which writes the inputs:
+// Usually driven by bench/lib/inprocess_ort.py, which writes the inputs:
 //   ortserve_inprocess_limit --model-path model.onnx --threads 2
 //       --input INPUT0:FP32:1x3x64x64:input0.bin [--input ...]
 //       [--batch-sizes 1,4] [--duration 10] [--warmup 1] [--spinning]

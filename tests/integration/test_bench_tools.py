@@ -1,9 +1,9 @@
 """The benchmark's tools: the in-process limit, ortserve_inprocess_limit
-(bench/inprocess_limit.cpp), runs a model on the server's own runtime, reports
+(bench/programs/inprocess_limit.cpp), runs a model on the server's own runtime, reports
 the ONNX Runtime the server reports, and refuses bad arguments with a message
-naming them; the transport floor, ortserve_http_floor (bench/http_floor.cpp),
+naming them; the transport floor, ortserve_http_floor (bench/programs/http_floor.cpp),
 answers every framed request with its body; run_bench.py's verdicts and report
-text (its modules bench/bench_*.py)."""
+text (its modules bench/lib/bench_*.py)."""
 from __future__ import annotations
 
 import json
@@ -326,7 +326,7 @@ def test_report_links_the_other_benches_that_have_a_report(tmp_path):
 
 
 def test_sequence_report_summarises_points_and_the_batching_ratio():
-    """bench/sequence_bench.py's report (bench/sequence_report.py): per-chunk
+    """bench/sequence_bench.py's report (bench/lib/sequence_report.py): per-chunk
     percentiles, throughput, mean batch from the statistics, the ratio of the
     oldest strategy over one sequence per execution where both ran."""
     report = load_bench("sequence_report")
