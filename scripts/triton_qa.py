@@ -258,8 +258,6 @@ def grpc_suite(src: Path, data: Path, work: Path, notes: list) -> Suite:
     ], {
         "grpc_client_plugin_test.py": "its model client_plugin_test is a python backend model",
         "grpc_basic_auth_test.py": "needs nginx in front of the server",
-        "TestGrpcAioClient.test_register_cuda_shared_memory": "needs CUDA (its expected "
-                                                              "error comes from CUDA IPC)",
         "TestGrpcAioClient.test_get_model_repository_index": INDEX_OF_8,
     })
 

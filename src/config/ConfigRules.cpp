@@ -8,6 +8,8 @@ namespace ortserve {
 namespace {
 
 constexpr int64_t kWildcardDim = -1;
+// Triton's default --min-supported-compute-capability (TRITON_MIN_COMPUTE_CAPABILITY).
+constexpr double kMinComputeCapability = 6.0;
 
 // Triton's message: `rule` + " for " + model name, then ortserve's detail.
 Status Broken(const std::string& rule, const inference::ModelConfig& config, const std::string& detail = "") {
@@ -171,7 +173,50 @@ Status CheckBatchIoRules(const inference::ModelConfig& config, bool skip_gaps) {
   return Status::Ok();
 }
 
+// Triton's text, `gpu` in group `group`; what follows "are: " is ortserve's.
+Status InvalidGpu(const inference::ModelInstanceGroup& group, int gpu, const inference::ModelConfig& config,
+                  bool cuda_provider) {
+  return Unavailable("instance group " + group.name() + " of model " + config.name() +
+                     " specifies invalid or unsupported gpu id " + std::to_string(gpu) +
+                     ". GPUs with at least the minimum required CUDA compute compatibility of " +
+                     std::to_string(kMinComputeCapability) + " are: " +
+                     (cuda_provider ? "those the CUDA provider opens (a negative id is never one)"
+                                    : "none (this server's ONNX Runtime has no CUDA provider)"));
+}
+
 }  // namespace
+
+Status CheckInstanceGroupGpus(const inference::ModelConfig& config, bool cuda_provider) {
+  using Group = inference::ModelInstanceGroup;
+  for (const auto& group : config.instance_group()) {
+    for (int gpu : group.gpus()) {
+      if (gpu < 0) return InvalidGpu(group, gpu, config, cuda_provider);
+    }
+  }
+  for (const auto& group : config.instance_group()) {
+    if (group.kind() == Group::KIND_CPU && group.gpus_size() > 0) {
+      return Unavailable("instance group " + group.name() + " of model " + config.name() +
+                         " has kind KIND_CPU but specifies one or more GPUs");
+    }
+    if (group.kind() == Group::KIND_GPU && !cuda_provider && group.gpus_size() > 0) {
+      return InvalidGpu(group, group.gpus(0), config, cuda_provider);
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckScalarReshapesWithoutFile(const inference::ModelConfig& config) {
+  if (config.max_batch_size() != 0) return Status::Ok();
+  auto check = [&](const auto& io, const char* kind) {
+    if (!io.has_reshape() || io.reshape().shape_size() != 0) return Status::Ok();
+    return Broken(std::string("model ") + kind + " '" + io.name() +
+                      "' cannot have empty reshape for non-batching model as scalar tensors are not supported",
+                  config, "ortserve serves a scalar only where the model file declares one; there is none");
+  };
+  for (const auto& input : config.input()) ORTSERVE_RETURN_IF_ERROR(check(input, "input"));
+  for (const auto& output : config.output()) ORTSERVE_RETURN_IF_ERROR(check(output, "output"));
+  return Status::Ok();
+}
 
 Status CheckModelConfigRules(const inference::ModelConfig& config) {
   if (config.max_batch_size() < 0) {

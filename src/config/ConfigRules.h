@@ -20,4 +20,21 @@ Status CheckModelConfigRules(const inference::ModelConfig& config);
 // list auto-complete will fill, is checked again once it has run.
 Status CheckModelIoRules(const inference::ModelConfig& config, bool skip_gaps = false);
 
+// The GPU ids of each instance_group, in Triton's words (core's
+// ValidateInstanceGroup), after normalisation (KIND_AUTO is KIND_CPU here).
+// A negative id, never a device, is refused first, in whichever group; then
+// group by group: a KIND_CPU group naming GPUs, and a KIND_GPU group naming
+// any id when `cuda_provider` is false (no GPU can be used, so every id is
+// unsupported). With the CUDA provider, whether a device exists is the
+// provider's answer when a session is made on it.
+Status CheckInstanceGroupGpus(const inference::ModelConfig& config, bool cuda_provider);
+
+// Triton refuses an empty `reshape` without batching ("model input 'x' cannot
+// have empty reshape for non-batching model as scalar tensors are not
+// supported for m"). ortserve serves one where the model file declares that
+// tensor a scalar (ConfigChecks); this is Triton's refusal where there is no
+// model file to show it, so that a config error is not reported as a missing
+// file.
+Status CheckScalarReshapesWithoutFile(const inference::ModelConfig& config);
+
 }  // namespace ortserve

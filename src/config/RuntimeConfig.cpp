@@ -140,10 +140,6 @@ Result<std::vector<InstanceSpec>> ExpandInstanceGroups(const inference::ModelCon
       return Unavailable("instance_group: more than " + std::to_string(kMaxInstancesPerModel) +
                          " instances in total for model '" + config.name() + "'");
     }
-    if (group.kind() == inference::ModelInstanceGroup::KIND_CPU && group.gpus_size() > 0) {
-      return Unavailable("instance group " + group.name() + " of model " + config.name() +
-                         " has kind KIND_CPU but specifies one or more GPUs");
-    }
     switch (group.kind()) {
       case inference::ModelInstanceGroup::KIND_CPU:
       case inference::ModelInstanceGroup::KIND_AUTO:

@@ -73,6 +73,15 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
   return config;
 }
 
+// Whether this server's ONNX Runtime has the CUDA provider (read once).
+bool HasCudaProvider() {
+  static const bool has = [] {
+    const std::vector<std::string> providers = AvailableExecutionProviders();
+    return std::find(providers.begin(), providers.end(), "CUDAExecutionProvider") != providers.end();
+  }();
+  return has;
+}
+
 // Triton's normalisation and its config rules (ConfigRules.h), then the
 // platform, session settings and instances, into `common`. With
 // auto-complete on, a tensor it will fill is checked once it has.
@@ -97,6 +106,10 @@ Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete,
   }
   auto settings = ReadSessionSettings(config, server_op_libraries);
   if (!settings.ok()) return settings.status();
+  // GPU ids any GPU could have are left to the CUDA provider; without it (or
+  // a config that lets a GPU instance fall back to CPU) no id can be used.
+  ORTSERVE_RETURN_IF_ERROR(
+      CheckInstanceGroupGpus(config, HasCudaProvider() || settings.value().gpu.allow_cpu_fallback));
   auto instances = ExpandInstanceGroups(config);
   if (!instances.ok()) return instances.status();
   common->settings = settings.value();
@@ -139,7 +152,10 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
   if (IsEnsemble(c.config)) return c;  // no model file
   const fs::path model_path = c.model_dir / std::to_string(v) / filename;
   std::error_code ec;
-  if (!fs::is_regular_file(model_path, ec)) return Unavailable("model file not found: " + model_path.string());
+  if (!fs::is_regular_file(model_path, ec)) {
+    ORTSERVE_RETURN_IF_ERROR(CheckScalarReshapesWithoutFile(c.config));
+    return Unavailable("model file not found: " + model_path.string());
+  }
   c.model_path = model_path.string();
   c.stamp += "|" + FileStamp(model_path);
   auto signature = InspectModel(c.model_path, c.settings.op_libraries);
@@ -203,6 +219,10 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   // An ensemble has nothing to put in a version directory: without one it is version 1.
   if (available.empty() && IsEnsemble(common.config)) available.push_back(1);
   if (available.empty()) {
+    if (Status scalars = CheckScalarReshapesWithoutFile(common.config); !scalars.ok()) {
+      p.failure = scalars.message();
+      return p;
+    }
     // Triton's words where it would look for a model file to tell the
     // backend by (auto-complete on, nothing in the config names one).
     p.failure = auto_complete.enabled && !names_its_backend

@@ -49,6 +49,25 @@ Status ModelNotReadyError(const std::string& name, const std::string& version, c
   return Unavailable(std::move(message));
 }
 
+Result<bool> IsModelVersionReady(const ModelRepository& repository, const std::string& name,
+                                 const std::string& version) {
+  Result<std::shared_ptr<Model>> model = repository.GetModel(name, version);
+  if (model.ok()) return model.value()->ready();
+  if (model.status().code() != StatusCode::kNotFound) return false;  // known, not ready
+  const bool numeric = !version.empty() && std::all_of(version.begin(), version.end(),
+                                                       [](char c) { return c >= '0' && c <= '9'; });
+  if (!numeric) return model.status();
+  // A version it does not have: not ready, unless the name itself is unknown.
+  Result<std::shared_ptr<Model>> any = repository.GetModel(name, "");
+  if (!any.ok() && any.status().code() == StatusCode::kNotFound) return any.status();
+  return false;
+}
+
+Status VersionNotAvailableError(const std::string& name, const Status& why) {
+  return InvalidArgument("requested model version is not available for model '" + name + "' (" + why.message() +
+                         ")");
+}
+
 std::string ModelControlDisabledMessage(ModelControlMode mode) {
   if (mode == ModelControlMode::kPoll) {
     return "explicit model load / unload is not allowed if polling is enabled "

@@ -145,4 +145,20 @@ std::string ModelControlDisabledMessage(ModelControlMode mode);
 Status UnknownModelError(const std::string& name, const std::string& version);
 Status ModelNotReadyError(const std::string& name, const std::string& version, const std::string& reason);
 
+// Whether `version` of `name` is ready, for the ready endpoints (HTTP
+// `GET /v2/models/m[/versions/v]/ready`, gRPC ModelReady). Any version of a
+// model the repository knows answers true or false, as Triton's ModelIsReady
+// (which Triton's QA, L0_server_status and L0_lifecycle, reads as
+// `is_model_ready` == False): one not loaded, unloaded, outside the version
+// policy or not on disk. An error (GetModel's kNotFound) only for a model name
+// it does not know, or a version that is not a number.
+Result<bool> IsModelVersionReady(const ModelRepository& repository, const std::string& name,
+                                 const std::string& version);
+
+// Triton's text (core tritonserver.cc, TRITONSERVER_ServerModelStatistics)
+// for statistics of a version of a known model that is not ready, with
+// GetModel's answer after it: kInvalidArgument
+// "requested model version is not available for model 'm' (<why>)".
+Status VersionNotAvailableError(const std::string& name, const Status& why);
+
 }  // namespace ortserve

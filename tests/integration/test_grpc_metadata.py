@@ -72,13 +72,16 @@ def test_model_ready(grpc_client, demo_grpc_client):
         assert demo_grpc_client.is_model_ready(model, "1"), model
     assert grpc_client.is_model_ready("versioned_add", "3")
     assert not grpc_client.is_model_ready("corrupt_model")
-    # As Triton: a model or version it does not know is an error, not "not ready".
-    for model, version, words in (("versioned_add", "1", "'versioned_add' version 1 is not found"),
-                                  ("does_not_exist", "", "'does_not_exist' is not found")):
+    # As Triton (L0_server_status): any version of a model it knows answers
+    # ready or not -- version 1 is outside the policy, 7 is not on disk; a
+    # model name it does not know is an error.
+    assert not grpc_client.is_model_ready("versioned_add", "1")
+    assert not grpc_client.is_model_ready("versioned_add", "7")
+    for model, version in (("does_not_exist", ""), ("does_not_exist", "1")):
         with pytest.raises(InferenceServerException) as info:
             grpc_client.is_model_ready(model, version)
         assert info.value.status() == "StatusCode.NOT_FOUND"
-        assert info.value.message() == "Request for unknown model: " + words
+        assert info.value.message() == "Request for unknown model: 'does_not_exist' is not found"
 
 
 def test_repository_index(grpc_client):

@@ -227,7 +227,7 @@ def test_version_policy_serves_latest_two(client, test_repo, reference, version,
 
 
 def test_version_outside_policy_is_not_served(server):
-    assert server.get("/v2/models/versioned_add/versions/1/ready").status_code != 200
+    assert server.get("/v2/models/versioned_add/versions/1/ready").status_code == 400  # as Triton
     assert server.get("/v2/models/versioned_add/versions/2/ready").status_code == 200
     assert server.get("/v2/models/versioned_add/versions/3/ready").status_code == 200
     body = {"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [0, 0, 0, 0]}]}

@@ -53,8 +53,9 @@ def set_version(model_dir, version, k):
 
 
 def infer_k(client, name="addk", version=""):
-    """The k the serving load adds (input ones)."""
-    inp = httpclient.InferInput("INPUT0", [1, 4], "FP32")
+    """The k the serving load adds (input ones); `client` of either protocol."""
+    module = grpcclient if isinstance(client, grpcclient.InferenceServerClient) else httpclient
+    inp = module.InferInput("INPUT0", [1, 4], "FP32")
     inp.set_data_from_numpy(np.ones((1, 4), np.float32))
     out = client.infer(name, [inp], model_version=version).as_numpy("OUTPUT0")
     return float(out[0, 0]) - 1.0
@@ -229,3 +230,66 @@ def test_canary_weights_split_unversioned_requests(launch, tmp_path):
     stats = {s["version"]: s["inference_stats"]["success"]["count"]
              for s in srv.get("/v2/models/canary/stats").json()["model_stats"]}
     assert stats == {"1": 6, "2": 3}, stats
+
+
+def assert_version_not_ready(srv, version, name="addk"):
+    """`version` of `name` answers not-ready as Triton does on each protocol
+    (gRPC ModelReady OK with ready false, HTTP 400) and has no statistics
+    (Triton's "requested model version is not available"); infer, metadata
+    and config keep GetModel's words."""
+    http = httpclient.InferenceServerClient(srv.url)
+    grpc = grpcclient.InferenceServerClient(srv.grpc_url)
+    not_available = f"requested model version is not available for model '{name}'"
+    assert grpc.is_model_ready(name, version) is False
+    assert not http.is_model_ready(name, version)
+    assert_error(srv.get(f"/v2/models/{name}/versions/{version}/ready"), 400, f"'{name}' version {version}")
+    assert_error(srv.get(f"/v2/models/{name}/versions/{version}/stats"), 400, not_available)
+    with pytest.raises(InferenceServerException) as stats:
+        grpc.get_inference_statistics(name, version)
+    assert stats.value.status() == "StatusCode.INVALID_ARGUMENT"
+    assert stats.value.message().startswith(not_available), stats.value.message()
+    for call in (lambda c: c.get_model_metadata(name, version), lambda c: c.get_model_config(name, version),
+                 lambda c: infer_k(c, name, version)):
+        for client in (http, grpc):
+            with pytest.raises(InferenceServerException) as refused:
+                call(client)
+            assert f"Request for unknown model: '{name}' version {version} is not" in refused.value.message()
+
+
+@pytest.mark.parametrize("mode", ["none", "poll", "explicit"])
+def test_versions_outside_the_policy_are_not_ready(launch, tmp_path, mode):
+    """Versions 1, 2, 3 on disk, version_policy specific [1, 3] (Triton's
+    L0_server_status): 2, and 9 (not on disk), are not ready on both
+    protocols in every mode; an unknown model name stays an error; a version
+    a poll removes, or an unload, is not ready the same way."""
+    repo = tmp_path / "repo"
+    write_addk(repo, "addk", {1: 1.0, 2: 2.0, 3: 3.0}, extra="version_policy { specific { versions: [ 1, 3 ] } }")
+    if mode == "poll":  # L0_server_status: versions 2 and 3 of a model under `all` removed
+        write_addk(repo, "addall", {1: 1.0, 2: 2.0, 3: 3.0}, extra="version_policy { all { } }")
+    args = {"none": (), "poll": ("--model-control-mode=poll", "--repository-poll-secs", "1"),
+            "explicit": ("--model-control-mode=explicit", "--load-model", "addk",
+                         "--allow-unauthenticated-model-control=true")}[mode]
+    srv = launch(repo, extra_args=args)
+    srv.wait_models_ready(["addk"] + (["addall"] if mode == "poll" else []))
+    grpc = grpcclient.InferenceServerClient(srv.grpc_url)
+    assert grpc.is_model_ready("addk", "1") and grpc.is_model_ready("addk", "3")
+    assert srv.get("/v2/models/addk/versions/3/ready").status_code == 200
+    for version in ("2", "9"):
+        assert_version_not_ready(srv, version)
+    with pytest.raises(InferenceServerException) as unknown:
+        grpc.is_model_ready("no_such_model", "2")
+    assert unknown.value.message() == "Request for unknown model: 'no_such_model' is not found"
+    assert_error(srv.get("/v2/models/no_such_model/versions/2/ready"), 404,
+                 "Request for unknown model: 'no_such_model' is not found")
+    if mode == "poll":
+        assert grpc.is_model_ready("addall", "3")
+        for version in ("2", "3"):
+            shutil.rmtree(repo / "addall" / version)
+        wait_for(lambda: not grpc.is_model_ready("addall", "3"), "versions 2 and 3 gone", srv)
+        for version in ("2", "3"):
+            assert_version_not_ready(srv, version, "addall")
+        assert grpc.is_model_ready("addall", "1")
+    if mode == "explicit":
+        grpc.unload_model("addk")
+        for version in ("1", "3"):
+            assert_version_not_ready(srv, version)

@@ -219,6 +219,11 @@ def test_statistics_errors_agree(parity_server, clients, model, version):
     status, http_message = _http_error(parity_server, path)
     code, grpc_message = _grpc_error(lambda: grpc_client.get_inference_statistics(model, version))
     assert http_message == grpc_message
+    if version:  # a version of a model it knows: Triton's words, then GetModel's
+        assert http_message.startswith(f"requested model version is not available for model '{model}' "
+                                       f"(Request for unknown model: '{model}' version {version} is not found")
+        assert (status, code) == (400, "StatusCode.INVALID_ARGUMENT")
+        return
     assert http_message.startswith(f"Request for unknown model: '{model}' ")
     assert (status, code) in ((404, "StatusCode.NOT_FOUND"), (503, "StatusCode.UNAVAILABLE"))
 
@@ -253,7 +258,7 @@ def test_infer_errors_agree(parity_server, clients, model, version):
     assert (r.status_code, code) in ((404, "StatusCode.NOT_FOUND"), (503, "StatusCode.UNAVAILABLE"))
 
 
-@pytest.mark.parametrize("model,version", ERROR_CASES[:2])
+@pytest.mark.parametrize("model,version", [("does_not_exist", ""), ("does_not_exist", "1")])
 def test_model_ready_of_an_unknown_model_is_an_error_on_both(parity_server, clients, model, version):
     _, grpc_client = clients
     status, http_message = _http_error(parity_server, _versioned(model, version) + "/ready")
@@ -261,6 +266,16 @@ def test_model_ready_of_an_unknown_model_is_an_error_on_both(parity_server, clie
     assert http_message == grpc_message
     assert http_message.startswith(f"Request for unknown model: '{model}' ")
     assert (status, code) == (404, "StatusCode.NOT_FOUND")
+
+
+def test_model_ready_of_a_version_outside_the_policy_is_not_ready_on_both(parity_server, clients):
+    """As Triton's L0_server_status: gRPC answers ready false (OK), HTTP 400."""
+    http, grpc_client = clients
+    status, http_message = _http_error(parity_server, "/v2/models/versioned_add/versions/1/ready")
+    assert status == 400
+    assert http_message == "Request for unknown model: 'versioned_add' version 1 is not found"
+    assert not http.is_model_ready("versioned_add", "1")
+    assert grpc_client.is_model_ready("versioned_add", "1") is False
 
 
 def test_model_ready_of_a_failed_model_is_not_ready_on_both(parity_server, clients):

@@ -174,6 +174,33 @@ ERROR_CASES = {
         output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
         batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "N" data_type: TYPE_FP32 } ]""",
                          "batch input kind 'BATCH_ELEMENT_COUNT' expects 1 source input, got 0 for with_batch_input"),
+    # Triton's noautofill_platform/invalid_gpu and negative_gpu: an empty
+    # version directory; Triton's words on a server without the CUDA provider.
+    "invalid_gpu": ("""max_batch_size: 8
+        input [ { name: "data" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 1, 28, 28 ] } ]
+        output [ { name: "prob" data_type: TYPE_FP32 dims: [ 10, 1, 1 ] } ]
+        instance_group [ { kind: KIND_GPU gpus: [ 42 ] } ]""",
+                    "instance group invalid_gpu_0 of model invalid_gpu specifies invalid or unsupported gpu id 42. "
+                    "GPUs with at least the minimum required CUDA compute compatibility"),
+    "negative_gpu": ("""max_batch_size: 1
+        input [ { name: "data" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 1, 28, 28 ] } ]
+        output [ { name: "prob" data_type: TYPE_FP32 dims: [ 10, 1, 1 ] } ]
+        instance_group [ { gpus: [ 0 ] } ]
+        instance_group [ { kind: KIND_GPU gpus: [ -1 ] } ]""",
+                     "instance group negative_gpu_1 of model negative_gpu specifies invalid or unsupported gpu id -1. "
+                     "GPUs with at least the minimum required CUDA compute compatibility"),
+    # Triton's reshape_nobatch_empty0/1: a scalar without batching and no
+    # model file to declare it one.
+    "reshape_nobatch_empty0": ("""max_batch_size: 0
+        input [ { name: "input" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } } ]
+        output [ { name: "output" data_type: TYPE_FP32 dims: [ 1 ] } ]""",
+                               "model input 'input' cannot have empty reshape for non-batching model as scalar "
+                               "tensors are not supported for reshape_nobatch_empty0"),
+    "reshape_nobatch_empty1": ("""max_batch_size: 0
+        input [ { name: "input" data_type: TYPE_FP32 dims: [ 1 ] } ]
+        output [ { name: "output" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } } ]""",
+                               "model output 'output' cannot have empty reshape for non-batching model as scalar "
+                               "tensors are not supported for reshape_nobatch_empty1"),
 }
 
 
@@ -183,6 +210,8 @@ def test_config_errors_come_before_file_errors_in_tritons_words(tmp_path, log_di
         (tmp_path / name).mkdir()
         (tmp_path / name / "config.pbtxt").write_text(f'name: "{name}"\nplatform: "onnxruntime_onnx"\n{config}\n')
     # with_batch_input has a model file, so its error is not about files either.
+    (tmp_path / "invalid_gpu" / "1").mkdir()
+    (tmp_path / "negative_gpu" / "1").mkdir()
     identity(tmp_path / "with_batch_input" / "1" / "model.onnx", TensorProto.FLOAT, ["N", 4])
     srv = start_server(tmp_path, log_dir, "config_errors_" + str(len(flags)), extra_args=flags)
     try:

@@ -10,6 +10,7 @@
 #include "config/ConfigAutoComplete.h"
 #include "config/ConfigChecks.h"
 #include "config/ConfigParse.h"
+#include "config/ConfigRules.h"
 #include "config/ConfigTypes.h"
 #include "config/GpuConfig.h"
 #include "config/RuntimeConfig.h"
@@ -71,10 +72,9 @@ TEST(GpuInstanceGroups, CountInstancesPerListedGpuWithDeviceIds) {
 }
 
 TEST(GpuInstanceGroups, CpuGroupListingGpusIsRefusedInTritonsWords) {
-  auto specs = ExpandInstanceGroups(
-      Parse("name: \"m\" instance_group [ { name: \"m_0\" kind: KIND_CPU gpus: [ 0 ] } ]"));
-  ASSERT_FALSE(specs.ok());
-  EXPECT_EQ(specs.status().message(), "instance group m_0 of model m has kind KIND_CPU but specifies one or more GPUs");
+  const Status refused = CheckInstanceGroupGpus(
+      Parse("name: \"m\" instance_group [ { name: \"m_0\" kind: KIND_CPU gpus: [ 0 ] } ]"), /*cuda_provider=*/true);
+  EXPECT_EQ(refused.message(), "instance group m_0 of model m has kind KIND_CPU but specifies one or more GPUs");
 }
 
 TEST(GpuRuntimeOptions, DefaultsAreStrictCudaWithIoBinding) {

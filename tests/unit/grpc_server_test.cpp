@@ -35,7 +35,12 @@ TEST_F(GrpcServerTest, LivenessAndReadinessFollowTheRepository) {
   grpc::ClientContext model_ctx;
   ASSERT_TRUE(stub_->ModelReady(&model_ctx, model_request, &model_ready).ok());
   EXPECT_TRUE(model_ready.ready());
-  // As Triton: a model it does not know is an error, not "not ready".
+  // As Triton: another version of a model it knows is not ready (OK); a
+  // model it does not know is an error, not "not ready".
+  model_request.set_version("2");
+  grpc::ClientContext other_version_ctx;
+  ASSERT_TRUE(stub_->ModelReady(&other_version_ctx, model_request, &model_ready).ok());
+  EXPECT_FALSE(model_ready.ready());
   model_request.set_name("nope");
   grpc::ClientContext unknown_ctx;
   const grpc::Status unknown = stub_->ModelReady(&unknown_ctx, model_request, &model_ready);
@@ -182,7 +187,10 @@ TEST_F(GrpcServerTest, SharedMemoryWithoutClientShmAndLaterExtensions) {
 
   grpc::ClientContext cuda_ctx;
   inference::CudaSharedMemoryRegisterResponse cuda;
-  EXPECT_EQ(stub_->CudaSharedMemoryRegister(&cuda_ctx, {}, &cuda).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const grpc::Status cuda_refused = stub_->CudaSharedMemoryRegister(&cuda_ctx, {}, &cuda);
+  EXPECT_EQ(cuda_refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // Triton's words for a handle it cannot open (L0_grpc matches them).
+  EXPECT_EQ(cuda_refused.error_message().rfind("failed to register shared memory region: invalid args", 0), 0u);
 
 
   grpc::ClientContext load_ctx;

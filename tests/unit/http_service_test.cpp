@@ -199,10 +199,14 @@ TEST_F(HttpServiceTest, ModelMetadataPrependsTheBatchDimension) {
 TEST_F(HttpServiceTest, ModelReady) {
   EXPECT_EQ(Get("/v2/models/simple/ready").status, 200u);
   EXPECT_EQ(Get("/v2/models/simple/versions/1/ready").status, 200u);
+  // As Triton: any other version of a model it knows is 400 (not ready); a
+  // model name it does not know is 404.
   const HttpResponse unknown_version = Get("/v2/models/simple/versions/2/ready");
-  EXPECT_EQ(unknown_version.status, 404u);
+  EXPECT_EQ(unknown_version.status, 400u);
   EXPECT_THAT(unknown_version.body, HasSubstr("Request for unknown model: 'simple' version 2 is not found"));
+  EXPECT_EQ(Get("/v2/models/simple/versions/abc/ready").status, 404u);
   EXPECT_EQ(Get("/v2/models/nope/ready").status, 404u);
+  EXPECT_EQ(Get("/v2/models/nope/versions/2/ready").status, 404u);
   const HttpResponse not_ready = Get("/v2/models/broken/ready");
   EXPECT_EQ(not_ready.status, 400u);
   EXPECT_THAT(not_ready.body, HasSubstr("Request for unknown model: 'broken' has no available versions: "));
@@ -243,7 +247,13 @@ TEST_F(HttpServiceTest, Statistics) {
   EXPECT_EQ(m["batch_stats"][0]["compute_infer"]["ns"].GetUint64(), 300u);
   EXPECT_EQ(Get("/v2/models/stats").status, 200u);
   EXPECT_EQ(Get("/v2/models/nope/stats").status, 404u);
+  EXPECT_EQ(Get("/v2/models/nope/versions/2/stats").status, 404u);
   EXPECT_EQ(Get("/v2/models/nope/config").status, 404u);
+  // As Triton: a version of a known model that is not ready has no statistics.
+  const HttpResponse other = Get("/v2/models/simple/versions/2/stats");
+  EXPECT_EQ(other.status, 400u);
+  EXPECT_THAT(other.body, HasSubstr("requested model version is not available for model 'simple' (Request for "
+                                    "unknown model: 'simple' version 2 is not found)"));
 }
 
 // A statistics read that lands between the scheduler's adds to the three

@@ -213,5 +213,70 @@ batch_output [ { target_name: "UNKNOWN_OUTPUT" kind: BATCH_SCATTER_WITH_INPUT_SH
   fs::remove_all(repo);
 }
 
+constexpr const char* kGpuPrefix = "specifies invalid or unsupported gpu id ";
+constexpr const char* kGpuWords = ". GPUs with at least the minimum required CUDA compute compatibility of 6.000000 are: ";
+
+std::string GpuMessage(const std::string& groups, bool cuda_provider) {
+  inference::ModelConfig config = Parse("name: \"m\" " + groups);
+  Status st = CheckInstanceGroupGpus(config, cuda_provider);
+  EXPECT_FALSE(st.ok()) << groups;
+  return st.message();
+}
+
+// Triton's noautofill_platform/invalid_gpu and negative_gpu (normalised: the
+// group without a kind is KIND_CPU here), on a server with and without the
+// CUDA provider.
+TEST(ConfigRules, GpuIdsUseTritonsWords) {
+  const std::string invalid = R"(instance_group [ { name: "m_0" kind: KIND_GPU gpus: [ 42 ] } ])";
+  EXPECT_THAT(GpuMessage(invalid, false),
+              HasSubstr(std::string("instance group m_0 of model m ") + kGpuPrefix + "42" + kGpuWords));
+  EXPECT_TRUE(CheckInstanceGroupGpus(Parse("name: \"m\" " + invalid), true).ok());  // the provider's to refuse
+  const std::string negative = R"(instance_group [ { name: "m_0" kind: KIND_CPU gpus: [ 0 ] },
+                                                   { name: "m_1" kind: KIND_GPU gpus: [ -1 ] } ])";
+  for (const bool cuda : {false, true}) {
+    EXPECT_THAT(GpuMessage(negative, cuda),
+                HasSubstr(std::string("instance group m_1 of model m ") + kGpuPrefix + "-1" + kGpuWords));
+  }
+  EXPECT_EQ(GpuMessage(R"(instance_group [ { name: "m_0" kind: KIND_CPU gpus: [ 0 ] } ])", true),
+            "instance group m_0 of model m has kind KIND_CPU but specifies one or more GPUs");
+  EXPECT_TRUE(CheckInstanceGroupGpus(Parse(R"(name: "m" instance_group [ { kind: KIND_GPU }, { kind: KIND_CPU } ])"),
+                                     false).ok());
+}
+
+// Triton's noautofill_platform/invalid_gpu and reshape_nobatch_empty0/1: no
+// model file, and the error is the config's.
+TEST(ConfigRules, GpuAndScalarErrorsComeBeforeMissingFiles) {
+  const fs::path repo = fs::temp_directory_path() / ("ortserve_rules_files_" + std::to_string(::getpid()));
+  fs::create_directories(repo / "invalid_gpu" / "1");
+  std::ofstream(repo / "invalid_gpu" / "config.pbtxt") << R"(name: "invalid_gpu" platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [ { name: "data" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [ 1, 28, 28 ] } ]
+output [ { name: "prob" data_type: TYPE_FP32 dims: [ 10, 1, 1 ] } ]
+instance_group [ { kind: KIND_GPU gpus: [ 42 ] } ])";
+  fs::create_directories(repo / "reshape_nobatch_empty0");
+  std::ofstream(repo / "reshape_nobatch_empty0" / "config.pbtxt") << R"(platform: "onnxruntime_onnx"
+input [ { name: "input" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } } ]
+output [ { name: "output" data_type: TYPE_FP32 dims: [ 1 ] } ])";
+  fs::create_directories(repo / "reshape_nobatch_empty1" / "1");  // a version directory without its file
+  std::ofstream(repo / "reshape_nobatch_empty1" / "config.pbtxt") << R"(platform: "onnxruntime_onnx"
+input [ { name: "input" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "output" data_type: TYPE_FP32 dims: [ 1 ] reshape { shape: [ ] } } ])";
+  AutoCompletePolicy strict;
+  strict.enabled = false;
+  const PreparedModel gpu = PrepareModel(repo, "invalid_gpu", strict);
+  EXPECT_THAT(gpu.failure, HasSubstr(std::string("instance group invalid_gpu_0 of model invalid_gpu ") + kGpuPrefix +
+                                     "42" + kGpuWords));
+  EXPECT_TRUE(gpu.version_failures.empty());
+  EXPECT_THAT(PrepareModel(repo, "reshape_nobatch_empty0", strict).failure,
+              HasSubstr("model input 'input' cannot have empty reshape for non-batching model as scalar tensors "
+                        "are not supported for reshape_nobatch_empty0"));
+  const PreparedModel output = PrepareModel(repo, "reshape_nobatch_empty1", strict);
+  ASSERT_EQ(output.version_failures.count(1), 1u);
+  EXPECT_THAT(output.version_failures.at(1),
+              HasSubstr("model output 'output' cannot have empty reshape for non-batching model as scalar tensors "
+                        "are not supported for reshape_nobatch_empty1"));
+  fs::remove_all(repo);
+}
+
 }  // namespace
 }  // namespace ortserve

@@ -37,6 +37,14 @@ namespace ortserve::common {
 // Triton's words for registration while client shared memory is disabled.
 inline constexpr std::string_view kClientShmDisabledMessage =
     "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
+// The answer to a CUDA shared-memory registration: ortserve has none. Triton
+// with GPUs answers a handle it cannot open "failed to register shared memory
+// region: invalid args", which its clients and QA (L0_grpc) match; its
+// GPU-less build's words follow as the reason.
+inline std::string CudaRegisterRefusal(const std::string& region) {
+  return "failed to register shared memory region: invalid args (CUDA shared memory region '" + region +
+         "': GPUs not supported; ortserve has no CUDA shared memory, use system shared memory)";
+}
 // --max-shm-regions' default.
 inline constexpr size_t kDefaultMaxSharedMemoryRegions = 128;
 

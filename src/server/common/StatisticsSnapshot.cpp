@@ -48,7 +48,12 @@ Result<std::vector<ModelStatisticsSnapshot>> SnapshotStatistics(const ModelRepos
   std::vector<ModelStatisticsSnapshot> snapshots;
   if (!name.empty() && !version.empty()) {
     Result<std::shared_ptr<Model>> found = repository.GetModel(name, version);
-    if (!found.ok()) return found.status();
+    if (!found.ok()) {
+      // As Triton: a version of a model it knows that is not ready has no
+      // statistics; a model name it does not know keeps GetModel's answer.
+      Result<bool> known = IsModelVersionReady(repository, name, version);
+      return known.ok() ? VersionNotAvailableError(name, found.status()) : found.status();
+    }
     snapshots.push_back(SnapshotStatistics(*found.value()));
     return snapshots;
   }

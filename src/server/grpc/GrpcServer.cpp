@@ -89,11 +89,11 @@ grpc::Status GrpcServiceCore::ServerReady(const inference::ServerReadyRequest&,
 
 grpc::Status GrpcServiceCore::ModelReady(const inference::ModelReadyRequest& request,
                                          inference::ModelReadyResponse* response) {
-  // As Triton, a model or version it does not know is an error (NOT_FOUND,
-  // "Request for unknown model: ..."); one it knows is ready or not.
-  Result<std::shared_ptr<Model>> model = repository_->GetModel(request.name(), request.version());
-  if (!model.ok() && model.status().code() == StatusCode::kNotFound) return ToGrpcStatus(model.status());
-  response->set_ready(!stopping() && model.ok() && model.value()->ready());
+  // As Triton: every version of a model it knows answers OK with `ready`; a
+  // model name it does not know is NOT_FOUND ("Request for unknown model: ...").
+  Result<bool> ready = IsModelVersionReady(*repository_, request.name(), request.version());
+  if (!ready.ok()) return ToGrpcStatus(ready.status());
+  response->set_ready(!stopping() && ready.value());
   return grpc::Status::OK;
 }
 

@@ -90,9 +90,7 @@ grpc::Status CudaSharedMemoryStatus(GrpcServiceCore&, const inference::CudaShare
 
 grpc::Status CudaSharedMemoryRegister(GrpcServiceCore&, const inference::CudaSharedMemoryRegisterRequest& request,
                                       inference::CudaSharedMemoryRegisterResponse*) {
-  return ToGrpcStatus(InvalidArgument("failed to register CUDA shared memory region: '" + request.name() +
-                                      "', GPUs not supported (ortserve has no CUDA shared memory; use system "
-                                      "shared memory)"));
+  return ToGrpcStatus(InvalidArgument(common::CudaRegisterRefusal(request.name())));
 }
 
 grpc::Status CudaSharedMemoryUnregister(GrpcServiceCore& core, const inference::CudaSharedMemoryUnregisterRequest&,

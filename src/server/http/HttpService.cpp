@@ -316,13 +316,16 @@ HttpResponse HttpService::HandleModelGet(const std::string& model, const std::st
     if (!metadata.ok()) return ErrorResponse(metadata.status());
     return JsonResponse(ModelMetadataJson(*metadata));
   }
-  auto m = repository_->GetModel(model, version);
   if (action == "ready") {
-    // 200 when ready; 404 for a model or version it does not know (as
-    // Triton), 400 for one that is not ready.
-    if (!m.ok()) return ErrorResponse(m.status().code() == StatusCode::kNotFound ? 404 : 400, m.status().message());
-    return (*m)->ready() ? EmptyResponse(200) : ErrorResponse(400, "model '" + model + "' is not ready");
+    // As Triton: 200 when ready, 400 for any other version of a model it
+    // knows (with GetModel's reason); 404 for a model name it does not know.
+    Result<bool> ready = IsModelVersionReady(*repository_, model, version);
+    if (!ready.ok()) return ErrorResponse(404, ready.status().message());
+    if (ready.value()) return EmptyResponse(200);
+    auto why = repository_->GetModel(model, version);  // why not: GetModel's words
+    return ErrorResponse(400, why.ok() ? "Model version not ready" : why.status().message());
   }
+  auto m = repository_->GetModel(model, version);
   if (!m.ok()) return ErrorResponse(m.status());
   auto json = ModelConfigJson((*m)->config());  // action == "config"
   if (!json.ok()) return ErrorResponse(json.status());

@@ -124,9 +124,7 @@ HttpResponse Cuda(const std::string& region, const std::string& action, const co
   if (region.empty()) {
     return HttpService::ErrorResponse(400, "'region name' is necessary to register cuda shared memory region");
   }
-  return HttpService::ErrorResponse(400, "failed to register CUDA shared memory region: '" + region +
-                                             "', GPUs not supported (ortserve has no CUDA shared memory; use "
-                                             "system shared memory)");
+  return HttpService::ErrorResponse(400, common::CudaRegisterRefusal(region));
 }
 
 }  // namespace
