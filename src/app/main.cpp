@@ -78,7 +78,8 @@ Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, cons
                                   .model_cache_dir = flags.model_cache_dir,
                                   .response_cache_bytes = triton.response_cache_bytes,
                                   .auto_complete = triton.auto_complete,
-                                  .op_libraries = flags.op_libraries});
+                                  .op_libraries = flags.op_libraries,
+                                  .session_config_entries = triton.session_config_entries});
 }
 
 // --thread-budget 0 becomes the CPUs this process may use (CpuBudget.h);

@@ -354,7 +354,8 @@ void ModelLoader::PollNow() {
 }
 
 PreparedModel ModelLoader::Prepare(const std::string& name) const {
-  return PrepareModel(options_->repository_path, name, options_->auto_complete, options_->op_libraries);
+  return PrepareModel(options_->repository_path, name, options_->auto_complete, options_->op_libraries,
+                      options_->session_config_entries);
 }
 
 ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {
