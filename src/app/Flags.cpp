@@ -167,9 +167,11 @@ void AddLogFlags(CLI::App& app, Flags& f) {
   app.add_option("--log-error", f.log_error, "Log ERROR lines (as Triton's; also at run time)")
       ->capture_default_str();
   app.add_option("--log-format", f.log_format,
-                 "Log line layout, Triton's: default (I1202 05:30:26.123456 <pid>] msg) or ISO8601 "
-                 "(2026-12-02T05:30:26Z I <pid>] msg), in UTC; also at run time")
-      ->check(CLI::IsMember({"default", "ISO8601"}))
+                 "Log line layout, in UTC; also at run time. Triton's: default (I1202 05:30:26.123456 <pid>] "
+                 "msg) or ISO8601 (2026-12-02T05:30:26Z I <pid>] msg); or json: one JSON object per line "
+                 "(time with microseconds, level, thread, message; a request's lines also model, version, "
+                 "request_id, and trace_id/span_id when traced), and --access-log lines in the same schema")
+      ->check(CLI::IsMember({"default", "ISO8601", "json"}))
       ->capture_default_str();
   app.add_option("--log-file", f.log_file,
                  "Write the server log to this file (appended to) instead of standard output; it cannot change "

@@ -141,7 +141,7 @@ struct Observability {
 Result<Observability> MakeObservability(const Flags& flags) {
   Observability o;
   if (flags.access_log) {
-    auto log = std::make_shared<metrics::AccessLog>(flags.access_log_sample_rate);
+    auto log = std::make_shared<metrics::AccessLog>(flags.access_log_sample_rate, flags.log_format == "json");
     o.access_log = [log](const AccessLogRecord& record) { log->Write(record); };
   }
   const tracing::TraceSettingValues trace_defaults{

@@ -29,6 +29,8 @@
 #include <optional>
 #include <string_view>
 
+#include <spdlog/spdlog.h>
+
 #include "core/AccessLogRecord.h"
 #include "core/Trace.h"
 #include "server/tracing/Span.h"
@@ -76,11 +78,11 @@ struct CompletionReport {
     return report;
   }
 
-  explicit operator bool() const { return access_log || trace; }
-  void operator()(const AccessLogRecord& record) const {
-    if (access_log) access_log(record);
-    if (trace) tracer->Finish(*trace, record);
-  }
+  // Also true while verbose logging is on: each answer then logs a debug line.
+  explicit operator bool() const { return access_log || trace || spdlog::should_log(spdlog::level::debug); }
+  // The access log line, the spans and the debug line are written inside a
+  // LogScope of the request (core/LogContext.h), with its trace ids.
+  void operator()(const AccessLogRecord& record) const;
 };
 
 }  // namespace ortserve::tracing
