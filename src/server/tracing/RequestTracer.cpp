@@ -1,11 +1,11 @@
 #include "server/tracing/RequestTracer.h"
 
-#include "core/LogContext.h"
-
 #include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
+
+#include "core/LogContext.h"
 
 namespace ortserve::tracing {
 namespace {
@@ -122,10 +122,6 @@ void RequestTracer::Finish(const RequestTrace& trace, const AccessLogRecord& com
   }
   sink_->Push(spans);
 }
-
-}  // namespace ortserve::tracing
-
-namespace ortserve::tracing {
 
 void CompletionReport::operator()(const AccessLogRecord& record) const {
   AccessLogRecord traced = record;

@@ -62,8 +62,9 @@ class RequestTracer {
 };
 
 // What a front end does once an infer request is answered: the access log
-// line and, for a traced request, its spans. Either may be absent; `if
-// (report)` tells whether an AccessLogRecord is needed at all.
+// line, for a traced request its spans, and at log_verbose_level 1 or more
+// a debug line. Any may be absent; `if (report)` tells whether an
+// AccessLogRecord is needed at all.
 struct CompletionReport {
   AccessLogSink access_log;
   std::shared_ptr<const RequestTracer> tracer;  // set when `trace` is
