@@ -1,5 +1,7 @@
 #include "app/Flags.h"
 
+#include <chrono>
+
 namespace ortserve::app {
 namespace {
 
@@ -167,9 +169,11 @@ void AddLogFlags(CLI::App& app, Flags& f) {
   app.add_option("--log-error", f.log_error, "Log ERROR lines (as Triton's; also at run time)")
       ->capture_default_str();
   app.add_option("--log-format", f.log_format,
-                 "Log line layout, Triton's: default (I1202 05:30:26.123456 <pid>] msg) or ISO8601 "
-                 "(2026-12-02T05:30:26Z I <pid>] msg), in UTC; also at run time")
-      ->check(CLI::IsMember({"default", "ISO8601"}))
+                 "Log line layout, in UTC; also at run time. Triton's: default (I1202 05:30:26.123456 <pid>] "
+                 "msg) or ISO8601 (2026-12-02T05:30:26Z I <pid>] msg); or json: one JSON object per line "
+                 "(time with microseconds, level, thread, message; a request's lines also model, version, "
+                 "request_id, and trace_id/span_id when traced), and --access-log lines in the same schema")
+      ->check(CLI::IsMember({"default", "ISO8601", "json"}))
       ->capture_default_str();
   app.add_option("--log-file", f.log_file,
                  "Write the server log to this file (appended to) instead of standard output; it cannot change "
@@ -275,6 +279,27 @@ void AddFlags(CLI::App& app, Flags& f) {
   AddModelFlags(app, f);
   AddSecurityFlags(app, f);
   AddTritonFlags(app, f.triton);
+}
+
+Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const TritonSettings& triton) {
+  const ModelControlMode control_mode = flags.model_control_mode == "explicit" ? ModelControlMode::kExplicit
+                                        : flags.model_control_mode == "poll"   ? ModelControlMode::kPoll
+                                                                               : ModelControlMode::kNone;
+  if (!flags.load_models.empty() && control_mode != ModelControlMode::kExplicit) {
+    return InvalidArgument("--load-model needs --model-control-mode=explicit (in mode '" + flags.model_control_mode +
+                           "' every model loads)");
+  }
+  return RepositoryOptions{.repository_path = flags.model_repository,
+                           .thread_budget = flags.thread_budget,
+                           .shared_thread_pool = flags.ort_thread_pool == "shared",
+                           .control_mode = control_mode,
+                           .poll_interval = std::chrono::seconds(flags.repository_poll_secs),
+                           .startup_models = flags.load_models,
+                           .model_cache_dir = flags.model_cache_dir,
+                           .response_cache_bytes = triton.response_cache_bytes,
+                           .auto_complete = triton.auto_complete,
+                           .op_libraries = flags.op_libraries,
+                           .session_config_entries = triton.session_config_entries};
 }
 
 int DefaultHttpThreads(int cpus) {

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/TritonFlags.h"
+#include "repository/ModelRepository.h"
 #include "server/http/HttpServer.h"
 #include "server/metrics/MetricsServer.h"
 
@@ -84,6 +85,10 @@ struct Flags {
 
 // Registers every flag on `app`, bound to `f`, in --help's order.
 void AddFlags(CLI::App& app, Flags& f);
+
+// The repository's options from the flags (the server's and `ortserve
+// check`'s); kInvalidArgument for --load-model outside explicit mode.
+Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const TritonSettings& triton);
 
 // --http-thread-count 0: HTTP I/O threads for the CPUs this process may use.
 int DefaultHttpThreads(int cpus);

@@ -43,8 +43,9 @@ Result<int> ParseMaxBatchSize(const std::string& value) {
   return parsed;
 }
 
-// One --backend-config entry applied to `policy`, or logged.
-Status ApplyBackendConfig(const std::string& arg, AutoCompletePolicy* policy) {
+// One --backend-config entry applied to `settings`, or logged.
+Status ApplyBackendConfig(const std::string& arg, TritonSettings* settings) {
+  AutoCompletePolicy* policy = &settings->auto_complete;
   auto parsed = ParseBackendConfig(arg);
   if (!parsed.ok()) return parsed.status();
   const auto& [backend, setting, value] = parsed.value();
@@ -57,6 +58,17 @@ Status ApplyBackendConfig(const std::string& arg, AutoCompletePolicy* policy) {
     if (!size.ok()) return size.status();
     policy->default_max_batch_size = size.value();
     spdlog::info("auto-complete gives batchable models max_batch_size {} (--backend-config={})", size.value(), arg);
+    return Status::Ok();
+  }
+  if (setting.starts_with(kSessionConfigPrefix) && setting.size() > kSessionConfigPrefix.size()) {
+    const std::string key = setting.substr(kSessionConfigPrefix.size());
+    SetSessionConfigEntry(&settings->session_config_entries, key, value);
+    spdlog::info("ONNX Runtime session config entry {}={} for every model (--backend-config={})", key, value, arg);
+    if (key.find('.') == std::string::npos) {
+      spdlog::warn("--backend-config={}: ONNX Runtime ignores keys it does not know, and its keys are "
+                   "'<area>.<name>'; for ORT's key '{}' write 'session.{}'",
+                   arg, setting, setting);
+    }
     return Status::Ok();
   }
   if (setting == "enable-global-threadpool" || setting == "intra_op_thread_count" ||
@@ -138,7 +150,9 @@ void AddTritonFlags(CLI::App& app, TritonFlags& f) {
   app.add_option("--backend-config", f.backend_config,
                  "<backend>,<setting>=<value> or <setting>=<value> (repeatable; Triton's). default-max-batch-size=N "
                  "(for all backends or onnxruntime): the max_batch_size auto-complete gives a batchable model "
-                 "(default 4, as Triton's; 0: it does not batch). The onnxruntime backend's "
+                 "(default 4, as Triton's; 0: it does not batch). session.<ort key>=<value>: an ONNX Runtime "
+                 "session config entry (AddConfigEntry) for every model, e.g. onnxruntime,session.mlas."
+                 "disable_kleidiai=1; a model's parameter session.<ort key> replaces it. The onnxruntime backend's "
                  "enable-global-threadpool, intra_op_thread_count and inter_op_thread_count are accepted without "
                  "effect (--thread-budget plans the threads); other backends' settings are ignored. Each is logged")
       ->group(kGroup);
@@ -186,7 +200,7 @@ Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& 
     policy.enabled = false;
     spdlog::info("config auto-complete disabled: every model needs a complete config.pbtxt");
   }
-  for (const std::string& arg : f.backend_config) ORTSERVE_RETURN_IF_ERROR(ApplyBackendConfig(arg, &policy));
+  for (const std::string& arg : f.backend_config) ORTSERVE_RETURN_IF_ERROR(ApplyBackendConfig(arg, &settings));
   for (const char* name : {"--model-load-thread-count", "--backend-directory", "--repoagent-directory",
                            "--cache-directory"}) {
     if (app.count(name) > 0) spdlog::info("{}: accepted without effect (see --help)", name);

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "config/ConfigAutoComplete.h"
+#include "config/RuntimeConfig.h"
 #include "core/Status.h"
 
 namespace ortserve::app {
@@ -31,6 +32,8 @@ struct TritonFlags {
 struct TritonSettings {
   AutoCompletePolicy auto_complete;
   uint64_t response_cache_bytes = 0;  // 0: no response cache
+  // --backend-config=onnxruntime,session.<ort key>=V, in order (a later key replaces).
+  SessionConfigEntries session_config_entries;
 };
 
 // Registers them on `app` in the group "Triton compatibility".

@@ -12,6 +12,7 @@
 #include <memory>
 #include <pthread.h>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unistd.h>
 #include <utility>
@@ -19,6 +20,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "app/CheckCommand.h"
 #include "app/CpuBudget.h"
 #include "app/DescriptorLimit.h"
 #include "app/Flags.h"
@@ -62,23 +64,9 @@ sigset_t BlockShutdownSignals() {
 }
 
 Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, const TritonSettings& triton) {
-  const ModelControlMode control_mode = flags.model_control_mode == "explicit" ? ModelControlMode::kExplicit
-                                        : flags.model_control_mode == "poll"   ? ModelControlMode::kPoll
-                                                                               : ModelControlMode::kNone;
-  if (!flags.load_models.empty() && control_mode != ModelControlMode::kExplicit) {
-    return InvalidArgument("--load-model needs --model-control-mode=explicit (in mode '" + flags.model_control_mode +
-                           "' every model loads)");
-  }
-  return ModelRepository::Create({.repository_path = flags.model_repository,
-                                  .thread_budget = flags.thread_budget,
-                                  .shared_thread_pool = flags.ort_thread_pool == "shared",
-                                  .control_mode = control_mode,
-                                  .poll_interval = std::chrono::seconds(flags.repository_poll_secs),
-                                  .startup_models = flags.load_models,
-                                  .model_cache_dir = flags.model_cache_dir,
-                                  .response_cache_bytes = triton.response_cache_bytes,
-                                  .auto_complete = triton.auto_complete,
-                                  .op_libraries = flags.op_libraries});
+  auto options = RepositoryOptionsFrom(flags, triton);
+  if (!options.ok()) return options.status();
+  return ModelRepository::Create(std::move(options).value());
 }
 
 // --thread-budget 0 becomes the CPUs this process may use (CpuBudget.h);
@@ -140,7 +128,7 @@ struct Observability {
 Result<Observability> MakeObservability(const Flags& flags) {
   Observability o;
   if (flags.access_log) {
-    auto log = std::make_shared<metrics::AccessLog>(flags.access_log_sample_rate);
+    auto log = std::make_shared<metrics::AccessLog>(flags.access_log_sample_rate, flags.log_format == "json");
     o.access_log = [log](const AccessLogRecord& record) { log->Write(record); };
   }
   const tracing::TraceSettingValues trace_defaults{
@@ -392,7 +380,10 @@ int main(int argc, char** argv) {
   // ONNX Runtime's telemetry off unless the operator asks for it (set
   // ORT_DISABLE_TELEMETRY=0); set while the process has one thread.
   setenv("ORT_DISABLE_TELEMETRY", "1", /*overwrite=*/0);
-  CLI::App app{"ortserve: a KServe v2 / Triton-compatible inference server for ONNX models"};
+  if (argc > 1 && std::string_view(argv[1]) == "check") return RunCheck(argc - 1, argv + 1);
+  CLI::App app{"ortserve: a KServe v2 / Triton-compatible inference server for ONNX models\n"
+               "  ortserve check --model-repository=DIR [server flags]: checks the repository offline "
+               "(see ortserve check --help)"};
   app.set_version_flag("--version", std::string("ortserve ") + ORTSERVE_VERSION);
   Flags flags;
   AddFlags(app, flags);

@@ -58,14 +58,48 @@ Result<std::vector<std::string>> ReadOpLibraries(const inference::ModelConfig& c
   return libraries;
 }
 
+// The server's entries, then the model's "session.<key>" parameters in key order.
+Result<SessionConfigEntries> ReadConfigEntries(const inference::ModelConfig& config,
+                                               const SessionConfigEntries& server_config_entries) {
+  SessionConfigEntries entries = server_config_entries;
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : config.parameters())
+    if (key.starts_with(kSessionConfigPrefix)) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  for (const std::string& key : keys) {
+    const std::string ort_key = key.substr(kSessionConfigPrefix.size());
+    if (ort_key.empty()) {
+      return InvalidArgument("parameter '" + key +
+                             "' names no ONNX Runtime session key (expected session.<ort key>, e.g. "
+                             "session.session.disable_prepacking)");
+    }
+    SetSessionConfigEntry(&entries, ort_key, config.parameters().at(key).string_value());
+  }
+  return entries;
+}
+
 }  // namespace
 
+void SetSessionConfigEntry(SessionConfigEntries* entries, const std::string& key, const std::string& value) {
+  for (auto& entry : *entries) {
+    if (entry.first == key) {
+      entry.second = value;
+      return;
+    }
+  }
+  entries->emplace_back(key, value);
+}
+
 Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config,
-                                               const std::vector<std::string>& server_op_libraries) {
+                                               const std::vector<std::string>& server_op_libraries,
+                                               const SessionConfigEntries& server_config_entries) {
   OrtSessionSettings s;
   auto op_libraries = ReadOpLibraries(config, server_op_libraries);
   if (!op_libraries.ok()) return op_libraries.status();
   s.op_libraries = std::move(op_libraries).value();
+  auto entries = ReadConfigEntries(config, server_config_entries);
+  if (!entries.ok()) return entries.status();
+  s.config_entries = std::move(entries).value();
   const auto& params = config.parameters();
   auto get = [&](const char* key) -> const std::string* {
     auto it = params.find(key);
@@ -177,6 +211,7 @@ RuntimeOptions MakeRuntimeOptions(const OrtSessionSettings& settings, int intra_
   o.enable_mem_pattern = settings.enable_mem_pattern;
   o.graph_optimization_level = settings.graph_optimization_level;
   o.op_libraries = settings.op_libraries;
+  o.config_entries = settings.config_entries;
   if (instance.gpu) {
     // Strict unless allow_cpu_fallback: the runtime fails the load if CUDA is unusable.
     const std::string version = std::filesystem::path(model_path).parent_path().filename().string();

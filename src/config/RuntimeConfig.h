@@ -2,6 +2,8 @@
 // Translates a completed model config into what the lower layers take:
 // RuntimeOptions per instance and DynamicBatcherOptions per model version.
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/GpuConfig.h"
@@ -11,6 +13,12 @@
 #include "scheduler/DynamicBatcherOptions.h"
 
 namespace ortserve {
+
+// ONNX Runtime session config entries (key, value), in the order applied.
+using SessionConfigEntries = std::vector<std::pair<std::string, std::string>>;
+// A parameter "session.<ort key>" passes <ort key> to AddConfigEntry, e.g.
+// "session.session.disable_prepacking" or "session.mlas.disable_kleidiai".
+inline constexpr std::string_view kSessionConfigPrefix = "session.";
 
 // Session settings from `parameters` (Triton onnxruntime backend names) and
 // optimization.graph.level. Unknown parameter keys are not errors (the caller
@@ -36,11 +44,19 @@ struct OrtSessionSettings {
   // (--op-library) first, then model_operations.op_library_filename, each
   // path once (a model may name one the server already registers).
   std::vector<std::string> op_libraries;
+  // The server's entries (--backend-config=onnxruntime,session.<key>=V),
+  // then the model's "session.<key>" parameters by key; a model's key
+  // replaces the server's. Values are checked by ORT, not here.
+  SessionConfigEntries config_entries;
 };
 // `server_op_libraries`: --op-library, applied to every model. An empty
-// op_library_filename is kInvalidArgument naming its index.
+// op_library_filename is kInvalidArgument naming its index, a parameter
+// "session." with no key after it kInvalidArgument too.
 Result<OrtSessionSettings> ReadSessionSettings(const inference::ModelConfig& config,
-                                               const std::vector<std::string>& server_op_libraries = {});
+                                               const std::vector<std::string>& server_op_libraries = {},
+                                               const SessionConfigEntries& server_config_entries = {});
+// Adds or replaces `key` in `entries`.
+void SetSessionConfigEntry(SessionConfigEntries* entries, const std::string& key, const std::string& value);
 
 // One entry per instance to create, from instance_group: KIND_CPU and
 // KIND_AUTO give CPU instances; KIND_GPU gives `count` CUDA instances on each

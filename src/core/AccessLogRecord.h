@@ -23,6 +23,9 @@ struct AccessLogRecord {
   uint64_t batch_size = 0;
   uint64_t bytes_in = 0;   // request body/message as received
   uint64_t bytes_out = 0;  // response body/message as sent
+  // A traced request's ids in hex (the request span's); empty: not traced.
+  std::string_view trace_id;
+  std::string_view span_id;
 
   // Takes what the scheduler measured for a request that ran: the version
   // that answered, queue and compute time, batch size.

@@ -23,27 +23,15 @@ using Instances = std::vector<std::unique_ptr<ModelInstance>>;
 
 std::string Label(const Candidate& c) { return c.name + ":" + std::to_string(c.version); }
 
-// A fallback named by the config must not be the model itself and, when it
-// is loaded, must be able to serve this model's requests; one not loaded
-// yet is checked at every hand-off instead.
+// CheckFallback against the fallback's newest loaded version, if any.
 Status CheckFallbackAtLoad(const Candidate& c, const FallbackLookup* fallbacks) {
   const std::string fallback = FallbackModelName(c.config);
-  if (fallback.empty()) return Status::Ok();
-  if (fallback == c.name) return Unavailable("parameter fallback_model names the model itself");
-  std::shared_ptr<ServedModel> target = fallbacks ? fallbacks->Latest(fallback) : nullptr;
-  if (!target) {
-    spdlog::warn("model '{}': fallback model '{}' is not loaded; requests fall back to it once it "
-                 "is READY (and compatible)",
-                 Label(c), fallback);
-    return Status::Ok();
+  std::shared_ptr<ServedModel> target = fallbacks && !fallback.empty() ? fallbacks->Latest(fallback) : nullptr;
+  ORTSERVE_RETURN_IF_ERROR(CheckFallback(c, target ? &target->config() : nullptr));
+  if (target) {
+    spdlog::info("model '{}': fallback model '{}' (version {} checked compatible)", Label(c), fallback,
+                 target->version());
   }
-  Status compatible = CheckFallbackCompatible(c.config, target->config());
-  if (!compatible.ok()) {
-    return Unavailable("fallback_model '" + fallback + "' cannot serve this model's requests: " +
-                       compatible.message());
-  }
-  spdlog::info("model '{}': fallback model '{}' (version {} checked compatible)", Label(c), fallback,
-               target->version());
   return Status::Ok();
 }
 
@@ -51,10 +39,7 @@ Status CheckFallbackAtLoad(const Candidate& c, const FallbackLookup* fallbacks) 
 // response_cache and the server has a cache (then it says so once).
 Result<std::shared_ptr<ResponseCache>> ResponseCacheFor(const Candidate& c, const ModelBuildContext& context) {
   if (!c.config.response_cache().enable()) return std::shared_ptr<ResponseCache>();
-  if (c.sequence_options) {
-    return Unavailable("Response Cache does not currently support model " + c.name +
-                       " with sequence batching scheduler. Please disable the response cache.");
-  }
+  ORTSERVE_RETURN_IF_ERROR(CheckResponseCacheUse(c));
   if (!context.response_cache) {
     spdlog::warn("model '{}': response_cache is enabled but the server has no cache (--cache-config "
                  "local,size=BYTES); its answers are not cached",
@@ -197,14 +182,12 @@ Result<std::shared_ptr<ServedModel>> BuildEnsemble(const Candidate& c, const Mod
   const auto start = std::chrono::steady_clock::now();
   EnsemblePlan plan = MakeEnsemblePlan(c.config);
   std::vector<std::shared_ptr<Model>> composing;
-  std::vector<const inference::ModelConfig*> configs;
-  for (const EnsembleStep& step : plan.steps) {
+  ORTSERVE_RETURN_IF_ERROR(CheckEnsembleSteps(c, [&](const EnsembleStep& step) -> const inference::ModelConfig* {
     std::shared_ptr<Model> model = context.models ? context.models->Ready(step.model_name, step.model_version) : nullptr;
-    if (!model || !model->ready()) return EnsembleDependencyError(c.name, step);
-    configs.push_back(&model->config());
-    composing.push_back(std::move(model));
-  }
-  ORTSERVE_RETURN_IF_ERROR(CheckEnsembleAgainstModels(c.config, configs));
+    if (!model || !model->ready()) return nullptr;
+    composing.push_back(model);
+    return &model->config();
+  }));
   const std::string version = std::to_string(c.version);
   const size_t steps = plan.steps.size();
   auto model = std::make_shared<ServedModel>(c.config, version, plan.outputs, context.fallbacks, c.labels,
@@ -221,6 +204,43 @@ Result<std::shared_ptr<ServedModel>> BuildEnsemble(const Candidate& c, const Mod
 }
 
 }  // namespace
+
+Status CheckFallback(const Candidate& c, const inference::ModelConfig* fallback_config) {
+  const std::string fallback = FallbackModelName(c.config);
+  if (fallback.empty()) return Status::Ok();
+  if (fallback == c.name) return Unavailable("parameter fallback_model names the model itself");
+  if (!fallback_config) {
+    spdlog::warn("model '{}': fallback model '{}' is not loaded; requests fall back to it once it "
+                 "is READY (and compatible)",
+                 Label(c), fallback);
+    return Status::Ok();
+  }
+  Status compatible = CheckFallbackCompatible(c.config, *fallback_config);
+  if (!compatible.ok()) {
+    return Unavailable("fallback_model '" + fallback + "' cannot serve this model's requests: " +
+                       compatible.message());
+  }
+  return Status::Ok();
+}
+
+Status CheckResponseCacheUse(const Candidate& c) {
+  if (c.config.response_cache().enable() && c.sequence_options) {
+    return Unavailable("Response Cache does not currently support model " + c.name +
+                       " with sequence batching scheduler. Please disable the response cache.");
+  }
+  return Status::Ok();
+}
+
+Status CheckEnsembleSteps(const Candidate& c,
+                          const std::function<const inference::ModelConfig*(const EnsembleStep&)>& ready_config) {
+  std::vector<const inference::ModelConfig*> configs;
+  for (const EnsembleStep& step : MakeEnsemblePlan(c.config).steps) {
+    const inference::ModelConfig* config = ready_config(step);
+    if (!config) return EnsembleDependencyError(c.name, step);
+    configs.push_back(config);
+  }
+  return CheckEnsembleAgainstModels(c.config, configs);
+}
 
 Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const ThreadPlanEntry& plan,
                                                 const ModelBuildContext& context) {

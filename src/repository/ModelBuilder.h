@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "config/EnsembleGraph.h"
 #include "core/Status.h"
 #include "repository/ModelPreparation.h"
 #include "repository/ThreadPlan.h"
@@ -30,6 +31,19 @@ struct ModelBuildContext {
   // How an ensemble finds its composing models, at load and request time.
   std::shared_ptr<const ModelLookup> models;
 };
+
+// The checks BuildModel makes before it creates any session, for the
+// offline check (RepositoryCheck.h) too:
+// - a fallback_model must not be the model itself and, when loaded
+//   (`fallback_config` not null), must be able to serve its requests; one
+//   not loaded yet is only logged;
+// - a response cache cannot serve a sequence batching model (Triton's words);
+// - an ensemble's steps against the configs of their READY composing models
+//   (`ready_config` returns null where the step's model/version is not READY).
+Status CheckFallback(const Candidate& c, const inference::ModelConfig* fallback_config);
+Status CheckResponseCacheUse(const Candidate& c);
+Status CheckEnsembleSteps(const Candidate& c,
+                          const std::function<const inference::ModelConfig*(const EnsembleStep&)>& ready_config);
 
 // Builds `candidate` with `plan`'s threads. An ensemble creates no instance
 // (the plan is unused): its steps are checked against its composing models,

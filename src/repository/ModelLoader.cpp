@@ -14,6 +14,7 @@
 #include "core/Text.h"
 #include "core/ThreadName.h"
 #include "repository/ModelDirectory.h"
+#include "repository/PreparedOrder.h"
 
 namespace ortserve {
 namespace {
@@ -65,74 +66,6 @@ void PlanThreads(const RepositoryOptions& options, std::vector<PreparedModel>& p
       if (!IsEnsemble(c.config)) c.plan = plan.entries[i++];
     }
   }
-}
-
-// The models an ensemble's steps name (none for another model).
-std::set<std::string> ComposingModels(const PreparedModel& p) {
-  std::set<std::string> names;
-  for (const auto& c : p.candidates) {
-    for (const auto& step : c.config.ensemble_scheduling().step()) names.insert(step.model_name());
-  }
-  return names;
-}
-
-// Ensembles load after the models their steps name (ensembles of ensembles
-// after theirs), since an ensemble is checked against them when it loads.
-void EnsemblesLast(std::vector<PreparedModel>& prepared) {
-  std::map<std::string, const PreparedModel*> by_name;
-  for (const auto& p : prepared) by_name[p.name] = &p;
-  std::map<std::string, int> depth;
-  std::function<int(const std::string&, int)> depth_of = [&](const std::string& name, int guard) -> int {
-    auto known = depth.find(name);
-    if (known != depth.end()) return known->second;
-    auto p = by_name.find(name);
-    if (p == by_name.end() || guard > static_cast<int>(prepared.size())) return 0;  // not loading now, or a cycle
-    int d = 0;
-    for (const auto& step : ComposingModels(*p->second)) d = std::max(d, 1 + depth_of(step, guard + 1));
-    return depth[name] = d;
-  };
-  for (const auto& p : prepared) depth_of(p.name, 0);
-  std::stable_sort(prepared.begin(), prepared.end(),
-                   [&](const PreparedModel& a, const PreparedModel& b) { return depth[a.name] < depth[b.name]; });
-}
-
-// An ensemble whose steps lead back to it through other ensembles never
-// loads; each ensemble on such a cycle fails in Triton's words, naming the
-// ensemble it depends on that leads back.
-void FailEnsembleCycles(std::vector<PreparedModel>& prepared) {
-  std::map<std::string, std::set<std::string>> steps;
-  for (const auto& p : prepared) steps[p.name] = ComposingModels(p);
-  for (auto& p : prepared) {
-    std::set<std::string> seen;
-    std::string back;  // the last ensemble before the cycle returns to p
-    std::function<bool(const std::string&)> returns = [&](const std::string& from) {
-      auto next = steps.find(from);
-      if (next == steps.end()) return false;
-      for (const auto& step : next->second) {
-        if (step == p.name && from != p.name) {
-          back = from;
-          return true;
-        }
-        if (step != p.name && seen.insert(step).second && returns(step)) return true;
-      }
-      return false;
-    };
-    if (!returns(p.name)) continue;
-    p.failure = "circular dependency between ensembles: " + p.name + " -> ... -> " + back + " -> " + p.name;
-    p.candidates.clear();
-    p.version_failures.clear();
-  }
-}
-
-// Fallback models load before the models that name them, so that a
-// primary's load can check its fallback's inputs and outputs.
-void FallbacksFirst(std::vector<PreparedModel>& prepared) {
-  std::set<std::string> fallbacks;
-  for (const auto& p : prepared)
-    for (const auto& c : p.candidates)
-      if (auto f = FallbackModelName(c.config); !f.empty()) fallbacks.insert(f);
-  std::stable_partition(prepared.begin(), prepared.end(),
-                        [&](const PreparedModel& p) { return fallbacks.count(p.name) > 0; });
 }
 
 void ShutDown(const ModelTable::Retired& models) {
@@ -269,17 +202,7 @@ void ModelLoader::LoadAll() {
 }
 
 void ModelLoader::AddComposingModels(std::vector<PreparedModel>& prepared) const {
-  std::set<std::string> known;
-  for (const auto& p : prepared) known.insert(p.name);
-  for (size_t i = 0; i < prepared.size(); ++i) {  // grows: composing models of composing ensembles too
-    for (const std::string& step : ComposingModels(prepared[i])) {
-      std::error_code ec;
-      if (known.count(step) || !fs::is_directory(fs::path(options_->repository_path) / step, ec)) continue;
-      spdlog::info("model '{}': loading its composing model '{}'", prepared[i].name, step);
-      known.insert(step);
-      prepared.push_back(Prepare(step));
-    }
-  }
+  AddComposingModelsOf(prepared, options_->repository_path, [this](const std::string& name) { return Prepare(name); });
 }
 
 Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* loading) {
@@ -354,7 +277,8 @@ void ModelLoader::PollNow() {
 }
 
 PreparedModel ModelLoader::Prepare(const std::string& name) const {
-  return PrepareModel(options_->repository_path, name, options_->auto_complete, options_->op_libraries);
+  return PrepareModel(options_->repository_path, name, options_->auto_complete, options_->op_libraries,
+                      options_->session_config_entries);
 }
 
 ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {

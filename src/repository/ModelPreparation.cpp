@@ -18,6 +18,7 @@
 #include "core/Text.h"
 #include "repository/ModelDirectory.h"
 #include "runtime/OrtModelInstance.h"
+#include "runtime/OrtSessionFactory.h"
 
 namespace ortserve {
 namespace {
@@ -37,6 +38,15 @@ void WarnAboutIgnored(const std::string& name, const inference::ModelConfig& con
   }
   std::sort(unknown.begin(), unknown.end());
   if (!unknown.empty()) spdlog::warn("model '{}': ignoring unknown parameters: {}", name, Join(unknown));
+  for (const auto& [key, value] : config.parameters()) {
+    // ORT's keys are "<area>.<name>" and ORT ignores others: most likely the
+    // ORT key was written without our prefix ("session.disable_prepacking").
+    if (key.starts_with(kSessionConfigPrefix) && key.find('.', kSessionConfigPrefix.size()) == std::string::npos) {
+      spdlog::warn("model '{}': parameter '{}' passes '{}' to ONNX Runtime, which ignores keys it does not know; "
+                   "for ORT's key '{}' write 'session.{}'",
+                   name, key, key.substr(kSessionConfigPrefix.size()), key, key);
+    }
+  }
 }
 
 // config.pbtxt (when there is one), named after its directory; the canary
@@ -86,7 +96,8 @@ bool HasCudaProvider() {
 // platform, session settings and instances, into `common`. With
 // auto-complete on, a tensor it will fill is checked once it has.
 Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete,
-                              const std::vector<std::string>& server_op_libraries) {
+                              const std::vector<std::string>& server_op_libraries,
+                              const SessionConfigEntries& server_config_entries) {
   inference::ModelConfig& config = common->config;
   NormalizeModelConfig(&config);
   ORTSERVE_RETURN_IF_ERROR(CheckModelConfigRules(config));
@@ -104,12 +115,13 @@ Status CheckConfigBeforeFiles(Candidate* common, bool auto_complete,
   } else if (auto batcher = MakeDynamicBatcherOptions(config, ""); !batcher.ok()) {
     return batcher.status();
   }
-  auto settings = ReadSessionSettings(config, server_op_libraries);
+  auto settings = ReadSessionSettings(config, server_op_libraries, server_config_entries);
   if (!settings.ok()) return settings.status();
   // GPU ids any GPU could have are left to the CUDA provider; without it (or
   // a config that lets a GPU instance fall back to CPU) no id can be used.
   ORTSERVE_RETURN_IF_ERROR(
       CheckInstanceGroupGpus(config, HasCudaProvider() || settings.value().gpu.allow_cpu_fallback));
+  ORTSERVE_RETURN_IF_ERROR(CheckSessionConfigEntries(settings->config_entries));
   auto instances = ExpandInstanceGroups(config);
   if (!instances.ok()) return instances.status();
   common->settings = settings.value();
@@ -186,7 +198,8 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
 
 PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
                            const AutoCompletePolicy& auto_complete,
-                           const std::vector<std::string>& server_op_libraries) {
+                           const std::vector<std::string>& server_op_libraries,
+                           const SessionConfigEntries& server_config_entries) {
   PreparedModel p;
   p.name = name;
   const fs::path dir = repository / name;
@@ -206,7 +219,8 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   common.config = std::move(config).value();
   const bool names_its_backend = !common.config.platform().empty() || !common.config.backend().empty() ||
                                  !common.config.default_model_filename().empty();
-  if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled, server_op_libraries);
+  if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled, server_op_libraries,
+                                                server_config_entries);
       !checked.ok()) {
     p.failure = checked.message();
     return p;

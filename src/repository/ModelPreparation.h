@@ -53,8 +53,13 @@ struct PreparedModel {
 // `auto_complete`: whether and how configs are completed from the model file.
 // `server_op_libraries`: --op-library, registered for every model (its file
 // is inspected with them, and with its own model_operations libraries).
+// `server_config_entries`: ONNX Runtime session config entries for every
+// model (--backend-config=onnxruntime,session.<key>=V); each of the model's
+// entries is offered to ORT's AddConfigEntry here, so that a value ORT
+// refuses there fails the model with ORT's message before any session.
 PreparedModel PrepareModel(const std::filesystem::path& repository, const std::string& name,
                            const AutoCompletePolicy& auto_complete = {},
-                           const std::vector<std::string>& server_op_libraries = {});
+                           const std::vector<std::string>& server_op_libraries = {},
+                           const SessionConfigEntries& server_config_entries = {});
 
 }  // namespace ortserve

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/ConfigAutoComplete.h"
@@ -63,6 +64,11 @@ struct RepositoryOptions {
   // --op-library: custom-operator libraries registered for every model,
   // before its own model_operations.op_library_filename (runtime/OpLibraries.h).
   std::vector<std::string> op_libraries;
+  // --backend-config=onnxruntime,session.<key>=V: ONNX Runtime session config
+  // entries for every model; a model's parameter session.<key> replaces one.
+  // (config/RuntimeConfig.h's SessionConfigEntries, spelt out: this header
+  // is the front ends' view of the repository.)
+  std::vector<std::pair<std::string, std::string>> session_config_entries;
 };
 
 class ModelRepository {

@@ -217,6 +217,7 @@ Result<OptimizedModelEntry> OptimizedModelEntry::Find(const RuntimeOptions& opti
   // Custom-operator libraries may bring schemas that shape inference (and so
   // the optimizations) use; none: the key stays what it was without them.
   for (const std::string& library : options.op_libraries) hash.Add("op_library=" + library);
+  for (const auto& [key, value] : options.config_entries) hash.Add("config_entry=" + key + "=" + value);
   const std::string name = FilePrefix(options.label) + "-" + hash.Hex().substr(0, 32);
   OptimizedModelEntry entry;
   entry.label_ = options.label;

@@ -63,6 +63,7 @@ Ort::SessionOptions BaseSessionOptions(const RuntimeOptions& options, bool share
   else
     session.DisableMemPattern();
   session.SetGraphOptimizationLevel(OrtGraphLevel(options.graph_optimization_level));
+  for (const auto& [key, value] : options.config_entries) session.AddConfigEntry(key.c_str(), value.c_str());
   return session;
 }
 
@@ -177,6 +178,8 @@ std::string DescribeSession(const RuntimeOptions& options, const LoadedSession& 
           ? std::string("threads: shared pool")
           : fmt::format("intra_op_threads {}, inter_op_threads {}, spinning {}", options.intra_op_threads,
                         options.inter_op_threads, options.allow_spinning ? "on" : "off");
+  std::string entries;
+  for (const auto& [key, value] : options.config_entries) entries += (entries.empty() ? "" : ", ") + key + "=" + value;
   return fmt::format(
       "providers [{}], {}, execution {}, mem_arena {}, mem_pattern {}, graph_optimization {}, shared "
       "weights {}, optimized-model cache {}",
@@ -185,7 +188,20 @@ std::string DescribeSession(const RuntimeOptions& options, const LoadedSession& 
       options.enable_mem_arena ? "on" : "off", options.enable_mem_pattern ? "on" : "off",
       GraphLevelName(options.graph_optimization_level), options.shared_weights ? "on" : "off",
       CacheUseName(session.cache_use)) +
-         (options.op_libraries.empty() ? "" : fmt::format(", op libraries [{}]", Join(options.op_libraries)));
+         (options.op_libraries.empty() ? "" : fmt::format(", op libraries [{}]", Join(options.op_libraries))) +
+         (entries.empty() ? "" : fmt::format(", session config [{}]", entries));
+}
+
+Status CheckSessionConfigEntries(const std::vector<std::pair<std::string, std::string>>& entries) {
+  for (const auto& [key, value] : entries) {
+    try {
+      Ort::SessionOptions probe;
+      probe.AddConfigEntry(key.c_str(), value.c_str());
+    } catch (const Ort::Exception& e) {
+      return StatusFromOrt(e, "ONNX Runtime refuses session config entry '" + key + "' = '" + value + "'");
+    }
+  }
+  return Status::Ok();
 }
 
 Result<LoadedSession> CreateOrtSession(const RuntimeOptions& options) {

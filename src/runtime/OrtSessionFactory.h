@@ -6,6 +6,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/Status.h"
@@ -27,6 +28,12 @@ struct LoadedSession {
 // come back as a Status naming the model and carrying ORT's message. Fallback
 // (options.allow_fallback) is logged as a warning here.
 Result<LoadedSession> CreateOrtSession(const RuntimeOptions& options);
+
+// Each entry given to Ort::SessionOptions::AddConfigEntry alone, without a
+// session: ORT checks the values of some keys there (e.g.
+// session.graph_optimization_level); others only when a session is created.
+// ORT accepts keys it does not know. The error carries ORT's message.
+Status CheckSessionConfigEntries(const std::vector<std::pair<std::string, std::string>>& entries);
 
 // One line for the log: providers really used, threads, spinning, ...
 std::string DescribeSession(const RuntimeOptions& options, const LoadedSession& session);

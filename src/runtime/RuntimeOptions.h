@@ -3,6 +3,7 @@
 // repository from the model config; plain data, no ORT types.
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ortserve {
@@ -45,6 +46,10 @@ struct RuntimeOptions {
   // Custom-operator libraries registered in the session options, in order
   // (OpLibraries.h): the server's --op-library ones, then the model's own.
   std::vector<std::string> op_libraries;
+  // ONNX Runtime session config entries (onnxruntime_session_options_config_keys.h),
+  // passed to Ort::SessionOptions::AddConfigEntry after ortserve's own settings,
+  // so that they win; each key once. ORT ignores keys it does not know.
+  std::vector<std::pair<std::string, std::string>> config_entries;
 
   // GPU instances only (ignored when the session ends up on CPU alone).
   int device_id = 0;  // CUDA ordinal, also passed to the cuda/tensorrt provider options

@@ -233,13 +233,23 @@ def test_explicit_model_control_allowed_by_flag(repo, launch):
     assert r.status_code == 200, r.text
 
 
-def test_bad_restricted_api_flag_exits_with_clear_error(repo, tmp_path):
+# Triton's QA (L0_http, L0_grpc) starts the server with these flags and greps
+# its log for exactly one line with Triton's words.
+@pytest.mark.parametrize("flag,word", [("--http-restricted-api", "api"),
+                                       ("--grpc-restricted-protocol", "protocol")])
+@pytest.mark.parametrize("first,expected", [
+    ("model-repository,health:k1=v1", "{word} 'health' can not be specified in multiple config groups"),
+    ("model-reposit,health:k1=v1", "unknown restricted {word} 'model-reposit'"),
+])
+def test_bad_restriction_flags_exit_with_tritons_words(repo, tmp_path, flag, word, first, expected):
     srv = Server(repo, tmp_path / "bad_flag.log",
-                 extra_args=("--http-restricted-api=inference,bogus:key=topsecret",)).start()
+                 extra_args=(f"{flag}={first}", f"{flag}=metadata,health:k2=topsecret")).start()
     assert srv.proc.wait(timeout=60) != 0
     log = srv.log_text()
-    assert "unknown API group 'bogus'" in log and "topsecret" not in log, log
     srv.stop()
+    expected = expected.format(word=word)
+    assert sum(expected in line for line in log.splitlines()) == 1, log
+    assert flag in log and "topsecret" not in log, log
 
 
 # ---------------------------------------------------------------- TLS

@@ -13,6 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::StartsWith;
 
 AccessPolicy MustParse(std::vector<std::string> specs, Protocol protocol = Protocol::kHttp) {
   auto p = AccessPolicy::Parse(specs, protocol);
@@ -77,10 +78,20 @@ TEST(AccessPolicyTest, BadSyntaxGivesClearErrors) {
   EXPECT_THAT(grpc.status().message(), HasSubstr("--grpc-restricted-protocol"));
   EXPECT_THAT(ParseError({"inference:key="}), HasSubstr("value must not be empty"));
   const std::string unknown = ParseError({"inference,infer:key=v"});
-  EXPECT_THAT(unknown, HasSubstr("unknown API group 'infer'"));
+  EXPECT_THAT(unknown, StartsWith("unknown restricted api 'infer' in --http-restricted-api 'inference,infer:...'"));
   EXPECT_THAT(unknown, HasSubstr("model-repository"));  // lists the valid groups
-  EXPECT_THAT(ParseError({"inference:a=1", "inference:b=2"}), HasSubstr("more than once"));
-  EXPECT_THAT(ParseError({"health,health:a=1"}), HasSubstr("more than once"));
+  EXPECT_THAT(ParseError({"model-repository,health:k1=v1", "metadata,health:k2=v2"}),
+              StartsWith("restricted api 'health' can not be specified in multiple config groups"));
+  EXPECT_THAT(ParseError({"health,health:a=1"}),
+              StartsWith("restricted api 'health' can not be specified in multiple config groups"));
+  // gRPC says "protocol", as Triton's --grpc-restricted-protocol.
+  auto unknown_grpc = AccessPolicy::Parse({"model-reposit,health:k1=v1"}, Protocol::kGrpc);
+  ASSERT_FALSE(unknown_grpc.ok());
+  EXPECT_THAT(unknown_grpc.status().message(), StartsWith("unknown restricted protocol 'model-reposit'"));
+  auto twice_grpc = AccessPolicy::Parse({"model-repository,health:k1=v1", "metadata,health:k2=v2"}, Protocol::kGrpc);
+  ASSERT_FALSE(twice_grpc.ok());
+  EXPECT_THAT(twice_grpc.status().message(),
+              StartsWith("restricted protocol 'health' can not be specified in multiple config groups"));
 }
 
 TEST(AccessPolicyTest, ErrorsNeverEchoTheSecret) {

@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "core/LogContext.h"
 #include "core/Utf8.h"
 #include "server/common/LogControl.h"
 
@@ -86,6 +87,36 @@ TEST(LogControl, NamesAndRefusals) {
   EXPECT_EQ(LogFileNotChangeable().code(), StatusCode::kUnsupported);
   EXPECT_NE(UnknownLogFormat("xml").message().find("invalid argument for log_format, got: xml"), std::string::npos);
   EXPECT_FALSE(LogControl::Install({.file = "/dev/null/ortserve.log"}).ok());
+}
+
+TEST(LogControl, JsonLinesCarryTheRequestScope) {
+  const auto path = std::filesystem::temp_directory_path() / ("log_control_json_" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  auto control = LogControl::Install({.file = path.string(), .format = LogFormat::kJson});
+  ASSERT_TRUE(control.ok()) << control.status().message();
+  spdlog::warn("quote \" and \x01 and {}", std::string_view("\xff"));
+  {
+    const LogContext context{.model = "m", .version = "2", .request_id = "r1", .trace_id = "abc", .span_id = "def"};
+    LogScope scope(context);
+    spdlog::info("in scope");
+  }
+  spdlog::info("after scope");
+  const std::string log = ReadAll(path);
+  EXPECT_TRUE(std::regex_search(
+      log, std::regex(R"(^\{"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z","level":"WARNING","thread":\d+,)"
+                      R"("message":"quote \\" and \\u0001 and )" "\xef\xbf\xbd" R"("\}\n)")))
+      << log;
+  EXPECT_NE(log.find(R"("level":"INFO","thread":)"), std::string::npos) << log;
+  EXPECT_NE(log.find(R"("message":"in scope","model":"m","version":"2","request_id":"r1","trace_id":"abc",)"
+                     R"("span_id":"def"}
+)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(R"("message":"after scope"}
+)"), std::string::npos) << log;
+  EXPECT_EQ(LogFormatName((*control)->Current().format), "json");
+  EXPECT_EQ(ParseLogFormat("json"), LogFormat::kJson);
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -82,6 +82,8 @@ Result<AccessPolicy> AccessPolicy::Parse(const std::vector<std::string>& specs, 
   AccessPolicy policy;
   policy.protocol_ = protocol;
   const std::string_view flag = RestrictionFlag(protocol);
+  // Triton's word for a group in its startup errors: "api" over HTTP, "protocol" over gRPC.
+  const std::string feature = protocol == Protocol::kGrpc ? "protocol" : "api";
   const std::string syntax = " (expected " + std::string(flag) + "=<group>[,<group>...]:<key>=<value>)";
   for (const std::string& spec : specs) {
     const size_t colon = spec.find(':');
@@ -112,13 +114,14 @@ Result<AccessPolicy> AccessPolicy::Parse(const std::vector<std::string>& specs, 
       if (!name.empty() || comma != std::string_view::npos) {
         const std::optional<ApiGroup> group = ParseApiGroup(name);
         if (!group) {
-          return InvalidArgument(where + ": unknown API group '" + std::string(name) + "' (valid: " +
-                                 ValidGroups() + ")");
+          return InvalidArgument("unknown restricted " + feature + " '" + std::string(name) + "' in " + where +
+                                 " (valid: " + ValidGroups() + ")");
         }
         int& slot = policy.index_[static_cast<size_t>(*group)];
         if (slot >= 0) {
-          return InvalidArgument(where + ": API group '" + std::string(name) +
-                                 "' is restricted more than once");
+          return InvalidArgument("restricted " + feature + " '" + std::string(name) +
+                                 "' can not be specified in multiple config groups (" + where +
+                                 " names it again; each group takes one key)");
         }
         slot = index;
         any = true;

@@ -7,12 +7,17 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <exception>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "core/LogContext.h"
 #include "core/Utf8.h"
+#include "server/json/JsonWriter.h"
 
 namespace ortserve::common {
 
@@ -79,7 +84,47 @@ class TritonLevelLetter final : public spdlog::custom_flag_formatter {
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<TritonLevelLetter>(); }
 };
 
+// --log-format=json: one object per line, {"time","level","thread","message"}
+// and, inside a request's LogScope (core/LogContext.h), "model", "version",
+// "request_id" and, for a traced request, "trace_id" and "span_id". Strings
+// are JSON-escaped; bytes that are not UTF-8 become U+FFFD (JsonWriter).
+class JsonLineFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    std::string line;
+    line.reserve(128 + msg.payload.size());
+    line += "{\"time\":\"";
+    AppendRfc3339Micros(msg.time, &line);
+    line += "\",\"level\":\"";
+    line += JsonLevelName(msg.level);
+    line += "\",\"thread\":" + std::to_string(msg.thread_id) + ",\"message\":";
+    JsonWriter::AppendQuoted(&line, std::string_view(msg.payload.data(), msg.payload.size()));
+    if (const LogContext* context = CurrentLogContext()) AppendContext(*context, &line);
+    line += "}\n";
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonLineFormatter>(); }
+
+ private:
+  static void AppendContext(const LogContext& c, std::string* line) {
+    const auto field = [line](std::string_view key, std::string_view value) {
+      *line += ",\"";
+      *line += key;
+      *line += "\":";
+      JsonWriter::AppendQuoted(line, value);
+    };
+    field("model", c.model);
+    field("version", c.version);
+    field("request_id", c.request_id);
+    if (!c.trace_id.empty()) {
+      field("trace_id", c.trace_id);
+      field("span_id", c.span_id);
+    }
+  }
+};
+
 std::unique_ptr<spdlog::formatter> FormatterFor(LogFormat format) {
+  if (format == LogFormat::kJson) return std::make_unique<JsonLineFormatter>();
   // %* is the level letter; %^ %$ colour it on a terminal.
   const char* pattern = format == LogFormat::kIso8601 ? "%Y-%m-%dT%H:%M:%SZ %^%*%$ %P] %v"
                                                       : "%^%*%$%m%d %H:%M:%S.%f %P] %v";
@@ -95,12 +140,45 @@ spdlog::level::level_enum LoggerLevel(uint32_t verbose_level) {
 
 }  // namespace
 
-std::string_view LogFormatName(LogFormat format) { return format == LogFormat::kIso8601 ? "ISO8601" : "default"; }
+std::string_view LogFormatName(LogFormat format) {
+  switch (format) {
+    case LogFormat::kIso8601: return "ISO8601";
+    case LogFormat::kJson: return "json";
+    case LogFormat::kDefault: break;
+  }
+  return "default";
+}
 
 std::optional<LogFormat> ParseLogFormat(std::string_view name) {
   if (name == "default") return LogFormat::kDefault;
   if (name == "ISO8601") return LogFormat::kIso8601;
+  if (name == "json") return LogFormat::kJson;
   return std::nullopt;
+}
+
+std::string_view JsonLevelName(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace: return "TRACE";
+    case spdlog::level::debug: return "DEBUG";
+    case spdlog::level::info: return "INFO";
+    case spdlog::level::warn: return "WARNING";
+    case spdlog::level::err: return "ERROR";
+    case spdlog::level::critical: return "CRITICAL";
+    default: return "INFO";
+  }
+}
+
+void AppendRfc3339Micros(std::chrono::system_clock::time_point time, std::string* out) {
+  // Times before 1970 do not occur here; the arithmetic assumes none.
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(micros / 1000000);
+  const long fraction = static_cast<long>(micros % 1000000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[48];
+  const size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+  const int m = std::snprintf(buf + n, sizeof(buf) - n, ".%06ldZ", fraction);
+  out->append(buf, n + static_cast<size_t>(m));
 }
 
 Status LogFileNotChangeable() {
@@ -109,7 +187,7 @@ Status LogFileNotChangeable() {
 
 Status UnknownLogFormat(std::string_view got) {
   return InvalidArgument("invalid argument for log_format, got: " + std::string(got.substr(0, 64)) +
-                         " (expected default or ISO8601)");
+                         " (expected default, ISO8601 or json)");
 }
 
 Result<std::shared_ptr<LogControl>> LogControl::Install(const LogSettings& initial) {

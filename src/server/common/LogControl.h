@@ -11,10 +11,15 @@
 // Formats (Triton's layouts, in UTC, without Triton's source file:line):
 //   default   I1202 05:30:26.123456 1234] message
 //   ISO8601   2026-12-02T05:30:26Z I 1234] message
+//   json      {"time":"2026-12-02T05:30:26.123456Z","level":"INFO","thread":5678,
+//              "message":"..."} (ortserve's own; one object per line, and
+//              inside a request's LogScope also model, version, request_id,
+//              trace_id, span_id: core/LogContext.h)
 // (level letter, time, process id). Verbose lines carry the letter I, as in
 // Triton. The log file cannot change at run time (as in current Triton).
 //
 // Thread-safe: logging goes on while settings change.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,12 +29,16 @@
 
 #include "core/Status.h"
 
+namespace spdlog::level {
+enum level_enum : int;
+}
+
 namespace ortserve::common {
 
-enum class LogFormat { kDefault, kIso8601 };
-// "default", "ISO8601".
+enum class LogFormat { kDefault, kIso8601, kJson };
+// "default", "ISO8601", "json".
 std::string_view LogFormatName(LogFormat format);
-// Parses Triton's names; nullopt for anything else.
+// Parses Triton's names and "json"; nullopt for anything else.
 std::optional<LogFormat> ParseLogFormat(std::string_view name);
 
 struct LogSettings {
@@ -53,8 +62,13 @@ struct LogSettingsChange {
 // What a request that tries to move the log file is answered (kUnsupported,
 // Triton's words).
 Status LogFileNotChangeable();
-// Triton's words for a log_format that is neither "default" nor "ISO8601".
+// Triton's words for a log_format that is not "default", "ISO8601" or "json".
 Status UnknownLogFormat(std::string_view got);
+
+// A JSON log line's "level": TRACE, DEBUG, INFO, WARNING, ERROR, CRITICAL.
+std::string_view JsonLevelName(spdlog::level::level_enum level);
+// "2026-12-02T05:30:26.123456Z" (RFC 3339, UTC, microseconds) appended to `out`.
+void AppendRfc3339Micros(std::chrono::system_clock::time_point time, std::string* out);
 
 class LevelFilterSink;
 

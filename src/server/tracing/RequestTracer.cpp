@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/LogContext.h"
+
 namespace ortserve::tracing {
 namespace {
 
@@ -119,6 +121,25 @@ void RequestTracer::Finish(const RequestTrace& trace, const AccessLogRecord& com
     }
   }
   sink_->Push(spans);
+}
+
+void CompletionReport::operator()(const AccessLogRecord& record) const {
+  AccessLogRecord traced = record;
+  std::string trace_id, span_id;
+  if (trace) {
+    trace_id = trace->trace_id.Hex();
+    span_id = trace->span_id.Hex();
+    traced.trace_id = trace_id;
+    traced.span_id = span_id;
+  }
+  const LogContext context{.model = record.model, .version = record.version, .request_id = record.request_id,
+                           .trace_id = trace_id, .span_id = span_id};
+  LogScope scope(context);
+  if (access_log) access_log(traced);
+  if (trace) tracer->Finish(*trace, traced);
+  spdlog::debug("{} inference request answered: status {}, queue {} us, compute {} us, batch size {}",
+                record.protocol, record.status_code, record.queue_ns / 1000, record.compute_ns / 1000,
+                record.batch_size);
 }
 
 }  // namespace ortserve::tracing

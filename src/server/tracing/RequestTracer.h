@@ -29,6 +29,8 @@
 #include <optional>
 #include <string_view>
 
+#include <spdlog/spdlog.h>
+
 #include "core/AccessLogRecord.h"
 #include "core/Trace.h"
 #include "server/tracing/Span.h"
@@ -60,8 +62,9 @@ class RequestTracer {
 };
 
 // What a front end does once an infer request is answered: the access log
-// line and, for a traced request, its spans. Either may be absent; `if
-// (report)` tells whether an AccessLogRecord is needed at all.
+// line, for a traced request its spans, and at log_verbose_level 1 or more
+// a debug line. Any may be absent; `if (report)` tells whether an
+// AccessLogRecord is needed at all.
 struct CompletionReport {
   AccessLogSink access_log;
   std::shared_ptr<const RequestTracer> tracer;  // set when `trace` is
@@ -76,11 +79,11 @@ struct CompletionReport {
     return report;
   }
 
-  explicit operator bool() const { return access_log || trace; }
-  void operator()(const AccessLogRecord& record) const {
-    if (access_log) access_log(record);
-    if (trace) tracer->Finish(*trace, record);
-  }
+  // Also true while verbose logging is on: each answer then logs a debug line.
+  explicit operator bool() const { return access_log || trace || spdlog::should_log(spdlog::level::debug); }
+  // The access log line, the spans and the debug line are written inside a
+  // LogScope of the request (core/LogContext.h), with its trace ids.
+  void operator()(const AccessLogRecord& record) const;
 };
 
 }  // namespace ortserve::tracing
