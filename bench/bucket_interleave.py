@@ -12,8 +12,8 @@ make_text_models.py): text_interleaved (shape_buckets 8,16,32) and
 text_one_bucket (shape_buckets 32), max_batch_size 32, one instance,
 max_queue_delay --window-us, --thread-budget 2. Each round sends the 96
 requests to each model in turn; the executions are read from the model's
-statistics (execution_count) before and after. Prints each round and the
-median ratio. With 16 clients waiting on their answers, each wave needs at
+statistics (execution_count) before and after. Prints each round (and the
+wall time each model took for the 96) and the median ratio. With 16 clients waiting on their answers, each wave needs at
 least one execution per bucket: the floor is about 3x the one-bucket run.
 Nothing is asserted: this is a measurement (the integration test
 tests/integration/test_shape_buckets.py asserts the bound, on a longer window).
@@ -56,11 +56,17 @@ def stats(base: str, model: str) -> dict:
 
 
 def send_all(base_url: str, model: str, sent: list) -> None:
+    """Each client thread keeps one connection (its own tritonclient)."""
+    import threading
+
     import tritonclient.http as httpclient
+    own = threading.local()
 
     def one(i: int) -> None:
         ids, mask = sent[i]
-        client = httpclient.InferenceServerClient(base_url)
+        if not hasattr(own, "client"):
+            own.client = httpclient.InferenceServerClient(base_url)
+        client = own.client
         inputs = [httpclient.InferInput("input_ids", list(ids.shape), "INT64"),
                   httpclient.InferInput("attention_mask", list(mask.shape), "INT64")]
         inputs[0].set_data_from_numpy(ids, binary_data=True)
@@ -70,13 +76,16 @@ def send_all(base_url: str, model: str, sent: list) -> None:
     text.closed_loop(one, len(sent), CLIENTS)
 
 
-def executions(server, model: str, sent: list) -> int:
+def executions(server, model: str, sent: list) -> tuple:
+    """(executions, seconds) the requests took."""
     before = stats(server.base, model)
+    start = time.perf_counter()
     send_all(f"127.0.0.1:{server.port}", model, sent)
+    seconds = time.perf_counter() - start
     after = stats(server.base, model)
     if after["inference_count"] - before["inference_count"] != len(sent):
         raise RuntimeError(f"{model}: not every request was counted: {before} -> {after}")
-    return after["execution_count"] - before["execution_count"]
+    return after["execution_count"] - before["execution_count"], seconds
 
 
 def main(argv=None) -> int:
@@ -102,10 +111,11 @@ def main(argv=None) -> int:
             raise RuntimeError(f"ortserve did not serve {list(MODELS)}: see {LOGS}")
         send_all(f"127.0.0.1:{server.port}", "text_interleaved", sent[:CLIENTS])  # warm the clients' path
         for r in range(args.rounds):
-            one = executions(server, "text_one_bucket", sent)
-            inter = executions(server, "text_interleaved", sent)
-            rows.append((one, inter, inter / one))
-            log(f"round {r + 1}: one bucket {one} executions, interleaved buckets {inter}: {inter / one:.2f}x")
+            one, one_s = executions(server, "text_one_bucket", sent)
+            inter, inter_s = executions(server, "text_interleaved", sent)
+            rows.append((one, inter, inter / one, one_s, inter_s))
+            log(f"round {r + 1}: one bucket {one} executions in {one_s * 1000:.0f} ms, interleaved buckets "
+                f"{inter} in {inter_s * 1000:.0f} ms: {inter / one:.2f}x the executions")
     finally:
         server.stop()
         Procs.stop_all()
@@ -113,7 +123,9 @@ def main(argv=None) -> int:
     print(f"commit {git_head()}, {time.strftime('%Y-%m-%d %H:%M')}, {machine_info()}")
     print(f"binary {args.ortserve_bin}, window {args.window_us} us, hidden {args.hidden} x {args.layers} layers")
     print(f"one bucket: executions {[r[0] for r in rows]}; interleaved: {[r[1] for r in rows]}; "
-          f"ratio median {statistics.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f})")
+          f"ratio median {statistics.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f}); "
+          f"wall ms per run, median: one bucket {statistics.median(r[3] for r in rows) * 1000:.0f}, "
+          f"interleaved {statistics.median(r[4] for r in rows) * 1000:.0f}")
     return 0
 
 

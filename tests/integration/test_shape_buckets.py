@@ -200,7 +200,6 @@ def test_interleaved_buckets_batch_as_if_each_had_its_own_queue(bucket_server, b
         for (ids, mask), answer, n in zip(sent, answers, lengths):
             assert answer["last_hidden_state"].shape == (1, n, HIDDEN)
             check_against_unpadded(answer, reference, model_file(bucket_repo, model), ids, mask)
-    print("EXECUTIONS", executions)
     assert executions["text_interleaved"] <= 3.5 * executions["text_one_bucket"], executions
 
 
