@@ -85,7 +85,7 @@ class BatchAssembler {
 
   bool IsPreferred(uint64_t size) const;
   void Start(Draft& draft, QueuedRequest& head) const;
-  // Adds `entry` when it fits (true); the caller checked it stacks.
+  // Whether `entry`'s rows fit beside the draft's (stacking is the caller's check).
   bool Fits(const Draft& draft, const QueuedRequest& entry) const;
   void Add(Draft& draft, QueuedRequest& entry) const;
   bool Full(const Draft& draft) const { return draft.total >= max_batch_size_; }
