@@ -11,15 +11,18 @@ BatchPlanner::BatchPlanner(const BatchingPolicy& policy, size_t instances, Insta
       balancer_(balancer) {}
 
 BatchPlan BatchPlanner::Plan(RequestQueue& queue, Clock::time_point now, bool stopping) {
-  // With no arrival expected, waiting cannot grow the batch.
   const bool more_expected = !adaptive_window_ || forecast_.ExpectsMore(now);
-  return Settle(assembler_.Plan(queue, now, /*flush=*/stopping || !more_expected || run_rest_now_), more_expected);
+  return Settle(assembler_.Plan(queue, now, Urgency(stopping, more_expected)), more_expected);
 }
 
 BatchPlan BatchPlanner::Plan(const std::vector<QueuedRequest*>& candidates, Clock::time_point now, bool stopping) {
   const bool more_expected = !adaptive_window_ || forecast_.ExpectsMore(now);
-  return Settle(assembler_.Plan(candidates, now, /*flush=*/stopping || !more_expected || run_rest_now_),
-                more_expected);
+  return Settle(assembler_.Plan(candidates, now, Urgency(stopping, more_expected)), more_expected);
+}
+
+PlanUrgency BatchPlanner::Urgency(bool stopping, bool more_expected) const {
+  // With no arrival expected, waiting cannot grow the batch.
+  return {.flush = stopping || !more_expected, .ready = rest_head_};
 }
 
 BatchPlan BatchPlanner::Settle(BatchPlan plan, bool more_expected) {
@@ -30,7 +33,7 @@ BatchPlan BatchPlanner::Settle(BatchPlan plan, bool more_expected) {
   }
   // A window that closed on expectations shows they were wrong.
   if (adaptive_window_ && more_expected && plan.window_over) forecast_.WindowClosed();
-  run_rest_now_ = balancer_->KeepOwnShare(&plan.members);
+  rest_head_ = balancer_->KeepOwnShare(&plan.members);
   return plan;
 }
 

@@ -15,7 +15,7 @@
 //
 // Shares (InstanceBalancer): when the leader keeps only part of a planned
 // batch, whoever plans next takes the rest without a window, since those
-// requests were ready to run.
+// requests were ready to run (under group_by_shape the rest's group only).
 //
 // Not thread-safe: the batcher calls it under its lock.
 #include <cstdint>
@@ -38,7 +38,7 @@ class BatchPlanner {
   // The same over `candidates` in scheduling order (BatchAssembler::Plan).
   BatchPlan Plan(const std::vector<QueuedRequest*>& candidates, Clock::time_point now, bool stopping);
   // The queue ran empty: nothing planned is left over.
-  void QueueEmptied() { run_rest_now_ = false; }
+  void QueueEmptied() { rest_head_ = nullptr; }
 
   // A request arrived / `answered` requests are about to be answered (the
   // adaptive window's forecast; no-ops with a fixed window).
@@ -48,12 +48,15 @@ class BatchPlanner {
  private:
   // The assembler's plan, with the forecast and the shares applied.
   BatchPlan Settle(BatchPlan plan, bool more_expected);
+  PlanUrgency Urgency(bool stopping, bool more_expected) const;
 
   const BatchAssembler assembler_;
   const bool adaptive_window_;
   ArrivalForecast forecast_;
   InstanceBalancer* const balancer_;
-  bool run_rest_now_ = false;  // a leader left part of a ready batch
+  // The first request a leader left of a ready batch it shared; null: none.
+  // Only compared by address (it may have left the queue since).
+  const InferenceRequest* rest_head_ = nullptr;
 };
 
 }  // namespace ortserve

@@ -36,12 +36,13 @@ struct BatchingPolicy {
   // (scheduler/ArrivalForecast.h; config parameter batch_window "adaptive").
   bool adaptive_window = false;
   // false (the default, Triton's): a batch is a run of consecutive requests;
-  // the first that cannot join ends it. true: a request that cannot join is
-  // passed over, so the batch gathers every queued request that stacks with
-  // its head, in queue order, and the others wait for a batch of their own
-  // shape. For models whose requests come in a few interleaved shapes (shape
-  // buckets, serving/ShapeBuckets.h); the head is always the oldest
-  // request, so none waits behind more than the batches formed before it.
+  // the first that cannot join ends it and releases it at once. true: the
+  // queue is split by shape and each shape batches as if it had a queue of
+  // its own (its own window, preferred and max sizes; a request of another
+  // shape neither ends nor releases its batch); of the shapes whose batch
+  // may go, the one with the oldest head goes first (BatchAssembler.h). For
+  // models whose requests come in a few interleaved shapes (shape buckets,
+  // serving/ShapeBuckets.h).
   bool group_by_shape = false;
   // Triton's ragged batching (scheduler/RaggedBatch.h); null or empty: none.
   std::shared_ptr<const RaggedBatching> ragged;

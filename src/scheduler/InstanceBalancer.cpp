@@ -23,9 +23,9 @@ uint64_t Rows(const std::vector<QueuedRequest*>& members) {
 InstanceBalancer::InstanceBalancer(const ComputePolicy& policy, size_t instances)
     : concurrent_runs_(ConcurrentRuns(policy, instances)) {}
 
-bool InstanceBalancer::KeepOwnShare(std::vector<QueuedRequest*>* members) {
-  if (!enabled()) return false;
-  bool left_some = false;
+const InferenceRequest* InstanceBalancer::KeepOwnShare(std::vector<QueuedRequest*>* members) {
+  if (!enabled()) return nullptr;
+  const InferenceRequest* first_left = nullptr;
   if (members->size() >= 2) {
     // The work in hand: the rows planned and those the other instances run.
     const uint64_t rows = running_rows_.load(std::memory_order_relaxed) + Rows(*members);
@@ -36,12 +36,12 @@ bool InstanceBalancer::KeepOwnShare(std::vector<QueuedRequest*>* members) {
       taken += (*members)[keep++]->batch_size;
     }
     if (keep < members->size()) {  // (requests of 0 rows may all fit)
+      first_left = (*members)[keep]->request.get();
       members->resize(keep);
-      left_some = true;
     }
   }
   running_rows_.fetch_add(Rows(*members), std::memory_order_relaxed);
-  return left_some;
+  return first_left;
 }
 
 void InstanceBalancer::Ended(uint64_t rows) {

@@ -31,9 +31,9 @@ class InstanceBalancer {
 
   bool enabled() const { return concurrent_runs_ > 1; }
   // Trims the planned batch `members` (>= 1 request, in plan order, whole
-  // requests only) to this worker's share and counts its rows as running;
-  // true when it left some requests queued.
-  bool KeepOwnShare(std::vector<QueuedRequest*>* members);
+  // requests only) to a prefix, this worker's share, and counts its rows as
+  // running; returns the first request it left queued (null: none).
+  const InferenceRequest* KeepOwnShare(std::vector<QueuedRequest*>* members);
   // A batch of `rows` that KeepOwnShare let through has ended, run or not.
   void Ended(uint64_t rows);
 

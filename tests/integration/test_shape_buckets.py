@@ -6,7 +6,8 @@ Every output is compared with onnxruntime running the request unpadded; a
 per-token output comes back with the request's own length; a request over the
 largest bucket runs at its own shape or is refused, as configured; requests of
 different lengths in one bucket form one batch (read back from the
-statistics); a malformed bucket config fails the model's load naming the
+statistics); interleaved buckets each batch as if they had their own queue
+(executions against the same requests in one bucket); a malformed bucket config fails the model's load naming the
 parameter.
 """
 from __future__ import annotations
@@ -32,10 +33,17 @@ BUCKETS = (8, 16, 32)
 # preferred size sends it as soon as they are all queued; the long window
 # only keeps the batch open until they are.
 WINDOW = 'dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 30000000 }'
+# Interleaved buckets: 16 clients, batches of up to 16. The window is long
+# (200 ms) so that each wave of the 16 clients' requests reaches its
+# buckets' batches on a loaded machine too: the test counts batches, and a
+# client slower than the window would split them in either run.
+CLIENTS = 16
+INTERLEAVED = 'dynamic_batching { max_queue_delay_microseconds: 200000 }'
 
 
-def write_encoder(repo, name, extra="", batching="dynamic_batching { max_queue_delay_microseconds: 2000 }"):
-    config = text.text_encoder_config(name, HIDDEN, max_batch_size=8, batching=batching, extra=extra)
+def write_encoder(repo, name, extra="", batching="dynamic_batching { max_queue_delay_microseconds: 2000 }",
+                  max_batch_size=8):
+    config = text.text_encoder_config(name, HIDDEN, max_batch_size=max_batch_size, batching=batching, extra=extra)
     text.demo.write_model(repo, name, text.build_text_encoder(hidden=HIDDEN, layers=1), config)
 
 
@@ -45,6 +53,10 @@ def bucket_repo(tmp_path_factory):
     write_encoder(repo, "text_alone", text.bucket_parameters(BUCKETS, "alone"))
     write_encoder(repo, "text_reject", text.bucket_parameters(BUCKETS, "reject"))
     write_encoder(repo, "text_window", text.bucket_parameters(BUCKETS), batching=WINDOW)
+    write_encoder(repo, "text_interleaved", text.bucket_parameters(BUCKETS), batching=INTERLEAVED,
+                  max_batch_size=CLIENTS)
+    write_encoder(repo, "text_one_bucket", text.bucket_parameters(BUCKETS[-1:]), batching=INTERLEAVED,
+                  max_batch_size=CLIENTS)
     write_encoder(repo, "bad_buckets", text.bucket_parameters(BUCKETS).replace("input_ids:0", "token_type_ids:0"))
     return repo
 
@@ -54,7 +66,7 @@ def bucket_server(bucket_repo, log_dir):
     from harness import start_server
     srv = start_server(bucket_repo, log_dir, "shape_buckets")
     try:
-        srv.wait_models_ready(["text_alone", "text_reject", "text_window"])
+        srv.wait_models_ready(["text_alone", "text_reject", "text_window", "text_interleaved", "text_one_bucket"])
         yield srv
     finally:
         srv.stop()
@@ -167,6 +179,28 @@ def test_different_lengths_in_one_bucket_form_one_batch(bucket_server, bucket_re
     assert stats["inference_count"] == 4, stats
     assert stats["execution_count"] == 1, stats
     assert [b["batch_size"] for b in stats["batch_stats"]] == [4], stats["batch_stats"]
+
+
+def test_interleaved_buckets_batch_as_if_each_had_its_own_queue(bucket_server, bucket_repo, reference):
+    """96 requests of lengths 1-32 whose buckets (8, 16, 32) take turns, from
+    16 clients each waiting on its answer: every wave of 16 needs a batch per
+    bucket, so at best 3x the executions of the same requests in one bucket
+    (32); a request of another bucket releasing the pending batch made it
+    about 8x."""
+    rng = np.random.default_rng(12)
+    lengths = text.interleaved_lengths(96, BUCKETS, rng)
+    sent = [text.token_ids(n, rng) for n in lengths]
+    executions = {}
+    for model in ("text_one_bucket", "text_interleaved"):
+        before = bucket_server.model_stats(model)
+        answers = text.closed_loop(lambda i: http_infer(bucket_server, model, *sent[i]), len(sent), CLIENTS)
+        after = bucket_server.model_stats(model)
+        assert after["inference_count"] - before["inference_count"] == len(sent), after
+        executions[model] = after["execution_count"] - before["execution_count"]
+        for (ids, mask), answer, n in zip(sent, answers, lengths):
+            assert answer["last_hidden_state"].shape == (1, n, HIDDEN)
+            check_against_unpadded(answer, reference, model_file(bucket_repo, model), ids, mask)
+    assert executions["text_interleaved"] <= 3.5 * executions["text_one_bucket"], executions
 
 
 def test_a_malformed_bucket_config_fails_the_load_naming_the_parameter(bucket_server):

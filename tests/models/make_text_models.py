@@ -134,3 +134,29 @@ def token_ids(length: int, rng, rows: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Random token ids (never the pad id 0) and an all-ones mask, [rows, length]."""
     ids = rng.integers(1, VOCAB, size=(rows, length), dtype=np.int64)
     return ids, np.ones((rows, length), np.int64)
+
+
+def interleaved_lengths(count: int, buckets, rng) -> list[int]:
+    """`count` lengths whose buckets take turns: request i falls in bucket
+    i % len(buckets) (lengths above the bucket before it, 1 for the first),
+    so any run of consecutive requests mixes every bucket."""
+    lows = [1] + [b + 1 for b in buckets[:-1]]
+    return [int(rng.integers(lows[i % len(buckets)], buckets[i % len(buckets)] + 1)) for i in range(count)]
+
+
+def closed_loop(send, count: int, concurrency: int) -> list:
+    """Sends requests 0..count-1 from `concurrency` clients, each waiting on
+    its answer before its next request (client j sends j, j + concurrency,
+    ...); returns `send(i)`'s answers in request order."""
+    import concurrent.futures
+
+    answers = [None] * count
+
+    def client(j: int) -> None:
+        for i in range(j, count, concurrency):
+            answers[i] = send(i)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for done in [pool.submit(client, j) for j in range(concurrency)]:
+            done.result()
+    return answers
