@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
@@ -227,6 +228,9 @@ class GrpcServer::Impl {
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
     builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+    quota_.Resize(options.max_buffered_bytes);
+    builder.SetResourceQuota(quota_);
     builder.RegisterService(&core_.service());
     builder.RegisterAsyncGenericService(&core_.generic_service());
     for (int i = 0; i < options.completion_queue_threads; ++i) queues_.push_back(builder.AddCompletionQueue());
@@ -245,9 +249,11 @@ class GrpcServer::Impl {
         grpcfe::PollQueue(queues_[i].get());
       });
     }
-    spdlog::info("gRPC server listening on {} ({} completion-queue threads, {} byte message limit)",
-                 endpoint.substr(0, endpoint.rfind(':')) + ":" + std::to_string(port_),
-                 options.completion_queue_threads, options.max_message_bytes);
+    spdlog::info(
+        "gRPC server listening on {} ({} completion-queue threads, {} byte message limit, {} streams per "
+        "connection, {} bytes buffered at most)",
+        endpoint.substr(0, endpoint.rfind(':')) + ":" + std::to_string(port_), options.completion_queue_threads,
+        options.max_message_bytes, options.max_concurrent_streams, options.max_buffered_bytes);
     return Status::Ok();
   }
 
@@ -302,6 +308,7 @@ class GrpcServer::Impl {
 
   grpcfe::GrpcServiceCore core_;
   const std::shared_ptr<grpc::ServerCredentials> credentials_;
+  grpc::ResourceQuota quota_{"ortserve-grpc"};
   std::mutex lifecycle_mu_;
   std::unique_ptr<grpc::Server> server_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
@@ -353,6 +360,15 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Create(GrpcServerOptions options
   if (options.max_message_bytes < kMinMessage || options.max_message_bytes > kMaxMessage) {
     return InvalidArgument("gRPC max_message_bytes must be within [" + std::to_string(kMinMessage) + ", " +
                            std::to_string(kMaxMessage) + "], got " + std::to_string(options.max_message_bytes));
+  }
+  if (options.max_concurrent_streams < 1) {
+    return InvalidArgument("--grpc-max-concurrent-streams must be at least 1, got " +
+                           std::to_string(options.max_concurrent_streams));
+  }
+  if (options.max_buffered_bytes < options.max_message_bytes) {
+    return InvalidArgument("--grpc-max-buffered-bytes (" + std::to_string(options.max_buffered_bytes) +
+                           ") must be at least --grpc-max-message-size (" +
+                           std::to_string(options.max_message_bytes) + "): a message that large could never arrive");
   }
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (options.tls.enabled || options.tls.mutual) {
