@@ -67,27 +67,28 @@ def rss(pid: int) -> int:
     return status_kib(pid, "VmRSS") << 10
 
 
-def normal_client(url: str, stop: threading.Event, latencies: list[float]) -> None:
+def normal_client(url: str, headers: dict, stop: threading.Event, latencies: list[float]) -> None:
     """Sequential identity_fp32 requests on one channel until `stop`."""
     client = grpcclient.InferenceServerClient(url)
     inp = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
     inp.set_data_from_numpy(np.arange(16, dtype=np.float32).reshape(1, 16))
-    client.infer(MODEL, [inp], client_timeout=60)
+    client.infer(MODEL, [inp], headers=headers, client_timeout=60)
     while not stop.is_set():
         start = time.perf_counter()
         try:
-            client.infer(MODEL, [inp], client_timeout=60)
+            client.infer(MODEL, [inp], headers=headers, client_timeout=60)
             latencies.append((time.perf_counter() - start) * 1e3)
         except Exception:  # noqa: BLE001 - a failed request counts as its time
             latencies.append((time.perf_counter() - start) * 1e3)
     client.close()
 
 
-def under(srv: Server, attack) -> dict:
-    """Runs attack(srv) (None: a pause) while the normal client sends; the
-    client's p50/p99 and the peak RSS growth in MiB."""
+def under(srv: Server, attack, headers: dict) -> dict:
+    """Runs attack(srv) (None: a pause) while the normal client sends with
+    `headers`; the client's p50/p99 and the peak RSS growth in MiB."""
     stop, latencies = threading.Event(), []
-    client = threading.Thread(target=normal_client, args=(f"127.0.0.1:{srv.grpc_port}", stop, latencies))
+    client = threading.Thread(target=normal_client,
+                              args=(f"127.0.0.1:{srv.grpc_port}", headers, stop, latencies))
     before = rss(srv.pid)
     peak = reset_peak_rss(srv.pid)
     client.start()
@@ -179,7 +180,7 @@ def measure(binary: str, repo: Path, work: Path) -> dict:
         srv = Server(binary, repo, work / f"{len(out)}.log", extra_args=args, ready_model=EXPAND)
         try:
             wait_ready(srv, MODEL)
-            out[name] = under(srv, attack)
+            out[name] = under(srv, attack, {f"triton-grpc-protocol-{KEY}": SECRET} if args else {})
         finally:
             srv.stop()
     out["emfile"] = descriptor_episode(binary, repo, work)

@@ -141,7 +141,7 @@ class UnfinishedCalls(H2Client):
         self.reopen = reopen
         self.headers = grpc_request_headers(port, MODEL_INFER, metadata)
         self.left: dict[int, int] = {}       # open stream -> message bytes still to send
-        self.sent: dict[int, int] = {}       # stream -> message bytes sent (its 5-byte prefix not counted)
+        self.sent: dict[int, int] = {}       # stream -> message bytes sent (-5 before the prefix)
         self.statuses = collections.Counter()  # grpc-status the server answered with
         # Message bytes each answered stream had sent when its status came.
         self.sent_when_answered: list[int] = []
@@ -163,13 +163,14 @@ class UnfinishedCalls(H2Client):
             except h2.exceptions.TooManyStreamsError:
                 return
             self.opened += 1
-            self.conn.send_data(sid, b"\0" + self.claimed_bytes.to_bytes(4, "big"))
-            self.left[sid] = self.claimed_bytes - 1  # the last byte never comes
-            self.sent[sid] = 0
+            # The 5-byte prefix, then all of the message but its last byte.
+            self.left[sid] = 5 + self.claimed_bytes - 1
+            self.sent[sid] = -5
 
     def _send_data(self) -> None:
         if len(self.out) > (4 << 20):
             return  # the socket is behind: let it drain first
+        prefix = b"\0" + self.claimed_bytes.to_bytes(4, "big")
         for sid, left in list(self.left.items()):
             try:
                 window = self.conn.local_flow_control_window(sid)
@@ -178,11 +179,13 @@ class UnfinishedCalls(H2Client):
                 continue
             chunk = min(window, left, len(ZEROS))
             while chunk > 0:
-                frame = min(chunk, self.conn.max_outbound_frame_size)
-                self.conn.send_data(sid, ZEROS[:frame])
-                chunk -= frame
-                left -= frame
-                self.sent[sid] += frame
+                size = min(chunk, self.conn.max_outbound_frame_size)
+                done = self.sent[sid]
+                data = (prefix[5 + done:] + ZEROS[:size + done]) if done < 0 else ZEROS[:size]
+                self.conn.send_data(sid, data)
+                chunk -= size
+                left -= size
+                self.sent[sid] += size
             self.left[sid] = left
 
     def on_event(self, event) -> None:
@@ -190,7 +193,7 @@ class UnfinishedCalls(H2Client):
             status = grpc_status_of(event.headers)
             if status is not None:
                 self.statuses[status] += 1
-                self.sent_when_answered.append(self.sent.get(event.stream_id, 0))
+                self.sent_when_answered.append(max(0, self.sent.get(event.stream_id, 0)))
                 self._forget(event.stream_id)
         elif isinstance(event, h2.events.StreamReset):
             self.resets += 1
