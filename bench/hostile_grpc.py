@@ -152,6 +152,13 @@ def grpc_answered(srv: Server, timeout_s: float) -> bool:
         return False
 
 
+def http_answered(srv: Server, timeout_s: float) -> bool:
+    try:
+        return requests.get(f"{srv.base}/v2/health/live", timeout=timeout_s).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 def descriptor_episode(binary: str, repo: Path, work: Path) -> dict:
     srv = Server(binary, repo, work / "emfile_grpc.log", nofile=NOFILE)
     try:
@@ -166,7 +173,9 @@ def descriptor_episode(binary: str, repo: Path, work: Path) -> dict:
             close_all(socks)
         time.sleep(2)
         after = grpc_answered(srv, 10)
-        return {"lines_per_s": lines / SECONDS, "cpu_per_s": cpu_s / SECONDS, "during": during, "after": after}
+        http_after = http_answered(srv, 15)
+        return {"lines_per_s": lines / SECONDS, "cpu_per_s": cpu_s / SECONDS, "during": during, "after": after,
+                "http_after": http_after}
     finally:
         srv.stop()
 
@@ -199,9 +208,11 @@ def table(label: str, binary: str, m: dict) -> list[str]:
                     f"{'yes' if r['alive'] else 'no'} | {r['detail']} |")
     e = m["emfile"]
     rows += ["", "| idle connections (3x the descriptor limit) to | descriptor limit | 'Failed accept4' lines/s | "
-                 "server CPU s/s | gRPC answered meanwhile | after they closed |", "|---|---:|---:|---:|---|---|",
+                 "server CPU s/s | gRPC answered meanwhile | gRPC after they closed | HTTP after they closed |",
+             "|---|---:|---:|---:|---|---|---|",
              f"| gRPC port | {NOFILE} | {e['lines_per_s']:.2f} | {e['cpu_per_s']:.2f} | "
-             f"{'yes' if e['during'] else 'no'} | {'yes' if e['after'] else 'no'} |"]
+             f"{'yes' if e['during'] else 'no'} | {'yes' if e['after'] else 'no'} | "
+             f"{'yes' if e['http_after'] else 'no'} |"]
     return rows + [""]
 
 
