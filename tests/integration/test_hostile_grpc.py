@@ -49,9 +49,7 @@ def repo(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def srv(repo, log_dir):
-    server = start_server(repo, log_dir, "hostile_grpc", extra_args=(
-        "--grpc-max-buffered-bytes", str(QUOTA),
-        f"--grpc-restricted-protocol=statistics:{KEY}={SECRET}"))
+    server = start_server(repo, log_dir, "hostile_grpc", extra_args=("--grpc-max-buffered-bytes", str(QUOTA)))
     try:
         server.wait_models_ready([MODEL, EXPAND])
         yield server

@@ -86,7 +86,7 @@ class GenericCall final : public CallBase {
     if (grpc::Status denied = core_->CheckAccess(group, ctx_); !denied.ok()) {
       // Refused ModelInfer calls are logged too, without the model they
       // named: their message is never read.
-      if (method_ == Method::kModelInfer) report_ = core_->admission().StartReport(TraceparentOf(ctx_));
+      if (method_ == Method::kModelInfer) report_ = StartReport();
       return FinishWithError(denied);
     }
     stream_.Read(&in_, &read_tag_);
@@ -106,11 +106,18 @@ class GenericCall final : public CallBase {
     Start();
   }
 
-  void Start() {
-    common::InferAdmission& admission = core_->admission();
+  // The access-log line and the trace of this ModelInfer call, for the model
+  // its message names (none before the message is read).
+  tracing::CompletionReport StartReport() const {
+    const common::InferAdmission& admission = core_->admission();
     std::optional<std::string> traceparent;
     if (admission.tracing()) traceparent = TraceparentOf(ctx_);
-    report_ = admission.StartReport(traceparent, message_->model_name());
+    return admission.StartReport(traceparent, message_->model_name());
+  }
+
+  void Start() {
+    common::InferAdmission& admission = core_->admission();
+    report_ = StartReport();
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return FinishWithError(accepting);
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
