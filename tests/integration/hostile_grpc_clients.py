@@ -181,7 +181,8 @@ class UnfinishedCalls(H2Client):
             while chunk > 0:
                 size = min(chunk, self.conn.max_outbound_frame_size)
                 done = self.sent[sid]
-                data = (prefix[5 + done:] + ZEROS[:size + done]) if done < 0 else ZEROS[:size]
+                head = prefix[5 + done:5 + done + size] if done < 0 else b""
+                data = head + ZEROS[:size - len(head)]
                 self.conn.send_data(sid, data)
                 chunk -= size
                 left -= size
