@@ -11,8 +11,8 @@ For each build (`--before` first, when given), with its default gRPC limits,
 one HTTP I/O thread and thread budget 2:
   - unfinished messages: one raw HTTP/2 connection with 100 ModelInfer calls
     that each announce 60 MiB and send all but its last byte as fast as flow
-    control allows (a call the server ends is opened again), for --seconds or
-    until the server has grown by 6 GiB; the same without credentials against
+    control allows (a call the server ends is opened again), for 4 x --seconds
+    or until the server has grown by 6 GiB; the same without credentials against
     --grpc-restricted-protocol=inference:...;
   - unread answers: one ModelStreamInfer stream sending 3,000 requests whose
     answers are 1 MiB (expand_1mib) and never reading them;
@@ -59,6 +59,10 @@ CALLS, CLAIMED = 100, 60 << 20
 UNREAD_REQUESTS = 3000
 KEY, SECRET = "infer-key", "s3cret"
 GROWTH_STOP = 6 << 30  # a growth without bound is stopped here
+# Unfinished messages run this many --seconds: long enough for a server
+# without a bound to grow well past the default quota (1 GiB) even when the
+# attacker (one Python thread) gets 100 MiB/s through on a loaded machine.
+UNFINISHED_FACTOR = 4
 NOFILE = 64
 ATTACKS = ("unfinished messages", "unfinished messages, no credentials", "unread stream answers")
 
@@ -106,7 +110,7 @@ def unfinished(metadata: dict | None):
     def attack(srv: Server) -> str:
         pid, before = srv.pid, rss(srv.pid)
         with UnfinishedCalls(srv.grpc_port, CALLS, CLAIMED, metadata) as calls:
-            calls.run(SECONDS, stop=lambda: rss(pid) - before > GROWTH_STOP)
+            calls.run(UNFINISHED_FACTOR * SECONDS, stop=lambda: rss(pid) - before > GROWTH_STOP)
             statuses = ", ".join(f"{n}x {code}" for code, n in sorted(calls.statuses.items())) or "none"
             return (f"{calls.bytes_sent >> 20} MiB sent on {calls.opened} calls; answered: {statuses}; "
                     f"{calls.resets} resets")
@@ -240,7 +244,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", default=str(ROOT / "build" / "ortserve"))
     parser.add_argument("--before", help="an ortserve build to measure first, for comparison")
-    parser.add_argument("--seconds", type=float, default=SECONDS, help="each attack and descriptor episode")
+    parser.add_argument("--seconds", type=float, default=SECONDS,
+                        help="each attack (unfinished messages: 4x) and the descriptor episode")
     parser.add_argument("--report", type=Path, default=REPORT, help="the report whose section is written")
     args = parser.parse_args()
     SECONDS = args.seconds
@@ -251,7 +256,8 @@ def main() -> None:
              f"Commit {commit}, {time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the start; "
              f"`bench/hostile_grpc.py --seconds {args.seconds:g}{' --before ' + args.before if args.before else ''}`. "
              f"Each build with its default gRPC limits; {CALLS} calls announcing {CLAIMED >> 20} MiB on one "
-             f"connection, {UNREAD_REQUESTS} unread 1 MiB answers on one stream; the normal client sends sequential "
+             f"connection for {UNFINISHED_FACTOR * args.seconds:g} s, {UNREAD_REQUESTS} unread 1 MiB answers on one "
+             "stream; the normal client sends sequential "
              "16-element FP32 requests (tritonclient.grpc) during each attack. Peak RSS is VmHWM after a reset.", ""]
     with tempfile.TemporaryDirectory(prefix="hostile_grpc_") as tmp:
         work = Path(tmp)
