@@ -76,8 +76,9 @@ void AddGrpcFlags(CLI::App& app, Flags& f) {
   app.add_option("--grpc-max-buffered-bytes", f.grpc_max_buffered_bytes,
                  "Memory the gRPC library may hold for the whole server, in bytes: messages being received "
                  "and the transport's buffers (a grpc::ResourceQuota). Near it gRPC grants clients smaller "
-                 "windows, then cancels calls (RESOURCE_EXHAUSTED), so unfinished messages cannot grow the "
-                 "server past it. At least --grpc-max-message-size")
+                 "windows, then closes idle connections and cancels calls, so unfinished messages cannot grow the "
+                 "server without bound (a soft bound: RSS peaks at up to about twice it, docs/limits.md). At least "
+                 "--grpc-max-message-size")
       ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 40))
       ->capture_default_str();
 }

@@ -31,11 +31,12 @@ EXPAND = "expand_1mib"  # one float in, 1 MiB out
 # The attack: one connection, 100 calls announcing 60 MiB each.
 CALLS = 100
 CLAIMED = 60 * MiB
-QUOTA = 256 * MiB
-# Unfinished messages held by gRPC beyond the quota (its own bookkeeping,
-# allocator slack, sanitizer quarantine), generously.
-QUOTA_MARGIN = 320 * MiB
-ATTACK_S = 8
+QUOTA = 128 * MiB
+# The quota is soft: gRPC reclaims after the fact, and RSS also holds the
+# allocator's slack (and a sanitizer's quarantine). Measured peaks: +383 MiB
+# at this quota, flat once reached; without one, 1 GiB within 5 s.
+GROWTH_BOUND = QUOTA + 640 * MiB
+ATTACK_S = 10
 KEY, SECRET = "infer-key", "s3cret"
 # Requests on a stream whose answers (1 MiB each) are never read.
 UNREAD_REQUESTS = 3000
@@ -96,15 +97,14 @@ def test_unfinished_messages_stay_within_the_memory_quota(srv):
     pid = srv.proc.pid
     before = rss_bytes(pid)
     peak_measured = reset_peak_rss(pid)
-    fail_at = before + 2 * (QUOTA + QUOTA_MARGIN)  # stop a growth without bound early
+    fail_at = before + GROWTH_BOUND + 256 * MiB  # stop a growth without bound early
     with UnfinishedCalls(srv.grpc_port, CALLS, CLAIMED) as attack:
         attack.run(ATTACK_S, stop=lambda: rss_bytes(pid) > fail_at)
         growth = (peak_bytes(pid) if peak_measured else rss_bytes(pid)) - before
         sent = attack.bytes_sent
-    # Without a quota the server buffers what flow control lets through:
-    # 1 GiB within 5 s, more than the whole quota within the first second.
-    assert sent > 2 * QUOTA, f"the attack sent only {sent >> 20} MiB"
-    assert growth < QUOTA + QUOTA_MARGIN, f"RSS grew by {growth >> 20} MiB ({sent >> 20} MiB sent)"
+    # Without a quota the server buffers what flow control lets through.
+    assert sent > GROWTH_BOUND, f"the attack sent only {sent >> 20} MiB"
+    assert growth < GROWTH_BOUND, f"RSS grew by {growth >> 20} MiB ({sent >> 20} MiB sent)"
     assert srv.alive()
     infer_ok(srv)
 

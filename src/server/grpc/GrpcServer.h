@@ -57,10 +57,11 @@ struct GrpcServerOptions {
   int max_concurrent_streams = 128;
   // The gRPC library's memory quota for the whole server (grpc::ResourceQuota):
   // bytes held by messages being received (and the transport's buffers).
-  // Near it gRPC shrinks the flow-control windows it grants, then cancels
-  // streams (RESOURCE_EXHAUSTED) until memory is under it again, so that calls
-  // announcing large messages and never finishing cannot grow the server
-  // past it. At least max_message_bytes.
+  // Near it gRPC shrinks the flow-control windows it grants, then closes idle
+  // connections and cancels streams until memory is under it again, so that
+  // calls announcing large messages and never finishing cannot grow the
+  // server without bound (RSS overshoots it: gRPC reclaims after the fact).
+  // At least max_message_bytes.
   size_t max_buffered_bytes = size_t{1} << 30;
   // Elements of one input tensor at most (→ RESOURCE_EXHAUSTED), checked
   // from its shape before its contents are read.
