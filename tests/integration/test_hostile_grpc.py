@@ -8,20 +8,26 @@
     refused from its metadata, before its message arrives;
   - a ModelStreamInfer client that does not read its answers meets
     back-pressure: the stream stops reading requests, and reads them all once
-    the client reads again.
+    the client reads again;
+  - out of descriptors (EMFILE), the gRPC port pauses accepting, logs a line
+    per interval, and serves again once connections close (gRPC's own
+    acceptor stopped for good).
 
 The clients speak raw HTTP/2 (hostile_grpc_clients.py): grpcio only sends
 whole messages. Memory is the server's RSS (VmHWM, the peak, where the kernel
 lets it be reset), with generous margins: never timing."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2 as pb
 
-from harness import make_test_models, start_server
-from hostile_clients import MODEL, reset_peak_rss, status_kib
+from harness import Server, make_test_models, start_server
+from hostile_clients import (MODEL, close_all, cpu_ns, nofile_command, open_connections, reset_peak_rss,
+                             status_kib)
 from hostile_grpc_clients import UnfinishedCalls, UnreadStream, advertised_max_streams
 
 pytestmark = pytest.mark.timeout(120)
@@ -41,6 +47,8 @@ KEY, SECRET = "infer-key", "s3cret"
 # Requests on a stream whose answers (1 MiB each) are never read.
 UNREAD_REQUESTS = 3000
 UNREAD_BOUND = 400 * MiB
+# Descriptors of the server whose soft and hard limits are both this low.
+NOFILE = 64
 
 
 @pytest.fixture(scope="module")
@@ -154,3 +162,40 @@ def test_unread_stream_answers_stop_the_stream_reading(srv):
         assert stream.all_sent and stream.answer_bytes >= UNREAD_REQUESTS * MiB, (stream.offset,
                                                                                   stream.answer_bytes)
     assert srv.alive()
+
+
+class DescriptorLimitedServer(Server):
+    def command(self) -> list[str]:
+        return nofile_command(super().command(), NOFILE)
+
+
+def grpc_serves(srv, bound_s: float) -> bool:
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            infer_ok(srv)
+            return True
+        except Exception:  # noqa: BLE001 - not yet: the port is still out of descriptors
+            time.sleep(0.5)
+    return False
+
+
+def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir):
+    srv = DescriptorLimitedServer(repo, log_dir / "hostile_grpc_emfile.log").start()
+    try:
+        srv.wait_live()
+        srv.wait_models_ready([MODEL])
+        before = cpu_ns(srv.proc.pid)
+        socks = open_connections(srv.grpc_port, 3 * NOFILE)
+        try:
+            time.sleep(3)  # a stretch for a spinning loop to show; nothing is timed
+            episode_cpu_s = (cpu_ns(srv.proc.pid) - before) / 1e9
+            failure_lines = srv.log_text().count("grpc: accept failed")
+        finally:
+            close_all(socks)
+        assert 1 <= failure_lines <= 5, srv.log_tail(5)
+        assert episode_cpu_s < 0.5, episode_cpu_s
+        # Accept pauses reach 1 s; this bound only turns a hang into a failure.
+        assert grpc_serves(srv, 30), srv.log_tail(5)
+    finally:
+        srv.stop()

@@ -21,6 +21,7 @@
 #include "repository/ModelRepository.h"
 #include "server/common/ModelMetadata.h"
 #include "server/common/StatisticsSnapshot.h"
+#include "server/grpc/GrpcAcceptor.h"
 #include "server/grpc/GrpcCalls.h"
 #include "server/grpc/GrpcInferCodec.h"
 #include "server/grpc/GrpcServiceCore.h"
@@ -223,7 +224,16 @@ class GrpcServer::Impl {
 
     grpc::ServerBuilder builder;
     int bound_port = 0;
-    builder.AddListeningPort(endpoint, credentials_, &bound_port);
+    // Plaintext on an IP address: ortserve's own accept loop (GrpcAcceptor.h
+    // says why); TLS or a host name: gRPC's.
+    if (!options.tls.enabled && !options.tls.mutual && grpcfe::GrpcAcceptor::TakesAddress(options.address)) {
+      auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port);
+      if (!acceptor.ok()) return acceptor.status();
+      acceptor_ = std::move(acceptor).value();
+      bound_port = acceptor_->port();
+    } else {
+      builder.AddListeningPort(endpoint, credentials_, &bound_port);
+    }
     // Without this a second server on the same port would bind "successfully".
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
@@ -237,6 +247,7 @@ class GrpcServer::Impl {
     server_ = builder.BuildAndStart();
     if (!server_ || bound_port == 0) {
       server_.reset();
+      acceptor_.reset();
       ShutdownQueues();
       return Unavailable("gRPC server could not listen on " + endpoint +
                          " (address in use or not available on this host)");
@@ -249,6 +260,7 @@ class GrpcServer::Impl {
         grpcfe::PollQueue(queues_[i].get());
       });
     }
+    if (acceptor_) acceptor_->Start(server_.get());
     spdlog::info(
         "gRPC server listening on {} ({} completion-queue threads, {} byte message limit, {} streams per "
         "connection, {} bytes buffered at most)",
@@ -276,6 +288,7 @@ class GrpcServer::Impl {
     // has let go of its gRPC call.
     // An idle stream holds no request, so only requests are waited for, not
     // calls.
+    if (acceptor_) acceptor_->Stop();  // new connections wait in the backlog, then are refused
     const auto deadline = std::chrono::steady_clock::now() + drain;
     if (!core_.admission().in_flight().WaitForZeroUntil(deadline))
       spdlog::warn("gRPC server stopping: drain time over, cancelling requests still running");
@@ -311,6 +324,7 @@ class GrpcServer::Impl {
   grpc::ResourceQuota quota_{"ortserve-grpc"};
   std::mutex lifecycle_mu_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpcfe::GrpcAcceptor> acceptor_;  // null: gRPC's own acceptor
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
