@@ -20,9 +20,10 @@ one HTTP I/O thread and thread budget 2:
     tritonclient.grpc client's sequential identity_fp32 requests meanwhile: p50,
     p99 and p99 as a ratio to alone;
   - under a descriptor limit of 64 (soft = hard), 192 idle connections to the
-    gRPC port for --seconds: gRPC's "Failed accept4" log lines per second, the
-    server's CPU seconds per second, whether a gRPC request is answered
-    meanwhile and after the connections closed.
+    gRPC port for --seconds: accept-failure log lines per second (gRPC's own
+    "Failed accept4", or ortserve's "grpc: accept failed"), the server's CPU
+    seconds per second, whether a gRPC request is answered meanwhile and after
+    the connections closed, and whether HTTP answers after.
 Writes its section ("## gRPC") of bench/results/RESULTS-hostile.md, keeping
 the file's other sections, and prints it. `make bench-hostile` runs every
 bench/hostile_*.py.
@@ -171,7 +172,7 @@ def descriptor_episode(binary: str, repo: Path, work: Path) -> dict:
         try:
             time.sleep(SECONDS)
             cpu_s = (cpu_ns(srv.pid) - before) / 1e9
-            lines = len(re.findall(r"Failed accept4", srv.log_text()))
+            lines = len(re.findall(r"Failed accept4|grpc: accept failed", srv.log_text()))
             during = grpc_answered(srv, 5)
         finally:
             close_all(socks)
@@ -211,7 +212,7 @@ def table(label: str, binary: str, m: dict) -> list[str]:
         rows.append(f"| {name} | {r['growth']:.0f} | {r['p50']:.2f} | {r['p99']:.2f} | {r['p99'] / alone:.1f}x | "
                     f"{'yes' if r['alive'] else 'no'} | {r['detail']} |")
     e = m["emfile"]
-    rows += ["", "| idle connections (3x the descriptor limit) to | descriptor limit | 'Failed accept4' lines/s | "
+    rows += ["", "| idle connections (3x the descriptor limit) to | descriptor limit | accept-failure lines/s | "
                  "server CPU s/s | gRPC answered meanwhile | gRPC after they closed | HTTP after they closed |",
              "|---|---:|---:|---:|---|---|---|",
              f"| gRPC port | {NOFILE} | {e['lines_per_s']:.2f} | {e['cpu_per_s']:.2f} | "
