@@ -68,7 +68,8 @@ ATTACKS = ("gzip bombs, unknown model", "gzip bombs, the model", "claimed shapes
 
 
 class Server:
-    def __init__(self, binary: str, repo: Path, log_path: Path, nofile: int | None = None):
+    def __init__(self, binary: str, repo: Path, log_path: Path, nofile: int | None = None,
+                 extra_args: tuple[str, ...] = (), ready_model: str = MODEL):
         import socket
         socks = [socket.socket() for _ in range(3)]
         for s in socks:
@@ -78,7 +79,7 @@ class Server:
             s.close()
         command = [binary, "--model-repository", str(repo), "--http-port", str(self.http_port),
                    "--grpc-port", str(self.grpc_port), "--metrics-port", str(self.metrics_port),
-                   "--http-thread-count", "1", "--thread-budget", "2"]
+                   "--http-thread-count", "1", "--thread-budget", "2", *extra_args]
         if nofile:
             command = nofile_command(command, nofile)
         self.log_path = log_path
@@ -87,7 +88,7 @@ class Server:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                if requests.get(f"{self.base}/v2/models/{MODEL}/ready", timeout=2).status_code == 200:
+                if requests.get(f"{self.base}/v2/models/{ready_model}/ready", timeout=2).status_code == 200:
                     return
             except requests.RequestException:
                 pass
@@ -274,14 +275,14 @@ def headline(results: dict) -> str:
             f"({' -> '.join(results)}).")
 
 
-def write_section(lines: list[str], report: Path = REPORT) -> None:
-    """Replaces this script's section of `report`, keeping the others."""
+def write_section(lines: list[str], report: Path = REPORT, section: str = SECTION) -> None:
+    """Replaces `section` of `report` (this script's by default), keeping the others."""
     text = report.read_text() if report.exists() else HEADER
-    start = text.find(SECTION)
+    start = text.find(section)
     if start < 0:
         text = text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
     else:
-        end = text.find("\n## ", start + len(SECTION))
+        end = text.find("\n## ", start + len(section))
         text = text[:start] + "\n".join(lines) + "\n" + (text[end + 1:] if end >= 0 else "")
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(text)

@@ -70,6 +70,19 @@ void AddGrpcFlags(CLI::App& app, Flags& f) {
   app.add_option("--grpc-max-message-size", f.grpc_max_message_size,
                  "Largest gRPC message sent or received, in bytes")
       ->capture_default_str();
+  app.add_option("--grpc-max-concurrent-streams", f.grpc_max_concurrent_streams,
+                 "Most calls (HTTP/2 streams) one gRPC connection may have open at once; a client queues "
+                 "more on its side. Triton sets no limit; 128 is above what its clients open on one connection")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--grpc-max-buffered-bytes", f.grpc_max_buffered_bytes,
+                 "Memory the gRPC library may hold for the whole server, in bytes: messages being received "
+                 "and the transport's buffers (a grpc::ResourceQuota). Near it gRPC grants clients smaller "
+                 "windows, then closes idle connections and cancels calls, so unfinished messages cannot grow the "
+                 "server without bound (a soft bound: RSS peaks at up to about twice it, docs/limits.md). At least "
+                 "--grpc-max-message-size")
+      ->check(CLI::Range(uint64_t{4096}, uint64_t{1} << 40))
+      ->capture_default_str();
 }
 
 // Prometheus metrics, the access log and tracing.

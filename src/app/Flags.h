@@ -28,6 +28,8 @@ struct Flags {
   std::string grpc_address = "0.0.0.0";
   int grpc_thread_count = 2;
   uint64_t grpc_max_message_size = 64ull << 20;
+  int grpc_max_concurrent_streams = 128;
+  uint64_t grpc_max_buffered_bytes = 1ull << 30;
   uint16_t metrics_port = 8002;
   std::string metrics_address = "0.0.0.0";
   bool allow_metrics = true;

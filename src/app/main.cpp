@@ -232,6 +232,8 @@ GrpcServerOptions GrpcOptions(const Flags& flags, const Observability& o, auth::
   options.port = flags.grpc_port;
   options.completion_queue_threads = flags.grpc_thread_count;
   options.max_message_bytes = flags.grpc_max_message_size;
+  options.max_concurrent_streams = flags.grpc_max_concurrent_streams;
+  options.max_buffered_bytes = flags.grpc_max_buffered_bytes;
   options.max_tensor_elements = flags.max_tensor_elements;
   options.strict_readiness = flags.strict_readiness;
   options.server_version = ORTSERVE_VERSION;

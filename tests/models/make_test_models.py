@@ -307,6 +307,18 @@ def build_gather_fault():
                            [demo.const("table", table)], name="gather_fault")
 
 
+def build_expand_1mib():
+    """X[1] -> Expand to Y[262144]: one float in, 1 MiB out (answers far
+    larger than their requests)."""
+    return demo.make_model([helper.make_node("Expand", ["X", "shape"], ["Y"])],
+                           [("X", TensorProto.FLOAT, [1])], [("Y", TensorProto.FLOAT, [EXPAND_ELEMENTS])],
+                           [demo.const("shape", np.array([EXPAND_ELEMENTS], dtype=np.int64))],
+                           name="expand_1mib")
+
+
+EXPAND_ELEMENTS = 1 << 18
+
+
 def one_instance_config(name: str, max_batch_size: int, inp: tuple, out: tuple) -> str:
     """A config with one input and one output ((name, type, dims) each) and
     one CPU instance."""
@@ -333,6 +345,8 @@ def _extra_builders() -> dict:
                         queue of 2) with parameter fallback_model "fallback_small".
       gather_fault      INDEX[1] -> table lookup -> VALUE[1], max_batch_size 0:
                         an out-of-range index fails its run inside ORT.
+      expand_1mib       X[1] -> Expand -> Y[262144] FP32, max_batch_size 0:
+                        4 bytes in, 1 MiB out.
     """
     b = {}
     b["very_slow"] = lambda repo: demo.write_model(
@@ -348,6 +362,9 @@ def _extra_builders() -> dict:
     b["gather_fault"] = lambda repo: demo.write_model(
         repo, "gather_fault", build_gather_fault(),
         one_instance_config("gather_fault", 0, ("INDEX", "TYPE_INT64", [1]), ("VALUE", "TYPE_FP32", [1])))
+    b["expand_1mib"] = lambda repo: demo.write_model(
+        repo, "expand_1mib", build_expand_1mib(),
+        one_instance_config("expand_1mib", 0, ("X", "TYPE_FP32", [1]), ("Y", "TYPE_FP32", [EXPAND_ELEMENTS])))
     return b
 
 

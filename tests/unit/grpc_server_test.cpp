@@ -221,6 +221,22 @@ TEST(GrpcServerOptionsTest, CreateRejectsBadOptions) {
   EXPECT_FALSE(GrpcServer::Create(GrpcServerOptions{}, nullptr).ok());
 }
 
+TEST(GrpcServerOptionsTest, TheMemoryQuotaHoldsOneMessageAtLeast) {
+  FakeRepository repository;
+  GrpcServerOptions options;
+  options.max_message_bytes = 64u << 20;
+  options.max_buffered_bytes = 32u << 20;
+  Result<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(options, &repository);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(server.status().message().find("--grpc-max-buffered-bytes"), std::string::npos);
+  EXPECT_NE(server.status().message().find("--grpc-max-message-size"), std::string::npos);
+  options.max_buffered_bytes = options.max_message_bytes;
+  EXPECT_TRUE(GrpcServer::Create(options, &repository).ok());
+  options.max_concurrent_streams = 0;
+  EXPECT_FALSE(GrpcServer::Create(options, &repository).ok());
+}
+
 TEST(GrpcServerOptionsTest, APortInUseFailsToStart) {
   FakeRepository repository;
   GrpcServerOptions options;

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "core/Trace.h"
-#include "server/grpc/GenericCall.h"
 #include "server/grpc/GrpcServiceCore.h"
 #include "server/grpc/InferCall.h"
 #include "server/grpc/ModelControlCall.h"
@@ -105,11 +104,11 @@ void StartListening(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) {
   ORTSERVE_LISTEN(CudaSharedMemoryUnregister, kSharedMemory, &CudaSharedMemoryUnregister);
   ORTSERVE_LISTEN(TraceSetting, kTrace, &TraceSetting);
   ORTSERVE_LISTEN(LogSettings, kLogging, &LogSettings);
-  // Two pending ModelInfer listeners per queue, so that a burst of calls finds
-  // one posted while the previous is being re-posted.
-  ListenModelInfer(core, cq);
-  ListenModelInfer(core, cq);
   ListenModelStreamInfer(core, cq);
+  // Two pending generic listeners (ModelInfer among their methods) per queue,
+  // so that a burst of calls finds one posted while the previous is being
+  // re-posted.
+  ListenGeneric(core, cq);
   ListenGeneric(core, cq);
 }
 

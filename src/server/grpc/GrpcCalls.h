@@ -2,7 +2,8 @@
 // The per-call state machines of the gRPC front end. Each call is an object
 // that owns its ServerContext, request and response; completion-queue tags
 // point at a Tag inside it. The kinds of call live in their own files
-// (UnaryCall.h, InferCall, StreamCall, GenericCall, ModelControlCall.h); this
+// (UnaryCall.h, InferCall: the generic service's calls, StreamCall,
+// ModelControlCall.h; GenericCall answers the health check); this
 // is what they share. Internal to src/server/grpc.
 #include <cstdint>
 #include <optional>

@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
@@ -20,6 +21,7 @@
 #include "repository/ModelRepository.h"
 #include "server/common/ModelMetadata.h"
 #include "server/common/StatisticsSnapshot.h"
+#include "server/grpc/GrpcAcceptor.h"
 #include "server/grpc/GrpcCalls.h"
 #include "server/grpc/GrpcInferCodec.h"
 #include "server/grpc/GrpcServiceCore.h"
@@ -222,17 +224,30 @@ class GrpcServer::Impl {
 
     grpc::ServerBuilder builder;
     int bound_port = 0;
-    builder.AddListeningPort(endpoint, credentials_, &bound_port);
+    // Plaintext on an IP address: ortserve's own accept loop (GrpcAcceptor.h
+    // says why); TLS or a host name: gRPC's.
+    if (!options.tls.enabled && !options.tls.mutual && grpcfe::GrpcAcceptor::TakesAddress(options.address)) {
+      auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port);
+      if (!acceptor.ok()) return acceptor.status();
+      acceptor_ = std::move(acceptor).value();
+      bound_port = acceptor_->port();
+    } else {
+      builder.AddListeningPort(endpoint, credentials_, &bound_port);
+    }
     // Without this a second server on the same port would bind "successfully".
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
     builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+    quota_.Resize(options.max_buffered_bytes);
+    builder.SetResourceQuota(quota_);
     builder.RegisterService(&core_.service());
     builder.RegisterAsyncGenericService(&core_.generic_service());
     for (int i = 0; i < options.completion_queue_threads; ++i) queues_.push_back(builder.AddCompletionQueue());
     server_ = builder.BuildAndStart();
     if (!server_ || bound_port == 0) {
       server_.reset();
+      acceptor_.reset();
       ShutdownQueues();
       return Unavailable("gRPC server could not listen on " + endpoint +
                          " (address in use or not available on this host)");
@@ -245,9 +260,12 @@ class GrpcServer::Impl {
         grpcfe::PollQueue(queues_[i].get());
       });
     }
-    spdlog::info("gRPC server listening on {} ({} completion-queue threads, {} byte message limit)",
-                 endpoint.substr(0, endpoint.rfind(':')) + ":" + std::to_string(port_),
-                 options.completion_queue_threads, options.max_message_bytes);
+    if (acceptor_) acceptor_->Start(server_.get());
+    spdlog::info(
+        "gRPC server listening on {} ({} completion-queue threads, {} byte message limit, {} streams per "
+        "connection, {} bytes buffered at most)",
+        endpoint.substr(0, endpoint.rfind(':')) + ":" + std::to_string(port_), options.completion_queue_threads,
+        options.max_message_bytes, options.max_concurrent_streams, options.max_buffered_bytes);
     return Status::Ok();
   }
 
@@ -270,6 +288,7 @@ class GrpcServer::Impl {
     // has let go of its gRPC call.
     // An idle stream holds no request, so only requests are waited for, not
     // calls.
+    if (acceptor_) acceptor_->Stop();  // new connections wait in the backlog, then are refused
     const auto deadline = std::chrono::steady_clock::now() + drain;
     if (!core_.admission().in_flight().WaitForZeroUntil(deadline))
       spdlog::warn("gRPC server stopping: drain time over, cancelling requests still running");
@@ -302,8 +321,10 @@ class GrpcServer::Impl {
 
   grpcfe::GrpcServiceCore core_;
   const std::shared_ptr<grpc::ServerCredentials> credentials_;
+  grpc::ResourceQuota quota_{"ortserve-grpc"};
   std::mutex lifecycle_mu_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpcfe::GrpcAcceptor> acceptor_;  // null: gRPC's own acceptor
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
@@ -353,6 +374,15 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Create(GrpcServerOptions options
   if (options.max_message_bytes < kMinMessage || options.max_message_bytes > kMaxMessage) {
     return InvalidArgument("gRPC max_message_bytes must be within [" + std::to_string(kMinMessage) + ", " +
                            std::to_string(kMaxMessage) + "], got " + std::to_string(options.max_message_bytes));
+  }
+  if (options.max_concurrent_streams < 1) {
+    return InvalidArgument("--grpc-max-concurrent-streams must be at least 1, got " +
+                           std::to_string(options.max_concurrent_streams));
+  }
+  if (options.max_buffered_bytes < options.max_message_bytes) {
+    return InvalidArgument("--grpc-max-buffered-bytes (" + std::to_string(options.max_buffered_bytes) +
+                           ") must be at least --grpc-max-message-size (" +
+                           std::to_string(options.max_message_bytes) + "): a message that large could never arrive");
   }
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (options.tls.enabled || options.tls.mutual) {

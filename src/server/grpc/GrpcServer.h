@@ -49,6 +49,20 @@ struct GrpcServerOptions {
   // Largest message received or sent, in bytes (the HTTP body limit's default).
   // A larger request fails with RESOURCE_EXHAUSTED before it reaches the server.
   size_t max_message_bytes = 64u << 20;
+  // HTTP/2 streams (calls) one connection may have open at once
+  // (SETTINGS_MAX_CONCURRENT_STREAMS); a client queues further calls on its
+  // side. Triton sets none (gRPC's default: unbounded); 128 is nginx's
+  // default and above the 100 RFC 9113 recommends, so that no Triton client
+  // notices it, while one connection cannot open thousands of calls.
+  int max_concurrent_streams = 128;
+  // The gRPC library's memory quota for the whole server (grpc::ResourceQuota):
+  // bytes held by messages being received (and the transport's buffers).
+  // Near it gRPC shrinks the flow-control windows it grants, then closes idle
+  // connections and cancels streams until memory is under it again, so that
+  // calls announcing large messages and never finishing cannot grow the
+  // server without bound (RSS overshoots it: gRPC reclaims after the fact).
+  // At least max_message_bytes.
+  size_t max_buffered_bytes = size_t{1} << 30;
   // Elements of one input tensor at most (→ RESOURCE_EXHAUSTED), checked
   // from its shape before its contents are read.
   uint64_t max_tensor_elements = common::kDefaultMaxTensorElements;

@@ -20,6 +20,27 @@
 namespace ortserve {
 namespace grpcfe {
 
+// GRPCInferenceService with every method asynchronous except ModelInfer, which
+// is left to the generic service (InferCall.h says why).
+using InferenceService = inference::GRPCInferenceService;
+using AsyncService = InferenceService::WithAsyncMethod_ServerLive<
+    InferenceService::WithAsyncMethod_ServerReady<InferenceService::WithAsyncMethod_ModelReady<
+        InferenceService::WithAsyncMethod_ServerMetadata<InferenceService::WithAsyncMethod_ModelMetadata<
+            InferenceService::WithGenericMethod_ModelInfer<InferenceService::WithAsyncMethod_ModelStreamInfer<
+                InferenceService::WithAsyncMethod_ModelConfig<InferenceService::WithAsyncMethod_ModelStatistics<
+                    InferenceService::WithAsyncMethod_RepositoryIndex<
+                        InferenceService::WithAsyncMethod_RepositoryModelLoad<
+                            InferenceService::WithAsyncMethod_RepositoryModelUnload<
+                                InferenceService::WithAsyncMethod_SystemSharedMemoryStatus<
+                                    InferenceService::WithAsyncMethod_SystemSharedMemoryRegister<
+                                        InferenceService::WithAsyncMethod_SystemSharedMemoryUnregister<
+                                            InferenceService::WithAsyncMethod_CudaSharedMemoryStatus<
+                                                InferenceService::WithAsyncMethod_CudaSharedMemoryRegister<
+                                                    InferenceService::WithAsyncMethod_CudaSharedMemoryUnregister<
+                                                        InferenceService::WithAsyncMethod_TraceSetting<
+                                                            InferenceService::WithAsyncMethod_LogSettings<
+                                                                InferenceService::Service>>>>>>>>>>>>>>>>>>>>;
+
 class GrpcServiceCore {
  public:
   GrpcServiceCore(GrpcServerOptions options, ModelRepository* repository)
@@ -29,7 +50,7 @@ class GrpcServiceCore {
                                               : std::make_shared<common::SharedMemoryRegistry>()),
         admission_(repository, {.access_log = options_.access_log, .tracer = options_.tracer}) {}
 
-  inference::GRPCInferenceService::AsyncService& service() { return service_; }
+  AsyncService& service() { return service_; }
   grpc::AsyncGenericService& generic_service() { return generic_service_; }
   ModelRepository& repository() { return *repository_; }
   const GrpcServerOptions& options() const { return options_; }
@@ -80,7 +101,7 @@ class GrpcServiceCore {
   const GrpcServerOptions options_;
   ModelRepository* const repository_;
   const std::shared_ptr<common::SharedMemoryRegistry> shared_memory_;
-  inference::GRPCInferenceService::AsyncService service_;
+  AsyncService service_;
   grpc::AsyncGenericService generic_service_;
   common::InferAdmission admission_;
 

@@ -4,14 +4,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <grpcpp/alarm.h>
-#include <grpcpp/server_context.h>
-#include <grpcpp/support/async_unary_call.h>
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/proto_buffer_writer.h>
 
 #include "grpc_service.grpc.pb.h"
 #include "server/common/InferAdmission.h"
+#include "server/grpc/GenericCall.h"
 #include "server/grpc/GrpcCalls.h"
 #include "server/grpc/GrpcInferCodec.h"
 #include "server/grpc/GrpcServiceCore.h"
@@ -20,11 +24,15 @@
 namespace ortserve::grpcfe {
 namespace {
 
+constexpr std::string_view kModelInferMethod = "/inference.GRPCInferenceService/ModelInfer";
+constexpr std::string_view kHealthCheckMethod = "/grpc.health.v1.Health/Check";
+
 // Lifetime: a reference count over the things that will still call back into
-// the object: the request/infer/finish chain (1) and the done notification (1).
-class InferCall final : public CallBase {
+// the object: the request/read/infer/finish chain (1) and the done
+// notification (1).
+class GenericCall final : public CallBase {
  public:
-  static void Listen(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) { new InferCall(core, cq); }
+  static void Listen(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) { new GenericCall(core, cq); }
 
   void OnEvent(int event, bool ok) override {
     switch (event) {
@@ -36,7 +44,10 @@ class InferCall final : public CallBase {
         Listen(core_, cq_);
         MarkStarted();
         refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
-        Start();
+        Route();
+        return;
+      case kRead:
+        OnRead(ok);
         return;
       case kResult:
         Respond();
@@ -52,21 +63,61 @@ class InferCall final : public CallBase {
   }
 
  private:
-  enum { kRequest, kResult, kFinish, kDone };
+  enum { kRequest, kRead, kResult, kFinish, kDone };
+  enum class Method { kModelInfer, kHealthCheck };
 
-  InferCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) : CallBase(core), cq_(cq) {
+  GenericCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) : CallBase(core), cq_(cq) {
     ctx_.AsyncNotifyWhenDone(&done_tag_);
-    core_->service().RequestModelInfer(&ctx_, message_.get(), &responder_, cq_, cq_, &request_tag_);
+    core_->generic_service().RequestCall(&ctx_, &stream_, cq_, cq_, &request_tag_);
+  }
+
+  // The call has its metadata and no message yet: check its credentials
+  // before reading any.
+  void Route() {
+    auth::ApiGroup group = auth::ApiGroup::kHealth;
+    if (ctx_.method() == kModelInferMethod) {
+      method_ = Method::kModelInfer;
+      group = auth::ApiGroup::kInference;
+    } else if (ctx_.method() == kHealthCheckMethod) {
+      method_ = Method::kHealthCheck;
+    } else {
+      return Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "unknown method " + ctx_.method()));
+    }
+    if (grpc::Status denied = core_->CheckAccess(group, ctx_); !denied.ok()) {
+      // Refused ModelInfer calls are logged too, without the model they
+      // named: their message is never read.
+      if (method_ == Method::kModelInfer) report_ = StartReport();
+      return FinishWithError(denied);
+    }
+    stream_.Read(&in_, &read_tag_);
+  }
+
+  void OnRead(bool ok) {
+    if (!ok) return Finish(grpc::Status(grpc::StatusCode::INTERNAL, "the call carried no request message"));
+    if (method_ == Method::kHealthCheck) {
+      grpc::Status answered = AnswerHealthCheck(*core_, &in_, &out_);
+      if (!answered.ok()) return Finish(answered);
+      stream_.WriteAndFinish(out_, grpc::WriteOptions(), grpc::Status::OK, &finish_tag_);
+      return;
+    }
+    grpc::Status parsed =
+        grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&in_, message_.get());
+    if (!parsed.ok()) return Finish(parsed);
+    Start();
+  }
+
+  // The access-log line and the trace of this ModelInfer call, for the model
+  // its message names (none before the message is read).
+  tracing::CompletionReport StartReport() const {
+    const common::InferAdmission& admission = core_->admission();
+    std::optional<std::string> traceparent;
+    if (admission.tracing()) traceparent = TraceparentOf(ctx_);
+    return admission.StartReport(traceparent, message_->model_name());
   }
 
   void Start() {
     common::InferAdmission& admission = core_->admission();
-    std::optional<std::string> traceparent;
-    if (admission.tracing()) traceparent = TraceparentOf(ctx_);
-    report_ = admission.StartReport(traceparent, message_->model_name());
-    if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
-      return FinishWithError(denied);
-    }
+    report_ = StartReport();
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return FinishWithError(accepting);
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
@@ -95,24 +146,29 @@ class InferCall final : public CallBase {
       placed = std::move(written).value();
       shm_outputs_.reset();
     }
-    EncodeInferResponse(result_->value(), message_->id(), &response_, placed ? &*placed : nullptr);
-    if (report_) LogAccess(grpc::StatusCode::OK, &result_->value(), response_.ByteSizeLong());
+    inference::ModelInferResponse response;
+    EncodeInferResponse(result_->value(), message_->id(), &response, placed ? &*placed : nullptr);
+    if (report_) LogAccess(grpc::StatusCode::OK, &result_->value(), response.ByteSizeLong());
     result_.reset();
     message_.reset();  // the input tensors viewed it; the model is done with them
-    responder_.Finish(response_, grpc::Status::OK, &finish_tag_);
+    bool own_buffer = false;
+    grpc::Status serialized =
+        grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(response, &out_, &own_buffer);
+    if (!serialized.ok()) return Finish(serialized);
+    stream_.WriteAndFinish(out_, grpc::WriteOptions(), grpc::Status::OK, &finish_tag_);
   }
 
   void FinishWithError(const Status& status) { FinishWithError(ToGrpcStatus(status)); }
   void FinishWithError(const grpc::Status& error) {
     if (report_) LogAccess(error.error_code(), nullptr, error.error_message().size());
-    responder_.FinishWithError(error, &finish_tag_);
+    Finish(error);
   }
+  void Finish(const grpc::Status& status) { stream_.Finish(status, &finish_tag_); }
 
   void LogAccess(grpc::StatusCode code, const InferenceResponse* response, uint64_t bytes_out) const {
     // The access log line and the trace's spans.
-    report_(InferAccessRecord("grpc", message_->id(), message_->model_name(),
-                              message_->model_version(), code, response,
-                              message_->ByteSizeLong(), bytes_out));
+    report_(InferAccessRecord("grpc", message_->id(), message_->model_name(), message_->model_version(), code,
+                              response, message_->ByteSizeLong(), bytes_out));
   }
 
   void Unref() {
@@ -120,17 +176,20 @@ class InferCall final : public CallBase {
   }
 
   grpc::ServerCompletionQueue* const cq_;
-  grpc::ServerContext ctx_;
+  grpc::GenericServerContext ctx_;
+  grpc::GenericServerAsyncReaderWriter stream_{&ctx_};
+  Method method_ = Method::kHealthCheck;
+  grpc::ByteBuffer in_;
+  grpc::ByteBuffer out_;
   std::shared_ptr<inference::ModelInferRequest> message_ = std::make_shared<inference::ModelInferRequest>();
-  inference::ModelInferResponse response_;
-  grpc::ServerAsyncResponseWriter<inference::ModelInferResponse> responder_{&ctx_};
   CancelFlag cancelled_ = std::make_shared<CancelToken>();
   std::optional<Result<InferenceResponse>> result_;
   std::shared_ptr<const common::SharedMemoryOutputs> shm_outputs_;  // null: no output goes to a region
-  tracing::CompletionReport report_;  // set in Start()
+  tracing::CompletionReport report_;  // ModelInfer: set in Start(), or when refused in Route()
   grpc::Alarm alarm_;
   std::atomic<int> refs_{1};
   Tag request_tag_{this, kRequest};
+  Tag read_tag_{this, kRead};
   Tag result_tag_{this, kResult};
   Tag finish_tag_{this, kFinish};
   Tag done_tag_{this, kDone};
@@ -138,6 +197,6 @@ class InferCall final : public CallBase {
 
 }  // namespace
 
-void ListenModelInfer(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) { InferCall::Listen(core, cq); }
+void ListenGeneric(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) { GenericCall::Listen(core, cq); }
 
 }  // namespace ortserve::grpcfe

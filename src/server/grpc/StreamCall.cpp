@@ -22,13 +22,28 @@
 namespace ortserve::grpcfe {
 namespace {
 
+constexpr size_t kMaxHeldAnswers = 64;
+constexpr size_t kMaxPendingBytes = size_t{32} << 20;
+
+size_t OutputBytes(const Result<InferenceResponse>& result) {
+  if (!result.ok()) return result.status().message().size();
+  size_t bytes = 0;
+  for (const Tensor& output : result.value().outputs) bytes += output.data.size();
+  return bytes;
+}
+
 // Many requests on one bidirectional stream, each answered by its own response
 // (or error_message, which does not end the stream) in completion order.
-// One Read and at most one Write are outstanding; finished responses wait in
-// `pending_`. The stream is finished (OK) once the client has half-closed, every
-// request is answered and every response written. A broken stream (client
-// cancel, connection loss) sets the shared cancel flag of its in-flight
-// requests and drops their responses.
+// At most one Read and one Write are outstanding; finished responses wait in
+// `pending_`. Back-pressure: the stream stops reading while it holds
+// kMaxHeldAnswers requests read and not yet written (in flight or pending) or
+// kMaxPendingBytes of pending output, and reads again as the write loop takes
+// answers; a client that sends requests and never reads their answers then
+// meets HTTP/2 flow control instead of growing the server (gRPC completes a
+// Write only once the client's window takes it). The stream is finished (OK)
+// once the client has half-closed, every request is answered and every
+// response written. A broken stream (client cancel, connection loss) sets the
+// shared cancel flag of its in-flight requests and drops their responses.
 //
 // Lifetime: a reference count over the read loop (1), the done notification
 // (1), each request in flight (1), the write loop while active (1) and the
@@ -72,13 +87,7 @@ class StreamCall final : public CallBase {
         Unref();
         return;
       case kDone:
-        if (ctx_.IsCancelled()) {
-          cancelled_->Cancel();
-          std::lock_guard lock(mu_);
-          broken_ = true;
-          pending_.clear();
-        }
-        Unref();
+        OnDone();
         return;
     }
   }
@@ -92,6 +101,7 @@ class StreamCall final : public CallBase {
     std::string model_version;
     Result<InferenceResponse> result;
     uint64_t bytes_in = 0;  // the request message's size; set only when reported
+    size_t bytes = 0;       // its outputs' (or error's) bytes while pending
     std::shared_ptr<const common::SharedMemoryOutputs> shm_outputs{};  // null: no output goes to a region
     tracing::CompletionReport report;  // access log line and spans, once written
   };
@@ -117,19 +127,49 @@ class StreamCall final : public CallBase {
       return;
     }
     std::shared_ptr<inference::ModelInferRequest> message = std::move(reading_);
+    bool read_on = false;
     {
       std::lock_guard lock(mu_);
       ++in_flight_;
+      read_on = MayReadLocked();
+      read_paused_ = !read_on;  // the read loop's reference waits with it
     }
     refs_.fetch_add(1, std::memory_order_relaxed);  // the request in flight
-    StartRead();
+    if (read_on) StartRead();
     Dispatch(std::move(message));
+  }
+
+  bool MayReadLocked() const {
+    return in_flight_ + pending_.size() < kMaxHeldAnswers && pending_bytes_ < kMaxPendingBytes;
+  }
+
+  // The call is over (finished, cancelled or broken). A read loop paused by
+  // back-pressure will not be resumed by a write: it ends here.
+  void OnDone() {
+    if (ctx_.IsCancelled()) cancelled_->Cancel();
+    bool end_read_loop = false;
+    {
+      std::lock_guard lock(mu_);
+      if (ctx_.IsCancelled()) {
+        broken_ = true;
+        pending_.clear();
+        pending_bytes_ = 0;
+      }
+      if (read_paused_) {
+        read_paused_ = false;
+        reads_done_ = true;
+        end_read_loop = true;
+        MaybeFinishLocked();
+      }
+    }
+    if (end_read_loop) Unref();
+    Unref();
   }
 
   void Dispatch(std::shared_ptr<inference::ModelInferRequest> message) {
     common::InferAdmission& admission = core_->admission();
     Answer answer{message->id(), message->model_name(), message->model_version(),
-                  Status(StatusCode::kInternal, "unanswered"), 0, {}, {}};
+                  Status(StatusCode::kInternal, "unanswered"), 0, 0, {}, {}};
     answer.report = admission.StartReport(traceparent_, message->model_name());
     if (answer.report) answer.bytes_in = message->ByteSizeLong();
     auto fail = [&](Status status) {
@@ -164,6 +204,8 @@ class StreamCall final : public CallBase {
       std::lock_guard lock(mu_);
       --in_flight_;
       if (!broken_) {
+        answer.bytes = OutputBytes(answer.result);
+        pending_bytes_ += answer.bytes;
         pending_.push_back(std::move(answer));
         if (!writing_) {
           writing_ = true;  // this request's reference passes to the write loop
@@ -180,15 +222,22 @@ class StreamCall final : public CallBase {
   // Polling thread: the write loop. Writes the next pending answer, or stops.
   void OnWritable(bool write_failed) {
     std::optional<Answer> next;
+    bool resume_reading = false;
     {
       std::lock_guard lock(mu_);
       if (write_failed) {
         broken_ = true;
         pending_.clear();
+        pending_bytes_ = 0;
       }
       if (!broken_ && !pending_.empty()) {
         next.emplace(std::move(pending_.front()));
         pending_.pop_front();
+        pending_bytes_ -= next->bytes;
+        if (read_paused_ && MayReadLocked()) {
+          read_paused_ = false;
+          resume_reading = true;
+        }
       } else {
         writing_ = false;
         MaybeFinishLocked();
@@ -198,6 +247,7 @@ class StreamCall final : public CallBase {
       Unref();
       return;
     }
+    if (resume_reading) StartRead();
     Encode(*next, &out_);
     if (next->report) LogAccess(*next, out_.ByteSizeLong());
     stream_.Write(out_, &write_tag_);
@@ -254,7 +304,8 @@ class StreamCall final : public CallBase {
   grpc::ServerContext ctx_;
   grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest> stream_{&ctx_};
   std::optional<std::string> traceparent_;  // the stream's; read when it starts
-  std::shared_ptr<inference::ModelInferRequest> reading_;  // polling thread only
+  // The read loop's: one Read at a time, started on the polling thread.
+  std::shared_ptr<inference::ModelInferRequest> reading_;
   inference::ModelStreamInferResponse out_;                // the write loop only
   CancelFlag cancelled_ = std::make_shared<CancelToken>();
   grpc::Alarm alarm_;
@@ -262,6 +313,8 @@ class StreamCall final : public CallBase {
 
   std::mutex mu_;
   std::deque<Answer> pending_;   // guarded by mu_
+  size_t pending_bytes_ = 0;     // guarded by mu_: the sum of pending_'s `bytes`
+  bool read_paused_ = false;     // guarded by mu_: back-pressure holds the read loop
   int in_flight_ = 0;            // guarded by mu_
   bool writing_ = false;         // guarded by mu_: a wake or Write is outstanding
   bool reads_done_ = false;      // guarded by mu_

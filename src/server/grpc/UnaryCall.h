@@ -13,7 +13,7 @@
 
 namespace ortserve::grpcfe {
 
-using Service = inference::GRPCInferenceService::AsyncService;
+using Service = AsyncService;
 
 template <typename Req, typename Resp>
 class UnaryCall final : public CallBase {

@@ -1,0 +1,46 @@
+#pragma once
+// The accept loop of a plaintext gRPC port, ortserve's own: it accepts each
+// connection and hands its descriptor to gRPC (grpc::AddInsecureChannelFromFd),
+// pacing itself as the HTTP and metrics listeners do (common::AcceptPacer)
+// when accepting fails for want of descriptors. gRPC 1.51's own acceptor logs
+// one "Failed accept4" on EMFILE and never accepts on that port again. A TLS
+// port keeps gRPC's acceptor: 1.51 hands only plaintext descriptors over.
+//
+// Threads: one, "grpc-accept", which only accepts. Internal to src/server/grpc.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <grpcpp/server.h>
+
+#include "core/Status.h"
+
+namespace ortserve::grpcfe {
+
+class GrpcAcceptor {
+ public:
+  // Binds address:port (an IP address; port 0: any free port) and listens.
+  // kUnavailable naming the endpoint when it cannot.
+  static Result<std::unique_ptr<GrpcAcceptor>> Listen(const std::string& address, uint16_t port);
+  // Whether Listen() takes `address` (an IPv4 or IPv6 address, not a name).
+  static bool TakesAddress(const std::string& address);
+  ~GrpcAcceptor();
+  GrpcAcceptor(const GrpcAcceptor&) = delete;
+  GrpcAcceptor& operator=(const GrpcAcceptor&) = delete;
+
+  uint16_t port() const;
+  // Accepts on its thread, handing each connection to `server` (which must
+  // outlive Stop()).
+  void Start(grpc::Server* server);
+  // Stops accepting and closes the listener; connections already handed
+  // over stay with gRPC. Idempotent.
+  void Stop();
+
+  class Impl;
+
+ private:
+  explicit GrpcAcceptor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ortserve::grpcfe

@@ -1,0 +1,201 @@
+"""Hostile gRPC clients must not exhaust the server's memory (docs/limits.md,
+"gRPC"):
+
+  - each connection announces a bounded number of concurrent streams;
+  - calls that announce large messages and never finish them cannot grow the
+    server past --grpc-max-buffered-bytes (gRPC's resource quota);
+  - a ModelInfer call without the restricted protocol's credentials is
+    refused from its metadata, before its message arrives;
+  - a ModelStreamInfer client that does not read its answers meets
+    back-pressure: the stream stops reading requests, and reads them all once
+    the client reads again;
+  - out of descriptors (EMFILE), the gRPC port pauses accepting, logs a line
+    per interval, and serves again once connections close (gRPC's own
+    acceptor stopped for good).
+
+The clients speak raw HTTP/2 (hostile_grpc_clients.py): grpcio only sends
+whole messages. Memory is the server's RSS (VmHWM, the peak, where the kernel
+lets it be reset), with generous margins: never timing."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.grpc import service_pb2 as pb
+
+from harness import Server, make_test_models, start_server
+from hostile_clients import (MODEL, close_all, cpu_ns, nofile_command, open_connections, reset_peak_rss,
+                             status_kib)
+from hostile_grpc_clients import UnfinishedCalls, UnreadStream, advertised_max_streams
+
+pytestmark = pytest.mark.timeout(120)
+
+MiB = 1 << 20
+EXPAND = "expand_1mib"  # one float in, 1 MiB out
+# The issue's attack: one connection, 100 calls announcing 60 MiB each.
+CALLS = 100
+CLAIMED = 60 * MiB
+QUOTA = 128 * MiB
+# The quota is soft: gRPC reclaims after the fact, and RSS also holds the
+# allocator's slack (and a sanitizer's quarantine). Measured peaks: +383 MiB
+# at this quota, flat once reached; without one, 1 GiB within 5 s.
+GROWTH_BOUND = QUOTA + 640 * MiB
+ATTACK_S = 10
+KEY, SECRET = "infer-key", "s3cret"
+# Requests on a stream whose answers (1 MiB each) are never read.
+UNREAD_REQUESTS = 3000
+UNREAD_BOUND = 400 * MiB
+# Descriptors of the server whose soft and hard limits are both this low.
+NOFILE = 64
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return make_test_models.build_test_repository(tmp_path_factory.mktemp("hostile_grpc_models"), [MODEL, EXPAND])
+
+
+@pytest.fixture(scope="module")
+def srv(repo, log_dir):
+    server = start_server(repo, log_dir, "hostile_grpc", extra_args=("--grpc-max-buffered-bytes", str(QUOTA)))
+    try:
+        server.wait_models_ready([MODEL, EXPAND])
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def restricted(repo, log_dir):
+    server = start_server(repo, log_dir, "hostile_grpc_restricted", extra_args=(
+        f"--grpc-restricted-protocol=inference:{KEY}={SECRET}", "--grpc-max-concurrent-streams", "16"))
+    try:
+        server.wait_models_ready([MODEL])
+        yield server
+    finally:
+        server.stop()
+
+
+def rss_bytes(pid: int) -> int:
+    return status_kib(pid, "VmRSS") << 10
+
+
+def peak_bytes(pid: int) -> int:
+    return status_kib(pid, "VmHWM") << 10
+
+
+def infer_ok(srv, metadata: dict | None = None) -> None:
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    data = np.arange(16, dtype=np.float32).reshape(1, 16)
+    inp = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
+    inp.set_data_from_numpy(data)
+    result = client.infer(MODEL, [inp], headers=metadata, client_timeout=30)
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), data)
+    client.close()
+
+
+def test_connections_announce_their_stream_limit(srv, restricted):
+    # gRPC's default announces none (any number of calls per connection).
+    assert advertised_max_streams(srv.grpc_port) == 128
+    assert advertised_max_streams(restricted.grpc_port) == 16
+
+
+def test_unfinished_messages_stay_within_the_memory_quota(srv):
+    pid = srv.proc.pid
+    before = rss_bytes(pid)
+    peak_measured = reset_peak_rss(pid)
+    fail_at = before + GROWTH_BOUND + 256 * MiB  # stop a growth without bound early
+    with UnfinishedCalls(srv.grpc_port, CALLS, CLAIMED) as attack:
+        attack.run(ATTACK_S, stop=lambda: rss_bytes(pid) > fail_at)
+        growth = (peak_bytes(pid) if peak_measured else rss_bytes(pid)) - before
+        sent = attack.bytes_sent
+    # Without a quota the server buffers what flow control lets through.
+    assert sent > GROWTH_BOUND, f"the attack sent only {sent >> 20} MiB"
+    assert growth < GROWTH_BOUND, f"RSS grew by {growth >> 20} MiB ({sent >> 20} MiB sent)"
+    assert srv.alive()
+    infer_ok(srv)
+
+
+def test_restricted_inference_is_refused_before_its_message(restricted):
+    with UnfinishedCalls(restricted.grpc_port, 1, CLAIMED, reopen=False) as call:
+        call.run(10, stop=lambda: call.statuses)
+        # grpc-status 16: UNAUTHENTICATED, with most of the message unsent:
+        # the server answered from the metadata, not once the message was in.
+        assert dict(call.statuses) == {16: 1}, (call.statuses, call.resets, call.sent)
+        assert call.sent_when_answered[0] < 8 * MiB, call.sent_when_answered
+    infer_ok(restricted, {f"triton-grpc-protocol-{KEY}": SECRET})
+
+
+def expand_request(i: int) -> bytes:
+    request = pb.ModelInferRequest(model_name=EXPAND, id=str(i))
+    tensor = request.inputs.add(name="X", datatype="FP32")
+    tensor.shape.append(1)
+    request.raw_input_contents.append(np.float32(i).tobytes())
+    return request.SerializeToString()
+
+
+def inferences(srv, model: str) -> int:
+    return int(srv.model_stats(model)["inference_count"])
+
+
+def test_unread_stream_answers_stop_the_stream_reading(srv):
+    pid = srv.proc.pid
+    messages = [expand_request(i) for i in range(UNREAD_REQUESTS)]
+    runs_before = inferences(srv, EXPAND)
+    before = rss_bytes(pid)
+    peak_measured = reset_peak_rss(pid)
+    with UnreadStream(srv.grpc_port, messages) as stream:
+        # Until every request is sent (the transport takes them even when the
+        # stream stops reading) or the server has grown far too much; then a
+        # while for what it read to be answered and held.
+        stream.run(5, stop=lambda: stream.all_sent or rss_bytes(pid) - before > 4 * UNREAD_BOUND)
+        stream.run(1)
+        growth = (peak_bytes(pid) if peak_measured else rss_bytes(pid)) - before
+        ran = inferences(srv, EXPAND) - runs_before
+        assert growth < UNREAD_BOUND, f"RSS grew by {growth >> 20} MiB, {ran} requests run"
+        # The stream holds 64 answers at most, and one or two in the window.
+        assert ran < UNREAD_REQUESTS // 10, f"{ran} requests run while no answer was read"
+        # A client that reads again gets every answer, in full.
+        stream.start_reading()
+        stream.run(60, stop=lambda: stream.answer_bytes >= UNREAD_REQUESTS * MiB)
+        assert stream.all_sent and stream.answer_bytes >= UNREAD_REQUESTS * MiB, (stream.offset,
+                                                                                  stream.answer_bytes)
+    assert srv.alive()
+
+
+class DescriptorLimitedServer(Server):
+    def command(self) -> list[str]:
+        return nofile_command(super().command(), NOFILE)
+
+
+def grpc_serves(srv, bound_s: float) -> bool:
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            infer_ok(srv)
+            return True
+        except Exception:  # noqa: BLE001 - not yet: the port is still out of descriptors
+            time.sleep(0.5)
+    return False
+
+
+def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir):
+    srv = DescriptorLimitedServer(repo, log_dir / "hostile_grpc_emfile.log").start()
+    try:
+        srv.wait_live()
+        srv.wait_models_ready([MODEL])
+        before = cpu_ns(srv.proc.pid)
+        socks = open_connections(srv.grpc_port, 3 * NOFILE)
+        try:
+            time.sleep(3)  # a stretch for a spinning loop to show; nothing is timed
+            episode_cpu_s = (cpu_ns(srv.proc.pid) - before) / 1e9
+            failure_lines = srv.log_text().count("grpc: accept failed")
+        finally:
+            close_all(socks)
+        assert 1 <= failure_lines <= 5, srv.log_tail(5)
+        assert episode_cpu_s < 0.5, episode_cpu_s
+        # Accept pauses reach 1 s; this bound only turns a hang into a failure.
+        assert grpc_serves(srv, 30), srv.log_tail(5)
+    finally:
+        srv.stop()
