@@ -7,6 +7,7 @@
 #include <set>
 
 #include "config/GpuConfig.h"
+#include "config/RolloutConfig.h"
 #include "config/SequenceConfig.h"
 #include "config/ShapeBucketConfig.h"
 
@@ -135,7 +136,8 @@ bool IsKnownParameter(const std::string& key) {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",        "ort_thread_pool",
       kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
-  return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key);
+  return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key) ||
+         IsRolloutParameter(key);
 }
 
 std::string FallbackModelName(const inference::ModelConfig& config) {
