@@ -118,7 +118,8 @@ def test_failing_candidate_is_rolled_back_within_its_first_step(launch, tmp_path
     write_model(repo, "canary", {1: make_test_models.build_add_constant(1.0), 2: build_fails_unless_zero(2.0)},
                 params(rollout_steps="20,50,100", rollout_step_seconds="30", rollout_min_requests="5",
                        rollout_max_error_rate="0.1", rollout_max_p95_ms="10000"))
-    srv = launch(repo, extra_args=("--model-control-mode=explicit", "--load-model=canary"))
+    srv = launch(repo, extra_args=("--model-control-mode=explicit", "--load-model=canary",
+                                   "--allow-unauthenticated-model-control=true"))
     srv.wait_models_ready(["canary"])
     ref = Reference()
     x = np.ones((1, 4), np.float32)  # the candidate fails every run of it
@@ -183,8 +184,12 @@ def test_healthy_candidate_is_promoted_through_every_step(launch, tmp_path):
                        rollout_max_error_rate="0.01", rollout_max_p95_ms="10000", rollout_max_p95_ratio="1000"))
     write_model(repo, "badsteps", {1: make_test_models.build_add_constant(1.0)},
                 params(rollout_steps="50,20", rollout_step_seconds="1", rollout_max_error_rate="0.1"))
+    # version_weights shares out what the candidate (3) does not take.
+    write_model(repo, "mixed", {v: make_test_models.build_add_constant(float(v)) for v in (1, 2, 3)},
+                params(version_weights="1:1,2:1", rollout_steps="50", rollout_step_seconds="600",
+                       rollout_min_requests="1000", rollout_max_error_rate="0.5"))
     srv = launch(repo)
-    srv.wait_models_ready(["healthy"])
+    srv.wait_models_ready(["healthy", "mixed"])
     entry = [e for e in srv.repository_index() if e["name"] == "badsteps"]
     assert entry and entry[0]["state"] == "UNAVAILABLE" and "rollout_steps" in entry[0]["reason"], entry
 
@@ -210,4 +215,12 @@ def test_healthy_candidate_is_promoted_through_every_step(launch, tmp_path):
     assert metric(srv, "ortserve_rollout_weight", model="healthy", version="2") == 100
     assert metric(srv, "ortserve_rollout_events_total", model="healthy", event="promoted") == 1
     assert srv.get("/v2/models/badsteps/rollout").status_code == 400
+
+    # Sequential requests: of every 40, exactly 20 to the candidate at 50%,
+    # the other 20 split 1:1 by version_weights among versions 1 and 2.
+    ones = np.ones((1, 4), np.float32)
+    ks = [float(infer(client, "mixed", ones)[0, 0]) - 1.0 for _ in range(40)]
+    assert (ks.count(3.0), ks.count(1.0), ks.count(2.0)) == (20, 10, 10), ks
+    state = rollout(srv, "mixed")
+    assert (state["stable"], state["candidate"], state["weight"], state["state"]) == ("2", "3", 50, "progressing")
     assert srv.get("/v2/models/nosuch/rollout").status_code == 404
