@@ -82,6 +82,9 @@ Result<RolloutStatus> ModelTable::Rollout(const std::string& name) const {
   auto it = models_.find(name);
   if (it == models_.end()) return UnknownModelError(name, "");
   if (!it->second.rollout) {
+    if (!it->second.reason.empty()) {
+      return InvalidArgument("model '" + name + "' has no rollout: it is UNAVAILABLE: " + it->second.reason);
+    }
     return InvalidArgument("model '" + name + "' has no rollout: its config sets no rollout_* parameters");
   }
   return it->second.rollout->Status(Clock::now(), ActiveRolloutPair(it->second));

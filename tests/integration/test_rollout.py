@@ -214,7 +214,8 @@ def test_healthy_candidate_is_promoted_through_every_step(launch, tmp_path):
     np.testing.assert_array_equal(infer(client, "healthy", x, "1"), expected[1])
     assert metric(srv, "ortserve_rollout_weight", model="healthy", version="2") == 100
     assert metric(srv, "ortserve_rollout_events_total", model="healthy", event="promoted") == 1
-    assert srv.get("/v2/models/badsteps/rollout").status_code == 400
+    r = srv.get("/v2/models/badsteps/rollout")
+    assert r.status_code == 400 and "rollout_steps" in r.json()["error"], r.text
 
     # Sequential requests: of every 40, exactly 20 to the candidate at 50%,
     # the other 20 split 1:1 by version_weights among versions 1 and 2.
