@@ -9,6 +9,7 @@
 #include "config/ConfigTypes.h"
 #include "config/ModelFiles.h"
 #include "config/RaggedConfig.h"
+#include "config/RolloutConfig.h"
 #include "config/RuntimeConfig.h"
 #include "config/VersionWeights.h"
 #include "core/Text.h"
@@ -398,6 +399,13 @@ Result<SequenceBatcherOptions> MakeSequenceBatcherOptions(const inference::Model
     return Unavailable(std::string("parameter '") + kVersionWeightsParameter +
                        "' cannot be used with sequence_batching: it splits requests one by one, and every request "
                        "of a sequence must reach the version that holds its state");
+  }
+  for (const auto& [key, value] : config.parameters()) {
+    if (IsRolloutParameter(key)) {
+      return Unavailable("parameter '" + key +
+                         "' cannot be used with sequence_batching: a rollout splits requests one by one, and every "
+                         "request of a sequence must reach the version that holds its state");
+    }
   }
   SequenceBatcherOptions options;
   options.batcher.model_name = config.name();

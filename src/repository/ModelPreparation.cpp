@@ -12,6 +12,7 @@
 #include "config/ConfigTypes.h"
 #include "config/EnsembleGraph.h"
 #include "config/ModelFiles.h"
+#include "config/RolloutConfig.h"
 #include "config/SequenceConfig.h"
 #include "config/ShapeBucketConfig.h"
 #include "config/VersionPolicy.h"
@@ -76,6 +77,9 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
     if (!weights.ok()) return weights.status();
     p->canary = std::make_shared<WeightedVersionPicker>(std::move(weights).value());
   }
+  auto rollout = RolloutConfig::FromConfig(config);
+  if (!rollout.ok()) return rollout.status();
+  p->rollout = std::move(rollout).value();
   const std::string& filename = config.default_model_filename();
   if (filename.find('/') != std::string::npos || filename == "." || filename == "..") {
     return Unavailable("default_model_filename '" + filename + "' must be a file name inside the version directory");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/ConfigAutoComplete.h"
+#include "config/RolloutConfig.h"
 #include "config/RuntimeConfig.h"
 #include "model_config.pb.h"
 #include "repository/ThreadPlan.h"
@@ -46,6 +47,7 @@ struct PreparedModel {
   std::map<int64_t, std::string> version_failures;
   std::vector<Candidate> candidates;
   std::shared_ptr<WeightedVersionPicker> canary;
+  std::optional<RolloutConfig> rollout;  // rollout_* parameters (config/RolloutConfig.h)
 };
 
 // Prepares <repository>/<name>. Config problems and missing files are

@@ -139,6 +139,8 @@ class ModelRepositoryImpl final : public ModelRepository {
 
   std::vector<std::shared_ptr<Model>> ReadyModels() const override { return table_.ReadyModels(); }
   bool AllModelsReady() const override { return table_.AllReady(); }
+  Result<RolloutStatus> Rollout(const std::string& name) const override { return table_.Rollout(name); }
+  std::vector<RolloutStatus> Rollouts() const override { return table_.Rollouts(); }
   std::optional<ResponseCacheUsage> CacheUsage() const override {
     if (!cache_) return std::nullopt;
     return cache_->Usage();

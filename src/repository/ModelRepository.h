@@ -17,6 +17,7 @@
 #include "core/ModelStatistics.h"
 #include "core/Status.h"
 #include "serving/Model.h"
+#include "serving/VersionRollout.h"
 
 namespace ortserve {
 
@@ -95,6 +96,13 @@ class ModelRepository {
   virtual bool AllModelsReady() const = 0;
   // The response cache's state; nullopt when the server has none.
   virtual std::optional<ResponseCacheUsage> CacheUsage() const { return std::nullopt; }
+  // The progressive canary of `name` (GET /v2/models/<m>/rollout): kNotFound
+  // for a model not known, kInvalidArgument for one without a rollout.
+  virtual Result<RolloutStatus> Rollout(const std::string& name) const {
+    return InvalidArgument("model '" + name + "' has no rollout");
+  }
+  // Every configured rollout (for the metrics).
+  virtual std::vector<RolloutStatus> Rollouts() const { return {}; }
 
   // Stops the loader thread (queued loads/unloads answer kUnavailable), then
   // every scheduler after its in-flight requests finish -- or, at

@@ -25,14 +25,48 @@ Result<std::shared_ptr<Model>> ModelTable::Find(const std::string& name, const s
   return UnknownModelError(name, version);
 }
 
+std::optional<RolloutPair> ModelTable::RolloutPairOf(const ModelRecord& record, bool* hold) {
+  *hold = false;
+  const VersionRecord* found[2] = {nullptr, nullptr};
+  int64_t numbers[2] = {0, 0};
+  int n = 0;
+  for (auto v = record.versions.rbegin(); v != record.versions.rend() && n < 2; ++v) {
+    if (v->second.state == ModelState::kLoading && n == 0) *hold = true;
+    if (v->second.state != ModelState::kReady || !v->second.model) continue;
+    found[n] = &v->second;
+    numbers[n++] = v->first;
+  }
+  if (n < 2) return std::nullopt;
+  return RolloutPair{numbers[1], &found[1]->model->stats(), found[1]->model.get(),
+                     numbers[0], &found[0]->model->stats(), found[0]->model.get()};
+}
+
+std::optional<RolloutPair> ModelTable::ActiveRolloutPair(const ModelRecord& record) {
+  if (!record.rollout) return std::nullopt;
+  bool hold = false;
+  auto pair = RolloutPairOf(record, &hold);
+  if (!pair || (hold && !record.rollout->Tracks(*pair))) return std::nullopt;
+  return pair;
+}
+
+// With a rollout on two READY versions, the candidate takes its share; the
+// rest goes by version_weights among the other versions when the config sets
+// them, else to the stable version. Otherwise: version_weights, else the
+// newest READY version.
 Result<std::shared_ptr<Model>> ModelTable::FindUnversioned(const std::string& name, const ModelRecord& record) const {
+  const std::optional<RolloutPair> pair = ActiveRolloutPair(record);
+  if (pair && record.rollout->RouteToCandidate(Clock::now(), *pair)) {
+    return std::shared_ptr<Model>(record.versions.at(pair->candidate_version).model);
+  }
   if (record.canary) {
     auto picked = record.canary->Pick([&](int64_t v) {
       auto found = record.versions.find(v);
-      return found != record.versions.end() && found->second.state == ModelState::kReady;
+      return found != record.versions.end() && found->second.state == ModelState::kReady &&
+             !(pair && v == pair->candidate_version);
     });
     if (picked) return std::shared_ptr<Model>(record.versions.at(*picked).model);
   }
+  if (pair) return std::shared_ptr<Model>(record.versions.at(pair->stable_version).model);
   for (auto v = record.versions.rbegin(); v != record.versions.rend(); ++v) {
     if (v->second.state == ModelState::kReady) return std::shared_ptr<Model>(v->second.model);
   }
@@ -41,6 +75,28 @@ Result<std::shared_ptr<Model>> ModelTable::FindUnversioned(const std::string& na
     reason = v->second.reason;
   }
   return ModelNotReadyError(name, "", reason);
+}
+
+Result<RolloutStatus> ModelTable::Rollout(const std::string& name) const {
+  ReaderLock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return UnknownModelError(name, "");
+  if (!it->second.rollout) {
+    if (!it->second.reason.empty()) {
+      return InvalidArgument("model '" + name + "' has no rollout: it is UNAVAILABLE: " + it->second.reason);
+    }
+    return InvalidArgument("model '" + name + "' has no rollout: its config sets no rollout_* parameters");
+  }
+  return it->second.rollout->Status(Clock::now(), ActiveRolloutPair(it->second));
+}
+
+std::vector<RolloutStatus> ModelTable::Rollouts() const {
+  ReaderLock lock(mu_);
+  std::vector<RolloutStatus> out;
+  for (const auto& [name, record] : models_) {
+    if (record.rollout) out.push_back(record.rollout->Status(Clock::now(), ActiveRolloutPair(record)));
+  }
+  return out;
 }
 
 std::shared_ptr<ServedModel> ModelTable::LatestReady(const std::string& name) const {
@@ -155,6 +211,7 @@ void ModelTable::PublishFailure(PreparedModel& p, ModelRecord& record, Retired* 
     record.versions.clear();
     record.reason = p.failure;
     record.canary.reset();
+    record.rollout.reset();
   }
   p.candidates.clear();
 }
@@ -162,6 +219,13 @@ void ModelTable::PublishFailure(PreparedModel& p, ModelRecord& record, Retired* 
 void ModelTable::PublishVersions(PreparedModel& p, ModelRecord& record, Retired* retired) {
   record.reason.clear();
   record.canary = p.canary;
+  if (!p.rollout) {
+    record.rollout.reset();
+  } else if (record.rollout) {
+    record.rollout->Restart(*p.rollout);
+  } else {
+    record.rollout = std::make_shared<VersionRollout>(p.name, *p.rollout);
+  }
   std::set<int64_t> wanted;
   for (const auto& c : p.candidates) wanted.insert(c.version);
   for (const auto& [v, why] : p.version_failures) wanted.insert(v);
@@ -235,6 +299,7 @@ std::optional<ModelTable::Retired> ModelTable::BeginUnload(const std::string& na
     v.reason.clear();
   }
   it->second.canary.reset();
+  it->second.rollout.reset();
   return retired;
 }
 

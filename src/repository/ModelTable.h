@@ -19,6 +19,7 @@
 #include "repository/ModelPreparation.h"
 #include "repository/ModelRepository.h"
 #include "serving/ServedModel.h"
+#include "serving/VersionRollout.h"
 #include "serving/WeightedVersionPicker.h"
 
 namespace ortserve {
@@ -35,6 +36,12 @@ class ModelTable {
   std::shared_ptr<ServedModel> LatestReady(const std::string& name) const ORTSERVE_EXCLUDES(mu_);
   // Version `version` of `name` when READY (`version` <= 0: LatestReady).
   std::shared_ptr<ServedModel> ReadyVersion(const std::string& name, int64_t version) const ORTSERVE_EXCLUDES(mu_);
+  // The progressive canary of `name` (serving/VersionRollout.h):
+  // kNotFound for a model not known, kInvalidArgument for one without
+  // rollout_* parameters.
+  Result<RolloutStatus> Rollout(const std::string& name) const ORTSERVE_EXCLUDES(mu_);
+  // Every model with a rollout configured (for the metrics).
+  std::vector<RolloutStatus> Rollouts() const ORTSERVE_EXCLUDES(mu_);
   // A READY version whose model cannot serve now (an ensemble whose
   // composing model is not READY) is listed UNAVAILABLE, with the reason.
   std::vector<ModelIndexEntry> Index() const ORTSERVE_EXCLUDES(mu_);
@@ -79,10 +86,18 @@ class ModelTable {
     std::map<int64_t, VersionRecord> versions;
     // Canary split of unversioned requests; null: the newest ready version.
     std::shared_ptr<WeightedVersionPicker> canary;
+    // Progressive canary between the two newest READY versions; null: none.
+    // Kept across loads (its event counters), restarted by each.
+    std::shared_ptr<VersionRollout> rollout;
     bool unloaded = false;  // by request: not counted by AllReady
     std::string dir_stamp;  // DirectoryStamp at the last sync (poll)
   };
 
+  // The rollout's stable and candidate: the two newest READY versions.
+  // `hold` is set when a newer version is still loading (the running
+  // rollout, if on these two, goes on; a new one waits for it).
+  static std::optional<RolloutPair> RolloutPairOf(const ModelRecord& record, bool* hold);
+  static std::optional<RolloutPair> ActiveRolloutPair(const ModelRecord& record);
   Result<std::shared_ptr<Model>> FindUnversioned(const std::string& name, const ModelRecord& record) const
       ORTSERVE_REQUIRES_SHARED(mu_);
   void PublishFailure(PreparedModel& p, ModelRecord& record, Retired* retired) ORTSERVE_REQUIRES(mu_);

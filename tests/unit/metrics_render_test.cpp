@@ -215,6 +215,27 @@ TEST(RenderMetrics, NoModelsStillDeclaresFamilies) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr("ortserve_trace_")));  // tracing off: no trace series
 }
 
+TEST(RenderMetrics, RolloutWeightsAndEvents) {
+  RolloutStatus active;
+  active.model = "m";
+  active.active = true;
+  active.stable = 1;
+  active.candidate = 2;
+  active.weight = 20;
+  active.events[static_cast<size_t>(RolloutEvent::kStarted)] = 1;
+  active.events[static_cast<size_t>(RolloutEvent::kAdvanced)] = 2;
+  RolloutStatus inactive;  // fewer than two READY versions: events only
+  inactive.model = "solo";
+  const std::string text = RenderMetrics(MetricsSources{}, {}, {}, std::nullopt, {active, inactive});
+  auto s = ParseStrict(text);
+  EXPECT_EQ(s.at("ortserve_rollout_weight{model=\"m\",version=\"2\"}"), "20");
+  EXPECT_EQ(s.at("ortserve_rollout_weight{model=\"m\",version=\"1\"}"), "80");
+  EXPECT_EQ(s.at("ortserve_rollout_events_total{model=\"m\",event=\"advanced\"}"), "2");
+  EXPECT_EQ(s.at("ortserve_rollout_events_total{model=\"solo\",event=\"rolled_back\"}"), "0");
+  EXPECT_EQ(text.find("ortserve_rollout_weight{model=\"solo\""), std::string::npos);
+  EXPECT_THAT(RenderMetrics(MetricsSources{}, {}, {}), ::testing::Not(HasSubstr("ortserve_rollout_")));
+}
+
 // A raw HTTP/1.1 exchange with the listener; returns the whole response.
 std::string Exchange(uint16_t port, const std::string& request) {
   namespace net = boost::asio;

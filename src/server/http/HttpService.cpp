@@ -137,7 +137,7 @@ std::optional<auth::ApiGroup> HttpApiGroup(const std::vector<std::string>& p) {
   const std::string& action = p[i];
   if (action == "ready") return ApiGroup::kHealth;
   if (action == "config") return ApiGroup::kModelConfig;
-  if (action == "stats") return ApiGroup::kStatistics;
+  if (action == "stats" || action == "rollout") return ApiGroup::kStatistics;
   if (action == "infer" || action == "generate" || action == "generate_stream") return ApiGroup::kInference;
   return std::nullopt;
 }
@@ -271,6 +271,12 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
     if (rest == 2 && i == 3 && p[i] == "trace" && p[i + 1] == "setting") {  // as Triton: no version
       if (!get && !post) return reply(MethodNotAllowed(request, "GET or POST"));
       return reply(HandleTraceSetting(request, model));
+    }
+    if (rest == 1 && i == 3 && p[i] == "rollout") {  // the model's, not a version's
+      if (!get) return reply(MethodNotAllowed(request, "GET"));
+      auto status = repository_->Rollout(model);
+      if (!status.ok()) return reply(ErrorResponse(status.status()));
+      return reply(JsonResponse(RolloutJson(*status)));
     }
     if (rest == 1 && p[i] == "infer") {
       if (!post) return reply(MethodNotAllowed(request, "POST"));

@@ -225,4 +225,83 @@ std::string RepositoryIndexJson(const std::vector<ModelIndexEntry>& entries, boo
   return s;
 }
 
+namespace {
+
+void WindowJson(JsonWriter& w, const WindowFigures& f) {
+  w.StartObject();
+  w.Key("requests");
+  w.Int(f.requests);
+  w.Key("errors");
+  w.Int(f.errors);
+  w.Key("error_rate");
+  w.Float(f.error_rate);
+  w.Key("p95_ms");
+  if (f.p95_ms) {
+    w.Float(*f.p95_ms);
+  } else {
+    w.Null();
+  }
+  w.EndObject();
+}
+
+void StepJson(JsonWriter& w, const RolloutStepFigures& f) {
+  w.StartObject();
+  w.Key("step");
+  w.Int(f.step + 1);
+  w.Key("weight");
+  w.Int(f.weight);
+  w.Key("seconds");
+  w.Float(f.seconds);
+  w.Key("candidate");
+  WindowJson(w, f.candidate);
+  w.Key("stable");
+  WindowJson(w, f.stable);
+  if (!f.outcome.empty()) {
+    w.Key("outcome");
+    w.String(f.outcome);
+  }
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string RolloutJson(const RolloutStatus& s) {
+  std::string out;
+  JsonWriter w(&out);
+  w.StartObject();
+  w.Key("model");
+  w.String(s.model);
+  w.Key("state");
+  w.String(s.state);
+  w.Key("stable");
+  if (s.active) w.String(std::to_string(s.stable)); else w.Null();
+  w.Key("candidate");
+  if (s.active) w.String(std::to_string(s.candidate)); else w.Null();
+  w.Key("weight");
+  w.Int(s.weight);
+  w.Key("step");  // 1-based; steps.size() + 1 once promoted
+  w.Int(s.step + 1);
+  w.Key("steps");
+  w.StartArray();
+  for (int step : s.steps) w.Int(step);
+  w.EndArray();
+  w.Key("reason");
+  w.String(s.reason);
+  w.Key("steps_finished");
+  w.StartArray();
+  for (const auto& f : s.finished_steps) StepJson(w, f);
+  w.EndArray();
+  w.Key("current_step");
+  if (s.current_step) StepJson(w, *s.current_step); else w.Null();
+  w.Key("events");
+  w.StartObject();
+  for (size_t i = 0; i < kRolloutEventCount; ++i) {
+    w.Key(RolloutEventName(static_cast<RolloutEvent>(i)));
+    w.Int(s.events[i]);
+  }
+  w.EndObject();
+  w.EndObject();
+  return out;
+}
+
 }  // namespace ortserve::http

@@ -34,4 +34,9 @@ std::string ModelStatsJson(const std::vector<common::ModelStatisticsSnapshot>& m
 // POST /v2/repository/index: [{"name","version","state","reason"?}].
 std::string RepositoryIndexJson(const std::vector<ModelIndexEntry>& entries, bool ready_only);
 
+// GET /v2/models/{m}/rollout: {"model","state","stable","candidate","weight",
+// "step","steps","reason","steps_finished":[...],"current_step":{...}|null,
+// "events":{...}} (docs/model-config.md, "Progressive rollout").
+std::string RolloutJson(const RolloutStatus& status);
+
 }  // namespace ortserve::http

@@ -304,6 +304,29 @@ void RenderResponseCache(PrometheusText& out, const ResponseCacheUsage& cache, c
   }
 }
 
+// Progressive canaries: the split of unversioned traffic and the transitions.
+void RenderRollouts(PrometheusText& out, const std::vector<RolloutStatus>& rollouts) {
+  if (rollouts.empty()) return;
+  out.Family("ortserve_rollout_weight", "gauge",
+             "Percent of the requests naming no version sent to each version of a progressive rollout: the "
+             "candidate's weight, and the rest for the stable version (shared by version_weights when set).");
+  for (const RolloutStatus& r : rollouts) {
+    if (!r.active) continue;
+    out.Sample("ortserve_rollout_weight", {{"model", r.model}, {"version", std::to_string(r.candidate)}},
+               static_cast<uint64_t>(r.weight));
+    out.Sample("ortserve_rollout_weight", {{"model", r.model}, {"version", std::to_string(r.stable)}},
+               static_cast<uint64_t>(100 - r.weight));
+  }
+  out.Family("ortserve_rollout_events_total", "counter",
+             "Progressive rollout transitions, by event: started, advanced, paused, promoted, rolled_back.");
+  for (const RolloutStatus& r : rollouts) {
+    for (size_t i = 0; i < kRolloutEventCount; ++i) {
+      out.Sample("ortserve_rollout_events_total",
+                 {{"model", r.model}, {"event", RolloutEventName(static_cast<RolloutEvent>(i))}}, r.events[i]);
+    }
+  }
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(sources)) {}
@@ -311,12 +334,13 @@ MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(
 std::string MetricsCollector::Render() const {
   if (!sources_.repository) return RenderMetrics(sources_, {}, {});
   return RenderMetrics(sources_, sources_.repository->Index(), sources_.repository->ReadyModels(),
-                       sources_.repository->CacheUsage());
+                       sources_.repository->CacheUsage(), sources_.repository->Rollouts());
 }
 
 std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
                           const std::vector<std::shared_ptr<Model>>& ready_models,
-                          const std::optional<ResponseCacheUsage>& cache) {
+                          const std::optional<ResponseCacheUsage>& cache,
+                          const std::vector<RolloutStatus>& rollouts) {
   PrometheusText out;
   RenderServer(out, sources);
   RenderModelStates(out, index);
@@ -330,6 +354,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
   RenderModelGauges(out, models);
   RenderSequenceMetrics(out, models);
   if (cache) RenderResponseCache(out, *cache, models);
+  RenderRollouts(out, rollouts);
   return out.Take();
 }
 

@@ -33,10 +33,12 @@ struct MetricsSources {
 
 // The whole exposition for the given repository index (model states),
 // ready models (everything per model version) and response cache (nullopt:
-// the server has none). `sources.repository` is not read. Exposed for tests.
+// the server has none) and configured rollouts. `sources.repository` is not
+// read. Exposed for tests.
 std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
                           const std::vector<std::shared_ptr<Model>>& ready_models,
-                          const std::optional<ResponseCacheUsage>& cache = std::nullopt);
+                          const std::optional<ResponseCacheUsage>& cache = std::nullopt,
+                          const std::vector<RolloutStatus>& rollouts = {});
 
 class MetricsCollector {
  public:
