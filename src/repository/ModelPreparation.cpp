@@ -83,7 +83,13 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
   p->rollout = std::move(rollout).value();
   // Checked here so that a bad reference_* parameter fails before any session
   // is made; BuildModel reads it again (repository/ReferenceCheck.h).
-  if (auto reference = ReferenceConfig::FromConfig(config); !reference.ok()) return reference.status();
+  auto reference = ReferenceConfig::FromConfig(config);
+  if (!reference.ok()) return reference.status();
+  if (reference.value() && IsEnsemble(config)) {
+    return Unavailable(std::string("parameter '") + kReferenceModelParameter +
+                       "' cannot be used with an ensemble: it has no model file to compare; set it on a "
+                       "composing model");
+  }
   const std::string& filename = config.default_model_filename();
   if (filename.find('/') != std::string::npos || filename == "." || filename == "..") {
     return Unavailable("default_model_filename '" + filename + "' must be a file name inside the version directory");

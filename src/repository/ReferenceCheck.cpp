@@ -121,7 +121,10 @@ Status CheckAgainstReference(const Candidate& c, ModelInstance& served, const st
   for (const std::vector<Tensor>& sample : inputs.value()) {
     std::vector<Tensor> actual, expected;
     Status st = served.Run(sample, &actual);
-    if (!st.ok()) return Unavailable("reference check: the version failed on its samples: " + st.message());
+    if (!st.ok()) {
+      return Unavailable("reference check: the version failed on its samples (configure model_warmup or "
+                         "reference_samples with inputs valid for the model): " + st.message());
+    }
     st = instance.value()->Run(sample, &expected);
     if (!st.ok()) return Unavailable("reference check: reference model '" + reference.model_file + "' failed: " + st.message());
     Accumulate(actual, expected, &figures);

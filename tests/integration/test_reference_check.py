@@ -149,7 +149,19 @@ def test_every_bad_reference_parameter_names_itself(launch, tmp_path, quantized)
     repo = tmp_path / "repo"
     for name, (extra, _) in BAD.items():
         write_int8_model(repo, name, quantized, params(**extra))
+    ensemble = repo / "bad_ensemble"
+    (ensemble / "1").mkdir(parents=True)
+    (ensemble / "config.pbtxt").write_text(f"""
+name: "bad_ensemble"
+platform: "ensemble"
+max_batch_size: 16
+input [ {{ name: "x" data_type: TYPE_FP32 dims: [ {FEATURES} ] }} ]
+output [ {{ name: "logits" data_type: TYPE_FP32 dims: [ {CLASSES} ] }} ]
+ensemble_scheduling {{ step [ {{ model_name: "bad_nan" model_version: -1
+  input_map {{ key: "x" value: "x" }} output_map {{ key: "logits" value: "logits" }} }} ] }}
+""" + params(reference_model="model_fp32.onnx", reference_tolerance="1"))
     srv = launch(repo)
+    assert "ensemble" in index_entry(srv, "bad_ensemble")["reason"]
     for name, (_, named) in BAD.items():
         entry = index_entry(srv, name)
         assert entry["state"] == "UNAVAILABLE" and named in entry["reason"], entry
