@@ -1,5 +1,6 @@
 #pragma once
-// Compares a GPU instance's outputs with a CPU FP32 reference (docs/design.md:
+// Compares a GPU instance's outputs with a CPU FP32 reference, and any version
+// with its reference model at load (repository/ReferenceCheck.h) (docs/design.md:
 // a numerical tolerance check whenever an optimization changes the math). Pure:
 // no ORT, no device; unit-tested on CPU.
 #include <cstddef>
