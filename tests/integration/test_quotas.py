@@ -7,7 +7,7 @@ of client states and bounded memory; SIGHUP rereads the file."""
 from __future__ import annotations
 
 import json
-import math
+import pathlib
 import signal
 import socket
 import threading
@@ -105,6 +105,7 @@ def assert_rate(accepted: int, elapsed: float) -> None:
     """Accepted requests over the run: the configured rate within 10% (the
     bucket's burst on top)."""
     allowed = GREEDY_RATE * elapsed + GREEDY_BURST
+    print(f"accepted {accepted} in {elapsed:.2f} s; rate*elapsed+burst = {allowed:.1f}")
     assert accepted <= allowed * 1.1, (accepted, elapsed)
     assert accepted >= GREEDY_RATE * elapsed * 0.9, (accepted, elapsed)
 
@@ -217,8 +218,13 @@ def test_100k_client_ids_keep_state_and_memory_bounded(srv):
     tracked = metric(srv, "ortserve_quota_tracked_clients")
     assert tracked <= MAX_TRACKED, tracked
     growth_mib = (status_kib(pid, "VmRSS") - rss_before) / 1024
-    # Unbounded, 100k states of ids this long would take tens of MiB.
-    assert growth_mib < 24, growth_mib
+    print(f"100k ids: {tracked:.0f} client states kept, RSS +{growth_mib:.1f} MiB")
+    # Measured: +0.5 MiB; 100k states kept (no bound, no expiry) took +20 MiB.
+    # A sanitizer's allocator keeps freed memory in quarantine by design, so
+    # RSS says nothing there; the state count above still does.
+    maps = pathlib.Path(f"/proc/{pid}/maps").read_text()
+    if "libasan" not in maps and "libtsan" not in maps:
+        assert growth_mib < 8, growth_mib
 
 
 def test_clients_without_an_entry_are_counted_as_other(srv):
