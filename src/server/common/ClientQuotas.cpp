@@ -85,13 +85,17 @@ void QuotaTicket::Release() {
 }
 
 ClientQuotas::ClientQuotas(QuotaConfig config, NowFn now)
-    : now_(std::move(now)),
-      config_(std::make_shared<const QuotaConfig>(std::move(config))),
-      shards_(std::make_unique<std::array<Shard, kShards>>()) {}
+    : now_(std::move(now)), shards_(std::make_unique<std::array<Shard, kShards>>()) {
+  Reload(std::move(config));
+}
 
 ClientQuotas::~ClientQuotas() = default;
 
-void ClientQuotas::Reload(QuotaConfig config) { config_.store(std::make_shared<const QuotaConfig>(std::move(config))); }
+void ClientQuotas::Reload(QuotaConfig config) {
+  std::lock_guard lock(configs_mu_);
+  configs_.push_back(std::make_unique<const QuotaConfig>(std::move(config)));
+  config_.store(configs_.back().get(), std::memory_order_release);
+}
 
 namespace {
 
@@ -114,7 +118,7 @@ size_t Sweep(Map& clients, QuotaClock::time_point now, size_t cap) {
 
 std::variant<QuotaTicket, QuotaRejection> ClientQuotas::Acquire(std::string_view client, std::string_view model) {
   client = client.substr(0, kMaxClientIdBytes);
-  const std::shared_ptr<const QuotaConfig> config = config_.load();
+  const QuotaConfig* config = config_.load(std::memory_order_acquire);
   const QuotaLimit& client_limit = config->ClientLimit(client);
   const QuotaLimit* model_limit = config->ModelLimit(client, model);
   if (client_limit.unlimited() && (model_limit == nullptr || model_limit->unlimited())) return QuotaTicket{};

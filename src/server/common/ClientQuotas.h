@@ -23,8 +23,9 @@
 // first kMaxClientIdBytes bytes.
 //
 // Lock-light: 16 shards by the id's hash, each a mutex over a hash map; an
-// admission is one lookup and O(1) arithmetic under one shard's mutex; a
-// release is lock-free. Sweeps run when a shard has doubled since the last
+// admission reads the limits in force without a lock or a shared write, then
+// does one lookup and O(1) arithmetic under one shard's mutex; a release is
+// two atomic decrements. Sweeps run when a shard has doubled since the last
 // one (amortised O(1) per new client). Thread-safe.
 #include <array>
 #include <atomic>
@@ -129,7 +130,14 @@ class ClientQuotas {
   void CountRejection(const QuotaConfig& config, std::string_view client, std::string_view model);
 
   NowFn now_;
-  std::atomic<std::shared_ptr<const QuotaConfig>> config_;
+  // The limits in force: a plain atomic pointer, so that an admission reads
+  // it without writing a shared cache line (a std::atomic<shared_ptr> load
+  // takes a reference: two contended atomic writes per request). Every
+  // config loaded stays in `configs_` until the ClientQuotas goes: a reload
+  // (an operator's SIGHUP) keeps the old file's few hundred bytes.
+  std::atomic<const QuotaConfig*> config_;
+  std::mutex configs_mu_;
+  std::vector<std::unique_ptr<const QuotaConfig>> configs_;
   std::unique_ptr<std::array<Shard, kShards>> shards_;
   mutable std::mutex rejected_mu_;
   std::map<std::string, uint64_t> rejected_;  // "<client label>\0<model>"
