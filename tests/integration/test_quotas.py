@@ -37,6 +37,7 @@ CONFIG = {
         "greedy-grpc": {"rate": GREEDY_RATE, "burst": GREEDY_BURST},
         "calm": {"rate": 200, "burst": 20},
         "hup": {"rate": 1000, "burst": 100},
+        "stream": {"rate": 0.001, "burst": 2},
     },
     "max_tracked_clients": MAX_TRACKED,
 }
@@ -168,6 +169,31 @@ def test_grpc_over_rate_gets_resource_exhausted(srv):
     assert results.count("StatusCode.RESOURCE_EXHAUSTED") > results.count("OK")
     assert_rate(results.count("OK"), elapsed)
     assert len(calm) > 20 and set(calm) == {200}, calm
+
+
+def test_grpc_stream_refusals_come_on_the_stream(srv):
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    inp = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+    inp.set_data_from_numpy(np.array([[1.5, -2.0, 3.25, 4.0]], dtype=np.float32))
+    answers = []
+    done = threading.Event()
+
+    def callback(result, error):
+        answers.append(error.message() if error else "OK")
+        if len(answers) == 5:
+            done.set()
+
+    client.start_stream(callback=callback, headers={HEADER.lower(): "stream"})
+    try:
+        for i in range(5):
+            client.async_stream_infer(MODEL, [inp], request_id=str(i))
+        assert done.wait(60), answers
+    finally:
+        client.stop_stream()
+        client.close()
+    # Burst 2, then one token per 1000 s.
+    assert answers.count("OK") == 2, answers
+    assert all("requests/s (burst 2)" in a for a in answers if a != "OK"), answers
 
 
 def pipelined(port: int, ids) -> int:
