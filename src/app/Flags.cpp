@@ -233,8 +233,11 @@ void AddModelFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--model-signing-public-key", f.model_signing_public_keys,
                  "PEM public key (ECDSA P-256/P-384/P-521 or Ed25519) model signatures may be made with "
-                 "(repeatable; key-based signing: `model_signing sign key`). Keyless Sigstore and "
-                 "certificate-based signatures are not supported");
+                 "(repeatable; key-based signing: `model_signing sign key`). Keyless Sigstore "
+                 "signatures are not supported");
+  app.add_option("--model-signing-certificate-chain", f.model_signing_certificate_chains,
+                 "PEM file of trusted certificates (a CA, intermediates) a certificate-based model signature's "
+                 "chain must lead to (repeatable; `model_signing sign certificate`)");
 }
 
 // Restricted APIs and TLS for both endpoints.
@@ -318,11 +321,14 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
   }
   const SignaturePolicy signature_policy = ParseSignaturePolicy(flags.model_signature_policy).value();
   if (signature_policy != SignaturePolicy::kOff) {
-    if (flags.model_signing_public_keys.empty()) {
+    if (flags.model_signing_public_keys.empty() && flags.model_signing_certificate_chains.empty()) {
       return InvalidArgument("--model-signature-policy=" + flags.model_signature_policy +
-                             " needs at least one --model-signing-public-key");
+                             " needs at least one --model-signing-public-key or --model-signing-certificate-chain");
     }
-    if (auto keys = SigningKeys::Load(flags.model_signing_public_keys); !keys.ok()) return keys.status();
+    if (auto keys = SigningKeys::Load(flags.model_signing_public_keys, flags.model_signing_certificate_chains);
+        !keys.ok()) {
+      return keys.status();
+    }
   }
   return RepositoryOptions{.repository_path = flags.model_repository,
                            .thread_budget = flags.thread_budget,
@@ -336,7 +342,8 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
                            .op_libraries = flags.op_libraries,
                            .session_config_entries = triton.session_config_entries,
                            .signing = {.policy = signature_policy,
-                                       .public_key_files = flags.model_signing_public_keys}};
+                                       .public_key_files = flags.model_signing_public_keys,
+                                       .certificate_chain_files = flags.model_signing_certificate_chains}};
 }
 
 int DefaultHttpThreads(int cpus) {

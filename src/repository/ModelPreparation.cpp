@@ -170,7 +170,7 @@ Status CheckSignature(const Candidate& c, const ModelSigningOptions& signing) {
     if (!out.label_filename().empty()) named.push_back(c.model_dir / out.label_filename());
   }
   for (const auto& library : c.config.model_operations().op_library_filename()) named.emplace_back(library);
-  Status checked = CheckModelSignature(c.model_dir, c.version, named, signing.public_key_files);
+  Status checked = CheckModelSignature(c.model_dir, c.version, named, signing);
   if (checked.ok()) return checked;
   const std::string reason = "model signature check failed: " + checked.message();
   if (signing.policy == SignaturePolicy::kRequire) return Unavailable(reason);

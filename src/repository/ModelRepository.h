@@ -46,6 +46,9 @@ struct ModelSigningOptions {
   SignaturePolicy policy = SignaturePolicy::kOff;
   // --model-signing-public-key: PEM files of the keys a signature may be made with.
   std::vector<std::string> public_key_files;
+  // --model-signing-certificate-chain: PEM files of the certificates a
+  // certificate-based signature's chain must lead to.
+  std::vector<std::string> certificate_chain_files;
 };
 const char* ModelControlModeName(ModelControlMode mode);  // "none", "poll", "explicit"
 

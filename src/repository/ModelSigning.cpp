@@ -133,7 +133,7 @@ std::optional<SignaturePolicy> ParseSignaturePolicy(const std::string& text) {
 }
 
 Status CheckModelSignature(const fs::path& model_dir, int64_t version, const std::vector<fs::path>& named_files,
-                           const std::vector<std::string>& public_key_files) {
+                           const ModelSigningOptions& signing) {
   const std::string v = std::to_string(version);
   std::error_code ec;
   Scope scope{model_dir / v, ""};
@@ -148,9 +148,12 @@ Status CheckModelSignature(const fs::path& model_dir, int64_t version, const std
   if (!text.ok()) return text.status();
   auto bundle = ParseSigningBundle(text.value());
   if (!bundle.ok()) return Unavailable(sig_path.string() + ": " + bundle.status().message());
-  auto keys = SigningKeys::Load(public_key_files);
+  auto keys = SigningKeys::Load(signing.public_key_files, signing.certificate_chain_files);
   if (!keys.ok()) return Unavailable(keys.status().message());
-  if (keys->empty()) return Unavailable("no --model-signing-public-key to check " + sig_path.string() + " with");
+  if (keys->empty()) {
+    return Unavailable("no --model-signing-public-key or --model-signing-certificate-chain to check " +
+                       sig_path.string() + " with");
+  }
   if (Status verified = keys->Verify(bundle.value()); !verified.ok()) {
     return Unavailable(sig_path.string() + ": " + verified.message());
   }

@@ -23,12 +23,15 @@ namespace ortserve {
 //     leave out files outside the version folder only);
 //   - `named_files` (what the config makes the load read beyond the version
 //     folder: label files, op libraries, config.pbtxt) must lie inside the
-//     signed folder and be signed.
+//     signed folder and be signed;
+//   - the signature verifies with a --model-signing-public-key key or, for a
+//     certificate-based one, a chain to a --model-signing-certificate-chain
+//     certificate (SigningKeys.h).
 // kUnavailable naming the file or the check that failed; Ok otherwise. The
 // policy (off/warn/require) is the caller's.
 Status CheckModelSignature(const std::filesystem::path& model_dir, int64_t version,
                            const std::vector<std::filesystem::path>& named_files,
-                           const std::vector<std::string>& public_key_files);
+                           const ModelSigningOptions& signing);
 
 // "off", "warn", "require" (--model-signature-policy); nullopt otherwise.
 std::optional<SignaturePolicy> ParseSignaturePolicy(const std::string& text);

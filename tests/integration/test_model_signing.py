@@ -8,6 +8,7 @@ naming the file or the check. `warn` loads what it can and logs the failure;
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import pathlib
 import shutil
@@ -19,8 +20,10 @@ import pytest
 import tritonclient.http as httpclient
 
 pytest.importorskip("model_signing")
-from cryptography.hazmat.primitives import serialization  # noqa: E402
+from cryptography import x509  # noqa: E402
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
+from cryptography.x509.oid import NameOID  # noqa: E402
 
 from harness import Server, assert_matches, infer_inputs, make_test_models, model_file, start_server  # noqa: E402
 
@@ -29,6 +32,7 @@ pytestmark = pytest.mark.timeout(300)
 BASE = "add_sub_fp32"
 FAILS_TO_PARSE = {"changed"}  # its model file is no longer an ONNX model: no policy loads it
 
+SIGNED = ["signed", "version_signed", "cert_signed"]  # untouched, by a trusted key or CA
 # model -> what its reason must contain under `require`.
 EXPECTED = {
     "changed": "file '1/model.onnx' does not match the signature",
@@ -39,6 +43,7 @@ EXPECTED = {
     "corrupted": "bad signature",
     "unsigned": "no model.sig in",
     "not_json": "model.sig: signature bundle is not valid JSON",
+    "cert_other_ca": "certificate chain does not verify against --model-signing-certificate-chain",
 }
 
 
@@ -50,6 +55,38 @@ def write_key(path: pathlib.Path) -> pathlib.Path:
     public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
                                                      serialization.PublicFormat.SubjectPublicKeyInfo))
     return public
+
+
+def write_certificate(path: pathlib.Path, subject: str, issuer: tuple | None) -> tuple:
+    """A P-256 key and certificate for `subject`, signed by `issuer` (key,
+    certificate), or a self-signed CA without one; the key written next to it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (x509.CertificateBuilder()
+               .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+               .issuer_name(issuer[1].subject if issuer else
+                            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=1))
+               .not_valid_after(now + datetime.timedelta(days=1))
+               .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), critical=True)
+               .add_extension(x509.KeyUsage(digital_signature=issuer is not None, key_cert_sign=issuer is None,
+                                            crl_sign=issuer is None, content_commitment=False,
+                                            key_encipherment=False, data_encipherment=False, key_agreement=False,
+                                            encipher_only=False, decipher_only=False), critical=True))
+    cert = builder.sign(issuer[0] if issuer else key, hashes.SHA256())
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    path.with_suffix(".key").write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                                           serialization.PrivateFormat.PKCS8,
+                                                           serialization.NoEncryption()))
+    return key, cert
+
+
+def sign_with_certificate(folder: pathlib.Path, leaf: pathlib.Path, ca: pathlib.Path) -> None:
+    subprocess.run([sys.executable, "-m", "model_signing", "sign", "certificate",
+                    "--private_key", str(leaf.with_suffix(".key")), "--signing_certificate", str(leaf),
+                    "--certificate_chain", str(ca), "--signature", str(folder / "model.sig"), str(folder)],
+                   check=True, capture_output=True)
 
 
 def sign(folder: pathlib.Path, private_key: pathlib.Path) -> None:
@@ -81,6 +118,12 @@ def signed_repo(tmp_path_factory):
     write_key(other)
     sign(add_model(repo, "signed"), trusted)
     sign(add_model(repo, "version_signed") / "1", trusted)  # a version-level model.sig
+    ca, other_ca = keys / "ca.pem", keys / "other_ca.pem"
+    ca_pair = write_certificate(ca, "model signing CA", None)
+    other_ca_pair = write_certificate(other_ca, "another CA", None)
+    write_certificate(keys / "leaf.pem", "model signer", ca_pair)
+    write_certificate(keys / "other_leaf.pem", "other signer", other_ca_pair)
+    sign_with_certificate(add_model(repo, "cert_signed"), keys / "leaf.pem", ca)
     for name in EXPECTED:
         add_model(repo, name)
     shutil.rmtree(repo / BASE)
@@ -90,6 +133,7 @@ def signed_repo(tmp_path_factory):
     (repo / "removed" / "1" / "weights.bin").write_bytes(b"\0" * 64)
     sign(repo / "removed", trusted)
     sign(repo / "wrong_key", other)
+    sign_with_certificate(repo / "cert_other_ca", keys / "other_leaf.pem", other_ca)
     with open(repo / "changed" / "1" / "model.onnx", "ab") as f:
         f.write(b"\x01")
     with open(repo / "config_changed" / "config.pbtxt", "a") as f:
@@ -98,7 +142,7 @@ def signed_repo(tmp_path_factory):
     (repo / "removed" / "1" / "weights.bin").unlink()
     corrupt_signature(repo / "corrupted" / "model.sig")
     (repo / "not_json" / "model.sig").write_text("{not json")
-    return repo, public
+    return repo, public, ca
 
 
 def states(srv) -> dict:
@@ -115,32 +159,33 @@ def assert_serves_like_onnxruntime(srv, repo, name, reference) -> None:
         assert_matches(served.as_numpy(output), expected[output], exact=True)
 
 
-def policy_server(repo, public, log_dir, policy):
+def policy_server(repo, public, ca, log_dir, policy):
     return start_server(repo, log_dir, f"signing_{policy}",
-                        extra_args=("--model-signature-policy", policy, "--model-signing-public-key", str(public)))
+                        extra_args=("--model-signature-policy", policy, "--model-signing-public-key", str(public),
+                                    "--model-signing-certificate-chain", str(ca)))
 
 
 def test_require_loads_only_verified_models(signed_repo, log_dir, reference):
-    repo, public = signed_repo
-    srv = policy_server(repo, public, log_dir, "require")
+    repo, public, ca = signed_repo
+    srv = policy_server(repo, public, ca, log_dir, "require")
     try:
-        srv.wait_models_ready(["signed", "version_signed"])
+        srv.wait_models_ready(SIGNED)
         index = states(srv)
         for name, words in EXPECTED.items():
             assert index[name]["state"] == "UNAVAILABLE", index[name]
             assert "model signature check failed" in index[name]["reason"], index[name]
             assert words in index[name]["reason"], index[name]
-        for name in ("signed", "version_signed"):
+        for name in SIGNED:
             assert_serves_like_onnxruntime(srv, repo, name, reference)
     finally:
         srv.stop()
 
 
 def test_warn_loads_and_logs(signed_repo, log_dir):
-    repo, public = signed_repo
-    srv = policy_server(repo, public, log_dir, "warn")
+    repo, public, ca = signed_repo
+    srv = policy_server(repo, public, ca, log_dir, "warn")
     try:
-        loadable = ["signed", "version_signed"] + [n for n in EXPECTED if n not in FAILS_TO_PARSE]
+        loadable = SIGNED + [n for n in EXPECTED if n not in FAILS_TO_PARSE]
         srv.wait_models_ready(loadable)
         log = srv.log_text()
         for name in EXPECTED:
@@ -151,17 +196,17 @@ def test_warn_loads_and_logs(signed_repo, log_dir):
 
 
 def test_off_checks_nothing(signed_repo, log_dir):
-    repo, public = signed_repo
+    repo, public, ca = signed_repo
     srv = start_server(repo, log_dir, "signing_off")
     try:
-        srv.wait_models_ready(["signed", "version_signed"] + [n for n in EXPECTED if n not in FAILS_TO_PARSE])
+        srv.wait_models_ready(SIGNED + [n for n in EXPECTED if n not in FAILS_TO_PARSE])
         assert "model signature" not in srv.log_text()
     finally:
         srv.stop()
 
 
 def test_require_needs_a_key(signed_repo, log_dir):
-    repo, _ = signed_repo
+    repo, _, _ = signed_repo
     srv = Server(repo, log_dir / "signing_no_key.log", extra_args=("--model-signature-policy", "require")).start()
     assert srv.proc.wait(timeout=60) != 0
     assert "--model-signature-policy=require needs at least one --model-signing-public-key" in srv.log_text()
