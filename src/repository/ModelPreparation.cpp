@@ -186,6 +186,10 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
   c.version = v;
   if (IsEnsemble(c.config)) return c;  // no model file
   ORTSERVE_RETURN_IF_ERROR(CheckSignature(c, signing));
+  if (signing.policy != SignaturePolicy::kOff) {  // a re-signed version reloads (poll mode)
+    c.stamp += "|" + FileStamp(c.model_dir / "model.sig");
+    c.stamp += "|" + FileStamp(c.model_dir / std::to_string(v) / "model.sig");
+  }
   const fs::path model_path = c.model_dir / std::to_string(v) / filename;
   std::error_code ec;
   if (!fs::is_regular_file(model_path, ec)) {

@@ -62,10 +62,14 @@ struct Scope {
 Result<std::vector<std::string>> ListScope(const Scope& scope) {
   std::vector<std::string> names;
   std::error_code ec;
-  fs::recursive_directory_iterator it(scope.root, ec), end;
+  // Symlinked folders are followed (a version folder may be one), as far as
+  // kMaxDepth: files are named by their path inside the signed folder.
+  constexpr int kMaxDepth = 32;
+  fs::recursive_directory_iterator it(scope.root, fs::directory_options::follow_directory_symlink, ec), end;
   if (ec) return Unavailable("cannot list " + scope.root.string() + ": " + ec.message());
   for (; it != end; it.increment(ec)) {
     if (ec) return Unavailable("cannot list " + scope.root.string() + ": " + ec.message());
+    if (it.depth() > kMaxDepth) return Unavailable("folders nested deeper than 32 in " + scope.root.string());
     std::error_code file_ec;
     if (it->is_directory(file_ec)) continue;
     const std::string name = it->path().lexically_relative(scope.root).generic_string();

@@ -105,7 +105,9 @@ class ModelSigningTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
   Status Check(const std::vector<fs::path>& named = {}) {
-    return CheckModelSignature(dir_, 1, named, {.public_key_files = {(kData / "signer.pub.pem").string()}});
+    ModelSigningOptions signing;
+    signing.public_key_files = {(kData / "signer.pub.pem").string()};
+    return CheckModelSignature(dir_, 1, named, signing);
   }
   fs::path dir_;
 };
