@@ -163,7 +163,9 @@ Status CheckModelSignature(const fs::path& model_dir, int64_t version, const std
   }
   auto manifest = ParseSignedManifest(bundle->payload);
   if (!manifest.ok()) return Unavailable(sig_path.string() + ": " + manifest.status().message());
-  ORTSERVE_RETURN_IF_ERROR(CompareFiles(scope, manifest.value()));
+  if (Status compared = CompareFiles(scope, manifest.value()); !compared.ok()) {
+    return Unavailable(sig_path.string() + ": " + compared.message());
+  }
   return CheckNamedFiles(scope, manifest.value(), named_files);
 }
 

@@ -25,14 +25,15 @@ from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from cryptography.x509.oid import NameOID  # noqa: E402
 
-from harness import Server, assert_matches, infer_inputs, make_test_models, model_file, start_server  # noqa: E402
+from harness import (Server, assert_matches, infer_inputs, make_test_models, model_file,  # noqa: E402
+                     ortserve_binary, start_server)
 
 pytestmark = pytest.mark.timeout(300)
 
 BASE = "add_sub_fp32"
 FAILS_TO_PARSE = {"changed"}  # its model file is no longer an ONNX model: no policy loads it
 
-SIGNED = ["signed", "version_signed", "cert_signed"]  # untouched, by a trusted key or CA
+SIGNED = ["signed", "version_signed", "cert_signed", "library_inside"]  # untouched, by a trusted key or CA
 # model -> what its reason must contain under `require`.
 EXPECTED = {
     "changed": "file '1/model.onnx' does not match the signature",
@@ -44,7 +45,9 @@ EXPECTED = {
     "unsigned": "no model.sig in",
     "not_json": "model.sig: signature bundle is not valid JSON",
     "cert_other_ca": "certificate chain does not verify against --model-signing-certificate-chain",
+    "library_outside": "libortserve_test_ops.so' is read by the load but not covered by",
 }
+OP_LIBRARY = ortserve_binary().parent / "libortserve_test_ops.so"  # CMake target ortserve_test_ops
 
 
 def write_key(path: pathlib.Path) -> pathlib.Path:
@@ -94,9 +97,11 @@ def sign(folder: pathlib.Path, private_key: pathlib.Path) -> None:
                     "--signature", str(folder / "model.sig"), str(folder)], check=True, capture_output=True)
 
 
-def add_model(repo: pathlib.Path, name: str) -> pathlib.Path:
+def add_model(repo: pathlib.Path, name: str, op_library: pathlib.Path | None = None) -> pathlib.Path:
     shutil.copytree(repo / BASE, repo / name)
     config = (repo / BASE / "config.pbtxt").read_text().replace(f'name: "{BASE}"', f'name: "{name}"')
+    if op_library is not None:
+        config += f'model_operations {{ op_library_filename: "{op_library}" }}\n'
     (repo / name / "config.pbtxt").write_text(config)
     return repo / name
 
@@ -124,8 +129,17 @@ def signed_repo(tmp_path_factory):
     write_certificate(keys / "leaf.pem", "model signer", ca_pair)
     write_certificate(keys / "other_leaf.pem", "other signer", other_ca_pair)
     sign_with_certificate(add_model(repo, "cert_signed"), keys / "leaf.pem", ca)
+    # An op library the config names is covered only inside the signed folder.
+    if not OP_LIBRARY.is_file():
+        pytest.skip(f"{OP_LIBRARY} not built")
+    inside = repo / "library_inside" / OP_LIBRARY.name
+    add_model(repo, "library_inside", op_library=inside)
+    shutil.copy(OP_LIBRARY, inside)
+    sign(repo / "library_inside", trusted)
+    sign(add_model(repo, "library_outside", op_library=OP_LIBRARY), trusted)
     for name in EXPECTED:
-        add_model(repo, name)
+        if not (repo / name).exists():
+            add_model(repo, name)
     shutil.rmtree(repo / BASE)
     # Each case is signed as it stands, then tampered with.
     for name in ("changed", "config_changed", "added", "corrupted", "not_json"):
