@@ -161,15 +161,32 @@ std::vector<int64_t> FindVersions(const fs::path& dir, const std::string& name) 
   return available;
 }
 
-// Version `v` against its model.sig, before anything of it is opened: the
-// failure under kRequire, logged under kWarn.
-Status CheckSignature(const Candidate& c, const ModelSigningOptions& signing) {
-  if (signing.policy == SignaturePolicy::kOff) return Status::Ok();
+// The files outside the version folder the config makes a load read: label
+// files, op libraries, warm-up data, sequence initial states.
+std::vector<fs::path> FilesNamedByConfig(const Candidate& c) {
   std::vector<fs::path> named;
   for (const auto& out : c.config.output()) {
     if (!out.label_filename().empty()) named.push_back(c.model_dir / out.label_filename());
   }
   for (const auto& library : c.config.model_operations().op_library_filename()) named.emplace_back(library);
+  for (const auto& warmup : c.config.model_warmup()) {
+    for (const auto& [input, data] : warmup.inputs()) {
+      if (!data.input_data_file().empty()) named.push_back(c.model_dir / "warmup" / data.input_data_file());
+    }
+  }
+  for (const auto& state : c.config.sequence_batching().state()) {
+    for (const auto& initial : state.initial_state()) {
+      if (!initial.data_file().empty()) named.push_back(c.model_dir / kInitialStateFolder / initial.data_file());
+    }
+  }
+  return named;
+}
+
+// Version `v` against its model.sig, before anything of it is opened: the
+// failure under kRequire, logged under kWarn.
+Status CheckSignature(const Candidate& c, const ModelSigningOptions& signing) {
+  if (signing.policy == SignaturePolicy::kOff) return Status::Ok();
+  const std::vector<fs::path> named = FilesNamedByConfig(c);
   Status checked = CheckModelSignature(c.model_dir, c.version, named, signing);
   if (checked.ok()) return checked;
   const std::string reason = "model signature check failed: " + checked.message();

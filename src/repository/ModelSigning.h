@@ -5,6 +5,7 @@
 // signed ones.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,8 @@ namespace ortserve {
 //     every signed file in it must exist (the signature's ignore_paths may
 //     leave out files outside the version folder only);
 //   - `named_files` (what the config makes the load read beyond the version
-//     folder: label files, op libraries, config.pbtxt) must lie inside the
-//     signed folder and be signed;
+//     folder: label files, op libraries, warm-up data, initial states) must
+//     lie inside the signed folder and be signed;
 //   - the signature verifies with a --model-signing-public-key key or, for a
 //     certificate-based one, a chain to a --model-signing-certificate-chain
 //     certificate (SigningKeys.h).
