@@ -210,8 +210,7 @@ def test_warn_loads_and_logs(signed_repo, log_dir):
 
 
 def test_off_checks_nothing(signed_repo, log_dir):
-    repo, public, ca = signed_repo
-    srv = start_server(repo, log_dir, "signing_off")
+    srv = start_server(signed_repo[0], log_dir, "signing_off")
     try:
         srv.wait_models_ready(SIGNED + [n for n in EXPECTED if n not in FAILS_TO_PARSE])
         assert "model signature" not in srv.log_text()
