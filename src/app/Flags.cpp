@@ -2,6 +2,9 @@
 
 #include <chrono>
 
+#include "repository/ModelSigning.h"
+#include "repository/SigningKeys.h"
+
 namespace ortserve::app {
 namespace {
 
@@ -221,6 +224,20 @@ void AddModelFlags(CLI::App& app, Flags& f) {
                  "model_operations.op_library_filename (repeatable). The path goes to dlopen as "
                  "given; a library that cannot be registered fails the load of each model, "
                  "naming the library and why");
+  app.add_option("--model-signature-policy", f.model_signature_policy,
+                 "Check each model version against its OpenSSF model-signing signature (model.sig in the "
+                 "version's or the model's folder, docs/signing.md) before it loads. off: no check; warn: "
+                 "load and log a failure; require: a missing or failing signature leaves the version "
+                 "UNAVAILABLE with the reason")
+      ->check(CLI::IsMember({"off", "warn", "require"}))
+      ->capture_default_str();
+  app.add_option("--model-signing-public-key", f.model_signing_public_keys,
+                 "PEM public key (ECDSA P-256/P-384/P-521 or Ed25519) model signatures may be made with "
+                 "(repeatable; key-based signing: `model_signing sign key`). Keyless Sigstore "
+                 "signatures are not supported");
+  app.add_option("--model-signing-certificate-chain", f.model_signing_certificate_chains,
+                 "PEM file of trusted certificates (a CA, intermediates) a certificate-based model signature's "
+                 "chain must lead to (repeatable; `model_signing sign certificate`)");
 }
 
 // Restricted APIs and TLS for both endpoints.
@@ -311,6 +328,17 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
     return InvalidArgument("--load-model needs --model-control-mode=explicit (in mode '" + flags.model_control_mode +
                            "' every model loads)");
   }
+  const SignaturePolicy signature_policy = ParseSignaturePolicy(flags.model_signature_policy).value();
+  if (signature_policy != SignaturePolicy::kOff) {
+    if (flags.model_signing_public_keys.empty() && flags.model_signing_certificate_chains.empty()) {
+      return InvalidArgument("--model-signature-policy=" + flags.model_signature_policy +
+                             " needs at least one --model-signing-public-key or --model-signing-certificate-chain");
+    }
+    if (auto keys = SigningKeys::Load(flags.model_signing_public_keys, flags.model_signing_certificate_chains);
+        !keys.ok()) {
+      return keys.status();
+    }
+  }
   return RepositoryOptions{.repository_path = flags.model_repository,
                            .thread_budget = flags.thread_budget,
                            .shared_thread_pool = flags.ort_thread_pool == "shared",
@@ -321,7 +349,10 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
                            .response_cache_bytes = triton.response_cache_bytes,
                            .auto_complete = triton.auto_complete,
                            .op_libraries = flags.op_libraries,
-                           .session_config_entries = triton.session_config_entries};
+                           .session_config_entries = triton.session_config_entries,
+                           .signing = {.policy = signature_policy,
+                                       .public_key_files = flags.model_signing_public_keys,
+                                       .certificate_chain_files = flags.model_signing_certificate_chains}};
 }
 
 int DefaultHttpThreads(int cpus) {

@@ -66,6 +66,9 @@ struct Flags {
   std::vector<std::string> load_models;
   std::string model_cache_dir;
   std::vector<std::string> op_libraries;  // --op-library
+  std::string model_signature_policy = "off";         // --model-signature-policy
+  std::vector<std::string> model_signing_public_keys;  // --model-signing-public-key
+  std::vector<std::string> model_signing_certificate_chains;  // --model-signing-certificate-chain
   // Access control and TLS (help texts in Flags.cpp).
   std::vector<std::string> http_restricted_api;
   std::vector<std::string> grpc_restricted_protocol;

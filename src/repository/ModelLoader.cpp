@@ -278,7 +278,7 @@ void ModelLoader::PollNow() {
 
 PreparedModel ModelLoader::Prepare(const std::string& name) const {
   return PrepareModel(options_->repository_path, name, options_->auto_complete, options_->op_libraries,
-                      options_->session_config_entries);
+                      options_->session_config_entries, options_->signing);
 }
 
 ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {

@@ -19,6 +19,7 @@
 #include "config/VersionPolicy.h"
 #include "core/Text.h"
 #include "repository/ModelDirectory.h"
+#include "repository/ModelSigning.h"
 #include "runtime/OrtModelInstance.h"
 #include "runtime/OrtSessionFactory.h"
 
@@ -170,12 +171,52 @@ std::vector<int64_t> FindVersions(const fs::path& dir, const std::string& name) 
   return available;
 }
 
-// Version `v` checked against its model file; its failure otherwise.
+// The files outside the version folder the config makes a load read: label
+// files, op libraries, warm-up data, sequence initial states.
+std::vector<fs::path> FilesNamedByConfig(const Candidate& c) {
+  std::vector<fs::path> named;
+  for (const auto& out : c.config.output()) {
+    if (!out.label_filename().empty()) named.push_back(c.model_dir / out.label_filename());
+  }
+  for (const auto& library : c.config.model_operations().op_library_filename()) named.emplace_back(library);
+  for (const auto& warmup : c.config.model_warmup()) {
+    for (const auto& [input, data] : warmup.inputs()) {
+      if (!data.input_data_file().empty()) named.push_back(c.model_dir / "warmup" / data.input_data_file());
+    }
+  }
+  for (const auto& state : c.config.sequence_batching().state()) {
+    for (const auto& initial : state.initial_state()) {
+      if (!initial.data_file().empty()) named.push_back(c.model_dir / kInitialStateFolder / initial.data_file());
+    }
+  }
+  return named;
+}
+
+// Version `v` against its model.sig, before anything of it is opened: the
+// failure under kRequire, logged under kWarn.
+Status CheckSignature(const Candidate& c, const ModelSigningOptions& signing) {
+  if (signing.policy == SignaturePolicy::kOff) return Status::Ok();
+  const std::vector<fs::path> named = FilesNamedByConfig(c);
+  Status checked = CheckModelSignature(c.model_dir, c.version, named, signing);
+  if (checked.ok()) return checked;
+  const std::string reason = "model signature check failed: " + checked.message();
+  if (signing.policy == SignaturePolicy::kRequire) return Unavailable(reason);
+  spdlog::warn("model '{}' version {}: {} (--model-signature-policy=warn: loading anyway)", c.name, c.version,
+               reason);
+  return Status::Ok();
+}
+
+// Version `v` checked against its signature and model file; its failure otherwise.
 Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::string& filename,
-                                 const AutoCompletePolicy& auto_complete) {
+                                 const AutoCompletePolicy& auto_complete, const ModelSigningOptions& signing) {
   Candidate c = common;
   c.version = v;
   if (IsEnsemble(c.config)) return c;  // no model file
+  ORTSERVE_RETURN_IF_ERROR(CheckSignature(c, signing));
+  if (signing.policy != SignaturePolicy::kOff) {  // a re-signed version reloads (poll mode)
+    c.stamp += "|" + FileStamp(c.model_dir / "model.sig");
+    c.stamp += "|" + FileStamp(c.model_dir / std::to_string(v) / "model.sig");
+  }
   const fs::path model_path = c.model_dir / std::to_string(v) / filename;
   std::error_code ec;
   if (!fs::is_regular_file(model_path, ec)) {
@@ -213,7 +254,8 @@ Result<Candidate> PrepareVersion(const Candidate& common, int64_t v, const std::
 PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
                            const AutoCompletePolicy& auto_complete,
                            const std::vector<std::string>& server_op_libraries,
-                           const SessionConfigEntries& server_config_entries) {
+                           const SessionConfigEntries& server_config_entries,
+                           const ModelSigningOptions& signing) {
   PreparedModel p;
   p.name = name;
   const fs::path dir = repository / name;
@@ -280,7 +322,7 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   }
   const std::string& filename = common.config.default_model_filename();
   for (int64_t v : selection.load) {
-    auto candidate = PrepareVersion(common, v, filename, auto_complete);
+    auto candidate = PrepareVersion(common, v, filename, auto_complete, signing);
     if (!candidate.ok()) {
       p.version_failures[v] = candidate.status().message();
       continue;

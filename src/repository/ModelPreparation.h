@@ -15,6 +15,7 @@
 #include "config/RolloutConfig.h"
 #include "config/RuntimeConfig.h"
 #include "model_config.pb.h"
+#include "repository/ModelRepository.h"
 #include "repository/ThreadPlan.h"
 #include "scheduler/DynamicBatcherOptions.h"
 #include "scheduler/SequenceBatcherOptions.h"
@@ -59,9 +60,12 @@ struct PreparedModel {
 // model (--backend-config=onnxruntime,session.<key>=V); each of the model's
 // entries is offered to ORT's AddConfigEntry here, so that a value ORT
 // refuses there fails the model with ORT's message before any session.
+// `signing`: each version's model.sig is checked before its files are
+// opened (ModelSigning.h).
 PreparedModel PrepareModel(const std::filesystem::path& repository, const std::string& name,
                            const AutoCompletePolicy& auto_complete = {},
                            const std::vector<std::string>& server_op_libraries = {},
-                           const SessionConfigEntries& server_config_entries = {});
+                           const SessionConfigEntries& server_config_entries = {},
+                           const ModelSigningOptions& signing = {});
 
 }  // namespace ortserve

@@ -36,6 +36,20 @@ struct ModelIndexEntry {
 //   kExplicit: LoadAll() loads only `startup_models`; later changes come from
 //              Load()/Unload() (the repository API of the front ends).
 enum class ModelControlMode { kNone, kPoll, kExplicit };
+
+// --model-signature-policy: what a version whose model.sig is missing or
+// does not verify gets (docs/signing.md). kOff: no check; kWarn: loads, the
+// failure logged; kRequire: UNAVAILABLE with the failure as its reason.
+enum class SignaturePolicy { kOff, kWarn, kRequire };
+
+struct ModelSigningOptions {
+  SignaturePolicy policy = SignaturePolicy::kOff;
+  // --model-signing-public-key: PEM files of the keys a signature may be made with.
+  std::vector<std::string> public_key_files;
+  // --model-signing-certificate-chain: PEM files of the certificates a
+  // certificate-based signature's chain must lead to.
+  std::vector<std::string> certificate_chain_files;
+};
 const char* ModelControlModeName(ModelControlMode mode);  // "none", "poll", "explicit"
 
 struct RepositoryOptions {
@@ -70,6 +84,8 @@ struct RepositoryOptions {
   // (config/RuntimeConfig.h's SessionConfigEntries, spelt out: this header
   // is the front ends' view of the repository.)
   std::vector<std::pair<std::string, std::string>> session_config_entries;
+  // Signature checks before a version loads (repository/ModelSigning.h).
+  ModelSigningOptions signing;
 };
 
 class ModelRepository {

@@ -13,7 +13,7 @@ namespace {
 
 PreparedModel Prepare(const RepositoryOptions& options, const std::string& name) {
   return PrepareModel(options.repository_path, name, options.auto_complete, options.op_libraries,
-                      options.session_config_entries);
+                      options.session_config_entries, options.signing);
 }
 
 // The startup set: every model directory, or --load-model's in explicit mode
