@@ -47,6 +47,8 @@ class ModelLoader {
   void LoadOnDemand(const std::string& name, std::function<void(Status)> done) ORTSERVE_EXCLUDES(mu_);
   // Model loads so far, by LoadReason.
   std::array<uint64_t, kLoadReasonCount> LoadCounts() const;
+  // PrepareModel with the repository's options (any thread: it only reads).
+  PreparedModel Prepare(const std::string& name) const;
   // Stops the thread; queued jobs are cancelled (their `done` answers
   // kUnavailable). Idempotent.
   void Stop() ORTSERVE_EXCLUDES(mu_);
@@ -64,8 +66,6 @@ class ModelLoader {
   void Loop() ORTSERVE_EXCLUDES(mu_);
 
   std::vector<std::string> StartupModels();
-  // PrepareModel with the repository's options.
-  PreparedModel Prepare(const std::string& name) const;
   // Loads `name`; an ensemble's composing models that are not READY are
   // loaded first (as Triton loads an ensemble's dependencies with it).
   // `loading`: the models this load has started (null: only `name`).

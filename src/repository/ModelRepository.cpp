@@ -91,6 +91,10 @@ std::string ModelControlDisabledMessage(ModelControlMode mode) {
          ModelControlModeName(mode) + "; start it with --model-control-mode=explicit)";
 }
 
+Result<ModelRepository::ListedModel> ModelRepository::Listed(const std::string& name) const {
+  return UnknownModelError(name, "");
+}
+
 void ModelRepository::LoadAsync(const std::string&, std::function<void(Status)> done) {
   done(Unavailable(ModelControlDisabledMessage(control_mode())));
 }
@@ -167,6 +171,16 @@ class ModelRepositoryImpl final : public ModelRepository {
     if (!options_.load_on_demand || !IsModelName(name) || table_.LatestReady(name)) return false;
     std::error_code ec;
     return std::filesystem::is_directory(std::filesystem::path(options_.repository_path) / name, ec);
+  }
+  Result<ListedModel> Listed(const std::string& name) const override {
+    if (!NeedsLoad(name)) return UnknownModelError(name, "");
+    PreparedModel p = loader_.Prepare(name);
+    if (!p.failure.empty() || p.candidates.empty()) {
+      return ModelNotReadyError(name, "", p.failure.empty() ? "no version to load" : p.failure);
+    }
+    ListedModel listed{p.candidates.back().config, {}};
+    for (const Candidate& c : p.candidates) listed.versions.push_back(std::to_string(c.version));
+    return listed;
   }
   void WhenLoaded(const std::string& name, Clock::time_point deadline, std::function<void(Status)> done) override {
     if (!NeedsLoad(name)) return done(Status::Ok());

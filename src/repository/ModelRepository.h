@@ -133,6 +133,16 @@ class ModelRepository {
   // lookup: on-demand loading is on, the repository has a directory `name`
   // and no version of it is READY.
   virtual bool NeedsLoad(const std::string& /*name*/) const { return false; }
+  // The config of `name` (from its config.pbtxt, completed as a load would)
+  // while NeedsLoad(name), and the versions a load would serve, newest last
+  // -- for its metadata without loading it. Reads the model's files on the
+  // caller's thread. kNotFound when it does not need a load (GetModel
+  // answers for it), kUnavailable when its config or files are invalid.
+  struct ListedModel {
+    inference::ModelConfig config;
+    std::vector<std::string> versions;
+  };
+  virtual Result<ListedModel> Listed(const std::string& name) const;
   // Calls `done` exactly once, when a request for `name` may look it up:
   // OK once its on-demand load made it READY (concurrent callers share one
   // load), the load's error when it failed, kUnavailable when `deadline`

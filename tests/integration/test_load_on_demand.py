@@ -50,6 +50,13 @@ def test_models_are_listed_and_load_on_their_first_request(tmp_path, launch):
     index = {e["name"]: e for e in srv.repository_index()}
     assert set(index) == {"a", "b"}
     assert all(e.get("state") != "READY" for e in index.values()), index
+    # Metadata comes from config.pbtxt, without loading.
+    meta = httpclient.InferenceServerClient(srv.url).get_model_metadata("a")
+    assert meta["versions"] == ["1"]
+    assert [(t["name"], t["shape"]) for t in meta["inputs"]] == [("INPUT0", [-1, 4])]
+    gmeta = grpcclient.InferenceServerClient(srv.grpc_url).get_model_metadata("b")
+    assert [t.name for t in gmeta.outputs] == ["OUTPUT0"]
+    assert not httpclient.InferenceServerClient(srv.url).is_model_ready("a")
     assert loads(srv) == 0
 
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
@@ -125,4 +132,3 @@ def test_explicit_mode_loads_load_model_at_startup_and_the_rest_on_demand(tmp_pa
     client.unload_model("b")
     np.testing.assert_allclose(infer(client, "b", x), expected(repo, "b", x), rtol=1e-6)
     assert loads(srv) == 2
-
