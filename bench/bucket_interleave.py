@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchlib  # noqa: F401,E402  (bench/lib/ on sys.path)
 from bench_common import LOGS, ROOT, WORK, git_head, log, machine_info  # noqa: E402
 from bench_procs import Procs  # noqa: E402
 from bench_servers import OrtServe, wait_ready  # noqa: E402

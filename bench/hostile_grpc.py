@@ -48,11 +48,11 @@ from tritonclient.grpc import service_pb2 as pb
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "models"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
-sys.path.insert(0, str(ROOT / "bench"))
+import benchlib  # noqa: F401,E402  (bench/lib/ on sys.path)
 import make_test_models  # noqa: E402
 from hostile_clients import MODEL, close_all, cpu_ns, open_connections, reset_peak_rss, status_kib  # noqa: E402
 from hostile_grpc_clients import UnfinishedCalls, UnreadStream  # noqa: E402
-from hostile_http import REPORT, Server, percentile, write_section  # noqa: E402
+from hostile_common import REPORT, Server, percentile, write_section  # noqa: E402
 
 SECTION = "## gRPC (bench/hostile_grpc.py)"
 EXPAND = "expand_1mib"

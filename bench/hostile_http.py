@@ -41,20 +41,12 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "models"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
+import benchlib  # noqa: F401,E402  (bench/lib/ on sys.path)
 import make_test_models  # noqa: E402
-from hostile_clients import (MODEL, claimed_shape_body, close_all, cpu_ns, gzip_bomb, nofile_command,  # noqa: E402
+from hostile_common import REPORT, Server, percentile, write_section  # noqa: E402
+from hostile_clients import (MODEL, claimed_shape_body, close_all, cpu_ns, gzip_bomb,  # noqa: E402
                              open_connections, reset_peak_rss, status_kib, valid_body)
 
-REPORT = ROOT / "bench" / "results" / "RESULTS-hostile.md"
-# The report's head, for a report that does not exist yet.
-HEADER = """# Hostile clients
-
-What clients that attack the server cost it and its other clients, measured by
-`make bench-hostile` (`ORTSERVE_BEFORE=<build>` for a build to compare with).
-Each `bench/hostile_*.py` writes its own section below; the limits are in
-[docs/limits.md](../../docs/limits.md). Measurements, not tests: nothing here
-asserts.
-"""
 SECTION = "## HTTP and metrics (bench/hostile_http.py)"
 # Descriptor limits (soft = hard) of the descriptor episodes: the HTTP port's
 # runs out; the metrics port's leaves room for its default limit of 64.
@@ -65,59 +57,6 @@ ATTACKERS = 2
 BOMB_INTERVAL_S = 0.25
 CLAIM_INTERVAL_S = 0.05
 ATTACKS = ("gzip bombs, unknown model", "gzip bombs, the model", "claimed shapes")
-
-
-class Server:
-    def __init__(self, binary: str, repo: Path, log_path: Path, nofile: int | None = None,
-                 extra_args: tuple[str, ...] = (), ready_model: str = MODEL):
-        import socket
-        socks = [socket.socket() for _ in range(3)]
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        self.http_port, self.grpc_port, self.metrics_port = (s.getsockname()[1] for s in socks)
-        for s in socks:
-            s.close()
-        command = [binary, "--model-repository", str(repo), "--http-port", str(self.http_port),
-                   "--grpc-port", str(self.grpc_port), "--metrics-port", str(self.metrics_port),
-                   "--http-thread-count", "1", "--thread-budget", "2", *extra_args]
-        if nofile:
-            command = nofile_command(command, nofile)
-        self.log_path = log_path
-        self.proc = subprocess.Popen(command, stdout=open(log_path, "wb"), stderr=subprocess.STDOUT)
-        self.base = f"http://127.0.0.1:{self.http_port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(f"{self.base}/v2/models/{ready_model}/ready", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"{binary} did not get ready; see {log_path}")
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def infer_url(self, model: str = MODEL) -> str:
-        return f"{self.base}/v2/models/{model}/infer"
-
-    def log_text(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def normal_client(srv: Server, seconds: float) -> list[float]:
@@ -275,19 +214,6 @@ def headline(results: dict) -> str:
             f"({' -> '.join(results)}).")
 
 
-def write_section(lines: list[str], report: Path = REPORT, section: str = SECTION) -> None:
-    """Replaces `section` of `report` (this script's by default), keeping the others."""
-    text = report.read_text() if report.exists() else HEADER
-    start = text.find(section)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n"
-    else:
-        end = text.find("\n## ", start + len(section))
-        text = text[:start] + "\n".join(lines) + "\n" + (text[end + 1:] if end >= 0 else "")
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--binary", default=str(ROOT / "build" / "ortserve"))
@@ -316,7 +242,7 @@ def main() -> None:
     lines += [headline(results), ""]
     for (label, binary), m in zip(builds, results.values()):
         lines += table(label, binary, m)
-    write_section(lines, args.report)
+    write_section(lines, args.report, SECTION)
     print("\n".join(lines))
 
 

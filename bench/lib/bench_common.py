@@ -5,6 +5,7 @@ import json
 import os
 import platform
 import shlex
+import subprocess
 import time
 from pathlib import Path
 
@@ -63,7 +64,14 @@ def machine_info():
 
 
 def git_head():
-    """The commit measured, read from .git without running git."""
+    """The commit measured: `git rev-parse HEAD` (also right in a worktree),
+    else read from .git where git is missing."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+        if out.returncode == 0:
+            return out.stdout.strip()[:12]
+    except OSError:
+        pass
     try:
         head = (ROOT / ".git" / "HEAD").read_text().strip()
         if head.startswith("ref: "):

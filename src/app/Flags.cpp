@@ -262,6 +262,15 @@ void AddSecurityFlags(CLI::App& app, Flags& f) {
                  "(--http-restricted-api / --grpc-restricted-protocol, per protocol) or this is true. "
                  "The repository index stays open unless restricted")
       ->capture_default_str();
+  app.add_option("--client-quota-config", f.client_quota_config,
+                 "JSON file of per-client rate (token bucket: requests/s and burst) and in-flight limits, "
+                 "client-wide and per model (docs/limits.md, Quotas). A request over its client's quota is "
+                 "refused at admission, before any model queue: HTTP 429 with Retry-After, gRPC "
+                 "RESOURCE_EXHAUSTED. Reread on SIGHUP (a bad file keeps the old limits). Empty: no quotas");
+  app.add_option("--client-id-header", f.client_id_header,
+                 "With --client-quota-config: the HTTP header (gRPC metadata key, lowercase) whose value "
+                 "identifies the client; without it, or when a request lacks it, the client is the peer's IP "
+                 "address");
   app.add_option("--http-use-ssl", f.http_use_ssl,
                  "true: the HTTP endpoint speaks HTTPS only (TLS 1.2+), with --http-server-cert/-key")
       ->capture_default_str();

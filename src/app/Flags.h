@@ -75,6 +75,8 @@ struct Flags {
   std::vector<std::string> http_restricted_api_files;
   std::vector<std::string> grpc_restricted_protocol_files;
   bool allow_unauthenticated_model_control = false;
+  std::string client_quota_config;  // empty: no quotas (server/common/QuotaConfig.h)
+  std::string client_id_header;
   bool http_use_ssl = false;
   std::string http_server_cert;
   std::string http_server_key;

@@ -2,6 +2,7 @@
 // main() parses flags (Flags.cpp), wires the layers together and owns the
 // shutdown order: stop accepting → drain in-flight requests → stop
 // schedulers → stop I/O.
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <csignal>
@@ -29,6 +30,7 @@
 #include "core/MallocName.h"
 #include "repository/ModelRepository.h"
 #include "runtime/OrtModelInstance.h"
+#include "server/common/ClientQuotas.h"
 #include "server/common/SharedMemoryRegistry.h"
 #include "server/common/LogControl.h"
 #include "server/common/RuntimeSettings.h"
@@ -52,15 +54,39 @@ common::LogSettings LogSettingsFrom(const Flags& flags) {
           .format = common::ParseLogFormat(flags.log_format).value_or(common::LogFormat::kDefault)};
 }
 
-// Blocks SIGINT/SIGTERM in every thread (inherited by threads created later)
-// so that only the signal-waiting code below sees them.
-sigset_t BlockShutdownSignals() {
+// Blocks SIGINT/SIGTERM (and SIGHUP, which rereads the client quota file,
+// when there is one) in every thread (inherited by threads created later) so
+// that only the signal-waiting code below sees them. Returns the shutdown
+// signals.
+sigset_t BlockSignals(bool reload_on_hup) {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  sigset_t blocked = set;
+  if (reload_on_hup) sigaddset(&blocked, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
   return set;
+}
+
+// --client-quota-config, read at start and on SIGHUP; null without the flag.
+Result<std::shared_ptr<common::ClientQuotas>> MakeQuotas(const Flags& flags) {
+  if (flags.client_quota_config.empty()) return std::shared_ptr<common::ClientQuotas>();
+  auto config = common::QuotaConfig::Load(flags.client_quota_config);
+  if (!config.ok()) return config.status();
+  spdlog::info("client quotas from {} (client id: {})", flags.client_quota_config,
+               flags.client_id_header.empty() ? "the peer address" : "header " + flags.client_id_header);
+  return std::make_shared<common::ClientQuotas>(std::move(config).value());
+}
+
+void ReloadQuotas(const Flags& flags, common::ClientQuotas* quotas) {
+  auto config = common::QuotaConfig::Load(flags.client_quota_config);
+  if (!config.ok()) {
+    spdlog::error("SIGHUP: client quotas unchanged: {}", config.status().message());
+    return;
+  }
+  quotas->Reload(std::move(config).value());
+  spdlog::info("SIGHUP: client quotas reloaded from {}", flags.client_quota_config);
 }
 
 Result<std::unique_ptr<ModelRepository>> MakeRepository(const Flags& flags, const TritonSettings& triton) {
@@ -248,6 +274,7 @@ struct Server {
   std::shared_ptr<common::LogControl> log_control;  // installed first, by main()
   std::unique_ptr<ModelRepository> repository;
   Observability observability;
+  std::shared_ptr<common::ClientQuotas> quotas;  // null without --client-quota-config
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<GrpcServer> grpc;
   std::unique_ptr<metrics::MetricsServer> metrics;  // null with --allow-metrics=false
@@ -263,6 +290,12 @@ Status Build(const Flags& flags, const TritonSettings& triton, Server* s) {
   s->observability = std::move(observability).value();
   auto policies = ParseAccessFlags(flags);
   if (!policies.ok()) return policies.status();
+  auto quotas = MakeQuotas(flags);
+  if (!quotas.ok()) return quotas.status();
+  s->quotas = std::move(quotas).value();
+  std::string id_header = flags.client_id_header;
+  for (char& c : id_header) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const common::QuotaSettings quota_settings{.quotas = s->quotas, .client_id_header = id_header};
   const common::RuntimeSettings runtime_settings{.log = s->log_control, .trace = s->observability.trace_settings};
   // One registry of shared memory regions for both front ends.
   auto shared_memory = std::make_shared<common::SharedMemoryRegistry>(common::SharedMemoryOptions{
@@ -272,11 +305,13 @@ Status Build(const Flags& flags, const TritonSettings& triton, Server* s) {
   }
   HttpServerOptions http_options = HttpOptions(flags, s->observability, std::move(policies->http), runtime_settings);
   http_options.shared_memory = shared_memory;
+  http_options.quotas = quota_settings;
   auto http = HttpServer::Create(std::move(http_options), s->repository.get());
   if (!http.ok()) return http.status();
   s->http = std::move(http).value();
   GrpcServerOptions grpc_options = GrpcOptions(flags, s->observability, std::move(policies->grpc), runtime_settings);
   grpc_options.shared_memory = std::move(shared_memory);
+  grpc_options.quotas = quota_settings;
   auto grpc = GrpcServer::Create(std::move(grpc_options), s->repository.get());
   if (!grpc.ok()) return grpc.status();
   s->grpc = std::move(grpc).value();
@@ -300,6 +335,11 @@ Status StartMetrics(const Flags& flags, const std::string& malloc_name, Server* 
       .http_open_connections = [h = s->http.get()] { return h->OpenConnections(); },
       .http_rejected_connections = [h = s->http.get()] { return h->RejectedConnections(); },
       .grpc_active_calls = [g = s->grpc.get()] { return g->ActiveCalls(); },
+      .quota_rejections = s->quotas ? std::function<std::vector<common::ClientQuotas::RejectedCount>()>(
+                                          [q = s->quotas] { return q->Rejected(); })
+                                    : nullptr,
+      .quota_tracked_clients = s->quotas ? std::function<size_t()>([q = s->quotas] { return q->TrackedClients(); })
+                                         : nullptr,
       .trace_export = exporter ? std::function<tracing::TraceExportCounters()>(
                                      [exporter] { return exporter->counters(); })
                                : nullptr});
@@ -396,7 +436,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", log_control.status().message().c_str());
     return 1;
   }
-  const sigset_t signals = BlockShutdownSignals();
+  const sigset_t signals = BlockSignals(!flags.client_quota_config.empty());
 
   const std::string malloc_name = ortserve::MallocName();  // logged here, labelled in ortserve_build_info
   spdlog::info("ortserve {} with ONNX Runtime {}, malloc: {}", ORTSERVE_VERSION, ortserve::OrtVersion(),
@@ -422,8 +462,10 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  sigset_t waited = signals;
+  if (server.quotas) sigaddset(&waited, SIGHUP);
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&waited, &sig) == 0 && sig == SIGHUP) ReloadQuotas(flags, server.quotas.get());
   spdlog::info("received {}, shutting down (up to {} s for in-flight requests; a second signal "
                "exits at once)",
                sig == SIGINT ? "SIGINT" : "SIGTERM", flags.exit_timeout_secs);

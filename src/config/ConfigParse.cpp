@@ -7,6 +7,7 @@
 #include <set>
 
 #include "config/GpuConfig.h"
+#include "config/ReferenceConfig.h"
 #include "config/RolloutConfig.h"
 #include "config/RuntimeConfig.h"
 #include "config/SequenceConfig.h"
@@ -138,7 +139,7 @@ bool IsKnownParameter(const std::string& key) {
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",        "ort_thread_pool",
       kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
   return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key) ||
-         IsRolloutParameter(key) || key.starts_with(kSessionConfigPrefix);
+         IsRolloutParameter(key) || IsReferenceParameter(key) || key.starts_with(kSessionConfigPrefix);
 }
 
 std::string FallbackModelName(const inference::ModelConfig& config) {

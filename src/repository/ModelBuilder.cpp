@@ -11,6 +11,7 @@
 #include "config/EnsembleGraph.h"
 #include "core/ThreadName.h"
 #include "pipeline/EnsembleScheduler.h"
+#include "repository/ReferenceCheck.h"
 #include "repository/Warmup.h"
 #include "runtime/OrtModelInstance.h"
 #include "scheduler/DynamicBatcher.h"
@@ -95,12 +96,10 @@ Result<Instances> CreateInstances(const Candidate& c, const ThreadPlanEntry& pla
 // Runs every warm-up sample on every instance. A configured model_warmup is
 // strict; the default warm-up's guessed data (dynamic dims -> 1, empty
 // strings) may simply be invalid for the model, so its failure only warns.
-Status WarmUp(const Candidate& c, Instances& instances) {
-  auto samples = BuildWarmupSamples(c.config, c.model_dir, c.sequence_options ? &c.sequence_options->sequence : nullptr);
-  if (!samples.ok()) return Unavailable("warm-up: " + samples.status().message());
+Status WarmUp(const Candidate& c, const std::vector<WarmupSample>& samples, Instances& instances) {
   const bool configured = c.config.model_warmup_size() > 0;
   for (size_t i = 0; i < instances.size(); ++i) {
-    for (const WarmupSample& sample : samples.value()) {
+    for (const WarmupSample& sample : samples) {
       for (int n = 0; n < sample.count; ++n) {
         std::vector<Tensor> outputs;
         Status st = instances[i]->Run(sample.inputs, &outputs);
@@ -252,7 +251,10 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   const std::shared_ptr<SharedWeights> cpu_weights = SharedCpuWeights(c);
   auto instances = CreateInstances(c, plan, context.model_cache_dir, cpu_weights);
   if (!instances.ok()) return instances.status();
-  ORTSERVE_RETURN_IF_ERROR(WarmUp(c, instances.value()));
+  auto samples = BuildWarmupSamples(c.config, c.model_dir, c.sequence_options ? &c.sequence_options->sequence : nullptr);
+  if (!samples.ok()) return Unavailable("warm-up: " + samples.status().message());
+  ORTSERVE_RETURN_IF_ERROR(WarmUp(c, samples.value(), instances.value()));
+  ORTSERVE_RETURN_IF_ERROR(CheckAgainstReference(c, *instances.value().front(), samples.value()));
   if (cpu_weights) ReleaseSharedWeightPages(*cpu_weights);
   for (auto& instance : instances.value()) instance->FinishWarmup();
   const ModelCacheUse cache_use = instances.value().front()->cache_use();

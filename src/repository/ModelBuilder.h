@@ -1,7 +1,8 @@
 #pragma once
 // The loader's second step for one prepared version: create its instances
 // (one ORT session each, threads as the plan says), warm every instance up,
-// and start its scheduler -- a ServedModel ready to publish, or why not.
+// check it against its reference model (reference_*, ReferenceCheck.h), and
+// start its scheduler -- a ServedModel ready to publish, or why not.
 // Nothing is published here; a failure leaves nothing running.
 #include <functional>
 #include <memory>

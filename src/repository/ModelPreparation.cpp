@@ -12,6 +12,7 @@
 #include "config/ConfigTypes.h"
 #include "config/EnsembleGraph.h"
 #include "config/ModelFiles.h"
+#include "config/ReferenceConfig.h"
 #include "config/RolloutConfig.h"
 #include "config/SequenceConfig.h"
 #include "config/ShapeBucketConfig.h"
@@ -80,6 +81,15 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
   auto rollout = RolloutConfig::FromConfig(config);
   if (!rollout.ok()) return rollout.status();
   p->rollout = std::move(rollout).value();
+  // Checked here so that a bad reference_* parameter fails before any session
+  // is made; BuildModel reads it again (repository/ReferenceCheck.h).
+  auto reference = ReferenceConfig::FromConfig(config);
+  if (!reference.ok()) return reference.status();
+  if (reference.value() && IsEnsemble(config)) {
+    return Unavailable(std::string("parameter '") + kReferenceModelParameter +
+                       "' cannot be used with an ensemble: it has no model file to compare; set it on a "
+                       "composing model");
+  }
   const std::string& filename = config.default_model_filename();
   if (filename.find('/') != std::string::npos || filename == "." || filename == "..") {
     return Unavailable("default_model_filename '" + filename + "' must be a file name inside the version directory");

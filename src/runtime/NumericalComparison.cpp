@@ -130,6 +130,30 @@ NumericalReport CompareOutputs(const std::vector<Tensor>& actual, const std::vec
   return report;
 }
 
+std::optional<Top1Agreement> CompareTop1(const Tensor& actual, const Tensor& expected) {
+  if (!IsFloating(actual.dtype) || actual.dtype != expected.dtype || actual.shape != expected.shape ||
+      actual.shape.size() < 2 || actual.shape.back() <= 1 || actual.data.size() != expected.data.size()) {
+    return std::nullopt;
+  }
+  const size_t classes = static_cast<size_t>(actual.shape.back());
+  Top1Agreement out;
+  out.rows = actual.data.size() / DataTypeSize(actual.dtype) / classes;
+  auto argmax = [classes](const Tensor& t, size_t row) {
+    size_t best = 0;
+    double best_value = -std::numeric_limits<double>::infinity();
+    for (size_t c = 0; c < classes; ++c) {
+      const double v = ElementAt(t.data.data(), t.dtype, row * classes + c);
+      if (v > best_value) {  // NaN never wins; ties go to the first class
+        best_value = v;
+        best = c;
+      }
+    }
+    return best;
+  };
+  for (size_t r = 0; r < out.rows; ++r) out.agreeing += argmax(actual, r) == argmax(expected, r) ? 1 : 0;
+  return out;
+}
+
 std::string DescribeReport(const NumericalReport& report) {
   std::string out = fmt::format("max abs error {:.3g}, max rel error {:.3g}", report.max_abs_error,
                                 report.max_rel_error);

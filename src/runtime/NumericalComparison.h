@@ -1,8 +1,10 @@
 #pragma once
-// Compares a GPU instance's outputs with a CPU FP32 reference (docs/design.md:
+// Compares a GPU instance's outputs with a CPU FP32 reference, and any version
+// with its reference model at load (repository/ReferenceCheck.h) (docs/design.md:
 // a numerical tolerance check whenever an optimization changes the math). Pure:
 // no ORT, no device; unit-tested on CPU.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,16 @@ struct NumericalReport {
 // relative for large values. Other types must match exactly.
 NumericalReport CompareOutputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected,
                                double tolerance);
+
+// Top-1 agreement of a floating-point output with a class dimension: its
+// rows are all but the last dimension, the classes the last one (rank >= 2,
+// last dimension > 1). nullopt when the output has no class dimension or the
+// two tensors differ in type or shape.
+struct Top1Agreement {
+  size_t agreeing = 0;
+  size_t rows = 0;
+};
+std::optional<Top1Agreement> CompareTop1(const Tensor& actual, const Tensor& expected);
 
 // "max abs error 1.2e-05, max rel error 3.4e-06 (output 'y' element 17)"
 std::string DescribeReport(const NumericalReport& report);

@@ -107,5 +107,41 @@ TEST_F(InferAdmissionTest, TheReportIsNeededOnlyWithAnAccessLogOrATrace) {
   EXPECT_EQ(lines, 1);
 }
 
+TEST_F(InferAdmissionTest, AClientOverItsQuotaIsRefusedBeforeTheModelAndItsSlotReturnsWithTheAnswer) {
+  auto config = QuotaConfig::Parse(R"({"default": {"max_in_flight": 1}})", "q.json");
+  ASSERT_TRUE(config.ok());
+  InferAdmission limited{&repository, {.quotas = std::make_shared<ClientQuotas>(std::move(config).value())}};
+  const auto admit = [&](const std::string& model, InferAdmission::QuotaCheck* quota) {
+    return limited.Admit(RequestFor(model), nullptr, nullptr, [this] {
+      ++made;
+      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
+    }, quota);
+  };
+  InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
+  ASSERT_TRUE(admit("m", &first).ok());
+  EXPECT_FALSE(first.rejection);
+  // An unknown model is answered as such, not counted against the quota.
+  InferAdmission::QuotaCheck unknown{.client = "a", .rejection = {}};
+  EXPECT_EQ(admit("nope", &unknown).code(), StatusCode::kNotFound);
+  EXPECT_FALSE(unknown.rejection);
+  // Over the quota: refused with the reason, never handed to the model.
+  InferAdmission::QuotaCheck second{.client = "a", .rejection = {}};
+  EXPECT_FALSE(admit("m", &second).ok());
+  ASSERT_TRUE(second.rejection);
+  EXPECT_EQ(second.rejection->retry_after_s, 1u);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(limited.in_flight().count(), 1);
+  // Another client is not affected; without a check, nobody's quota applies.
+  InferAdmission::QuotaCheck other{.client = "b", .rejection = {}};
+  EXPECT_TRUE(admit("m", &other).ok());
+  EXPECT_TRUE(admit("m", nullptr).ok());
+  // The answer gives the slot back.
+  model->Answer(*model->TakeHeld());
+  InferAdmission::QuotaCheck third{.client = "a", .rejection = {}};
+  EXPECT_TRUE(admit("m", &third).ok());
+  EXPECT_FALSE(third.rejection);
+  while (limited.in_flight().count() > 0) model->Answer(*model->TakeHeld());
+}
+
 }  // namespace
 }  // namespace ortserve::common

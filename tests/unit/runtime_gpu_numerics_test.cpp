@@ -107,5 +107,31 @@ TEST(CompareOutputs, StructuralMismatchFails) {
   EXPECT_THAT(r.detail, HasSubstr("FP64"));
 }
 
+Tensor Rows(const std::string& name, int64_t rows, const std::vector<float>& v) {
+  Tensor t = Make<float>(name, DataType::kFp32, v);
+  t.shape = {rows, static_cast<int64_t>(v.size()) / rows};
+  return t;
+}
+
+TEST(CompareTop1, CountsRowsWhoseLargestClassAgrees) {
+  // Row 0: class 2 on both; row 1: class 0 vs class 1; row 2: class 1 on both.
+  auto actual = Rows("y", 3, {0.1f, 0.2f, 0.9f, 0.6f, 0.5f, 0.0f, 0.0f, 1.0f, 0.0f});
+  auto expected = Rows("y", 3, {0.0f, 0.1f, 0.3f, 0.4f, 0.5f, 0.0f, 0.2f, 0.7f, 0.1f});
+  auto top1 = CompareTop1(actual, expected);
+  ASSERT_TRUE(top1.has_value());
+  EXPECT_EQ(top1->agreeing, 2u);
+  EXPECT_EQ(top1->rows, 3u);
+}
+
+TEST(CompareTop1, NoClassDimensionNoAgreement) {
+  EXPECT_FALSE(CompareTop1(Make<float>("y", DataType::kFp32, {1, 2}), Make<float>("y", DataType::kFp32, {1, 2})));
+  auto one_class = Rows("y", 2, {1.0f, 2.0f});
+  EXPECT_FALSE(CompareTop1(one_class, one_class));
+  auto ints = Make<int32_t>("y", DataType::kInt32, {1, 2, 3, 4});
+  ints.shape = {2, 2};
+  EXPECT_FALSE(CompareTop1(ints, ints));
+  EXPECT_FALSE(CompareTop1(Rows("y", 2, {1, 2, 3, 4}), Rows("y", 1, {1, 2, 3, 4})));  // shapes differ
+}
+
 }  // namespace
 }  // namespace ortserve

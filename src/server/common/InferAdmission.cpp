@@ -10,4 +10,16 @@ Status InferAdmission::CheckAccepting() const {
   return Unavailable(options_.stopping_message);
 }
 
+Result<std::shared_ptr<QuotaTicket>> InferAdmission::AcquireQuota(const std::string& model, QuotaCheck* quota) {
+  auto acquired = options_.quotas->Acquire(quota->client, model);
+  if (auto* refused = std::get_if<QuotaRejection>(&acquired)) {
+    Status status = Unavailable(refused->message);
+    quota->rejection = std::move(*refused);
+    return status;
+  }
+  auto& ticket = std::get<QuotaTicket>(acquired);
+  if (!ticket) return std::shared_ptr<QuotaTicket>();
+  return std::make_shared<QuotaTicket>(std::move(ticket));
+}
+
 }  // namespace ortserve::common

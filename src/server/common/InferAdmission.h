@@ -10,15 +10,21 @@
 //                             and version included) and answers any error
 //                             itself, with the report
 //   Admit(request, cancelled, trace, make_done)
-//                             finds the model, attaches the client's cancel
-//                             flag and the trace, counts the request in flight
-//                             and hands it to Model::Infer
+//                             finds the model, checks the client's quota,
+//                             attaches the client's cancel flag and the
+//                             trace, counts the request in flight and hands
+//                             it to Model::Infer
 //
 // Admit's contract:
 //   - When the repository has no such ready model, Admit returns its status
 //     (kNotFound, kUnavailable), drops the request and never calls
 //     make_done: the front end answers the error as it answers a decode
 //     error.
+//   - When quotas are on and `quota` names the client, a request over its
+//     client's quota (ClientQuotas.h) is refused the same way, with
+//     quota->rejection set: the front end answers HTTP 429 with Retry-After
+//     or gRPC RESOURCE_EXHAUSTED. The check comes after the model lookup, so
+//     an unknown model is answered as such and never counted as a rejection.
 //   - Otherwise it returns OK, having called make_done() once to get `done`,
 //     a callable taking Result<InferenceResponse>. `done` is called exactly
 //     once, on whichever thread finishes the request: a scheduler worker, or
@@ -31,7 +37,8 @@
 //   - `done` is stored in the request's on_complete together with a pointer
 //     to the counter, in one std::function and nothing else: a `done` of one
 //     pointer still fits std::function's inline storage, so admitting costs
-//     no allocation of its own.
+//     no allocation of its own (with quotas on, the quota ticket costs one).
+//     The ticket's in-flight slots are released right after `done` returns.
 //   - The model handle is released when Admit returns. A model keeps what a
 //     request needs while it runs (the repository shuts a model's scheduler
 //     down, answering its requests, before it lets the model go), so a front
@@ -55,6 +62,7 @@
 #include "core/InferenceRequest.h"
 #include "core/Status.h"
 #include "repository/ModelRepository.h"
+#include "server/common/ClientQuotas.h"
 #include "server/common/InFlightCounter.h"
 #include "server/tracing/RequestTracer.h"
 
@@ -69,6 +77,14 @@ class InferAdmission {
     std::shared_ptr<const tracing::RequestTracer> tracer{};
     // The kUnavailable message of a request refused after StopAccepting().
     std::string stopping_message = "server is shutting down";
+    // Null: no client quotas.
+    std::shared_ptr<ClientQuotas> quotas{};
+  };
+
+  // Admit's quota check: the client's id in, the refusal out.
+  struct QuotaCheck {
+    std::string_view client;
+    std::optional<QuotaRejection> rejection;
   };
 
   // `repository` must outlive the admission.
@@ -79,6 +95,8 @@ class InferAdmission {
   void set_access_log(AccessLogSink sink) { options_.access_log = std::move(sink); }
   // True when requests may carry a trace context worth reading.
   bool tracing() const { return options_.tracer != nullptr; }
+  // True when requests are checked against client quotas.
+  bool quotas() const { return options_.quotas != nullptr; }
 
   // New requests are refused from now on. Idempotent.
   void StopAccepting() { accepting_.store(false, std::memory_order_release); }
@@ -98,14 +116,18 @@ class InferAdmission {
   // kUnavailable with the stopping message once StopAccepting() was called.
   Status CheckAccepting() const;
 
-  // See the contract above. `request` names its model and version.
+  // See the contract above. `request` names its model and version; `quota`
+  // null: no quota check.
   template <typename MakeDone>
   Status Admit(std::unique_ptr<InferenceRequest> request, CancelFlag cancelled,
-               std::shared_ptr<RequestTrace> trace, MakeDone&& make_done);
+               std::shared_ptr<RequestTrace> trace, MakeDone&& make_done, QuotaCheck* quota = nullptr);
 
   InFlightCounter& in_flight() { return in_flight_; }
 
  private:
+  // The quota ticket of a request of `quota`'s client, or the refusal.
+  Result<std::shared_ptr<QuotaTicket>> AcquireQuota(const std::string& model, QuotaCheck* quota);
+
   ModelRepository* const repository_;
   Options options_;
   std::atomic<bool> accepting_{true};
@@ -115,16 +137,31 @@ class InferAdmission {
 
 template <typename MakeDone>
 Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFlag cancelled,
-                             std::shared_ptr<RequestTrace> trace, MakeDone&& make_done) {
+                             std::shared_ptr<RequestTrace> trace, MakeDone&& make_done, QuotaCheck* quota) {
   Result<std::shared_ptr<Model>> model = repository_->GetModel(request->model_name, request->model_version);
   if (!model.ok()) return model.status();
+  std::shared_ptr<QuotaTicket> ticket;
+  if (options_.quotas && quota != nullptr) {
+    auto acquired = AcquireQuota(request->model_name, quota);
+    if (!acquired.ok()) return acquired.status();
+    ticket = std::move(acquired).value();
+  }
   request->cancelled = std::move(cancelled);
   request->trace = std::move(trace);
-  request->on_complete = [done = std::forward<MakeDone>(make_done)(),
-                          counter = &in_flight_](Result<InferenceResponse> result) mutable {
-    done(std::move(result));
-    counter->Done();
-  };
+  if (ticket) {
+    request->on_complete = [done = std::forward<MakeDone>(make_done)(), counter = &in_flight_,
+                            ticket = std::move(ticket)](Result<InferenceResponse> result) mutable {
+      done(std::move(result));
+      ticket->Release();
+      counter->Done();
+    };
+  } else {
+    request->on_complete = [done = std::forward<MakeDone>(make_done)(),
+                            counter = &in_flight_](Result<InferenceResponse> result) mutable {
+      done(std::move(result));
+      counter->Done();
+    };
+  }
   in_flight_.Add();
   model.value()->Infer(std::move(request));
   return Status::Ok();

@@ -47,6 +47,21 @@ std::optional<std::string> TraceparentOf(const grpc::ServerContext& ctx) {
   return traceparent;
 }
 
+std::string ClientIdOf(const grpc::ServerContext& ctx, const std::string& header) {
+  if (!header.empty()) {
+    if (auto it = ctx.client_metadata().find(header); it != ctx.client_metadata().end() && !it->second.empty())
+      return std::string(it->second.data(), it->second.size());
+  }
+  std::string peer = ctx.peer();
+  if (size_t colon = peer.find(':'); colon != std::string::npos && peer.compare(0, 3, "ipv") == 0)
+    peer.erase(0, colon + 1);
+  if (size_t colon = peer.rfind(':'); colon != std::string::npos && peer.find(':') == colon) peer.erase(colon);
+  if (peer.size() > 2 && peer.front() == '[') {
+    if (size_t close = peer.find(']'); close != std::string::npos) peer = peer.substr(1, close - 1);
+  }
+  return peer;
+}
+
 AccessLogRecord InferAccessRecord(std::string_view protocol, std::string_view request_id,
                                   std::string_view model, std::string_view version,
                                   grpc::StatusCode code, const InferenceResponse* response,

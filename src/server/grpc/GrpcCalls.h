@@ -62,6 +62,11 @@ void WakeQueue(grpc::Alarm* alarm, grpc::ServerCompletionQueue* cq, Tag* tag);
 // nullopt.
 std::optional<std::string> TraceparentOf(const grpc::ServerContext& ctx);
 
+// The call's client id for quotas: the metadata value of `header` (lowercase;
+// empty: none), else the peer's IP address (gRPC's peer() without the
+// "ipv4:"/"ipv6:" scheme and the port).
+std::string ClientIdOf(const grpc::ServerContext& ctx, const std::string& header);
+
 // The access-log record of one answered infer request: a ModelInfer call
 // ("grpc") or one ModelStreamInfer response ("grpc-stream"). `response` is
 // null when the request failed.

@@ -27,6 +27,7 @@
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/common/ClientQuotas.h"
 #include "server/common/SharedMemoryRegistry.h"
 #include "server/common/RuntimeSettings.h"
 #include "server/common/TensorLimits.h"
@@ -88,6 +89,9 @@ struct GrpcServerOptions {
   std::shared_ptr<common::SharedMemoryRegistry> shared_memory{};
   // Triton's logging and trace extensions (LogSettings, TraceSetting).
   common::RuntimeSettings runtime_settings{};
+  // Per-client quotas (--client-quota-config, --client-id-header): the id is
+  // the header's metadata value, else the peer's IP address.
+  common::QuotaSettings quotas{};
   // TLS (--grpc-use-ssl, --grpc-use-ssl-mutual), PEM files. Create() fails
   // naming a file that is missing, unreadable or not PEM.
   struct Tls {

@@ -48,7 +48,8 @@ class GrpcServiceCore {
         repository_(repository),
         shared_memory_(options_.shared_memory ? options_.shared_memory
                                               : std::make_shared<common::SharedMemoryRegistry>()),
-        admission_(repository, {.access_log = options_.access_log, .tracer = options_.tracer}) {}
+        admission_(repository,
+                   {.access_log = options_.access_log, .tracer = options_.tracer, .quotas = options_.quotas.quotas}) {}
 
   AsyncService& service() { return service_; }
   grpc::AsyncGenericService& generic_service() { return generic_service_; }

@@ -154,12 +154,21 @@ class GenericCall final : public CallBase {
       if (!bound.ok()) return FinishWithError(bound.status());
       shm_outputs_ = std::move(bound).value();
     }
-    Status admitted = admission.Admit(std::move(request), cancelled_, report_.trace, [this] {
-      return [this](Result<InferenceResponse> result) {
-        result_.emplace(std::move(result));
-        WakeQueue(&alarm_, cq_, &result_tag_);
-      };
-    });
+    std::string client;
+    if (admission.quotas()) client = ClientIdOf(ctx_, core_->options().quotas.client_id_header);
+    common::InferAdmission::QuotaCheck quota{.client = client, .rejection = {}};
+    Status admitted = admission.Admit(
+        std::move(request), cancelled_, report_.trace,
+        [this] {
+          return [this](Result<InferenceResponse> result) {
+            result_.emplace(std::move(result));
+            WakeQueue(&alarm_, cq_, &result_tag_);
+          };
+        },
+        admission.quotas() ? &quota : nullptr);
+    if (quota.rejection) {
+      return FinishWithError(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, quota.rejection->message));
+    }
     if (!admitted.ok()) return FinishWithError(admitted);
   }
 

@@ -63,6 +63,7 @@ class StreamCall final : public CallBase {
         MarkStarted();
         // Every request on the stream continues the stream's trace context.
         if (core_->admission().tracing()) traceparent_ = TraceparentOf(ctx_);
+        if (core_->admission().quotas()) client_id_ = ClientIdOf(ctx_, core_->options().quotas.client_id_header);
         refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
         if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
           // The read loop's reference passes to this Finish.
@@ -187,14 +188,20 @@ class StreamCall final : public CallBase {
       answer.shm_outputs = std::move(bound).value();
     }
     std::shared_ptr<RequestTrace> trace = answer.report.trace;
-    Status admitted = admission.Admit(std::move(request), cancelled_, std::move(trace), [&] {
-      // `answer` moves into the callback: only a failed lookup, which never
-      // calls this, still needs it.
-      return [this, answer = std::move(answer)](Result<InferenceResponse> result) mutable {
-        answer.result = std::move(result);
-        Complete(std::move(answer));
-      };
-    });
+    // A quota refusal is answered in-band like every stream error (Triton's
+    // streams carry errors as messages, not as the call's status).
+    common::InferAdmission::QuotaCheck quota{.client = client_id_, .rejection = {}};
+    Status admitted = admission.Admit(
+        std::move(request), cancelled_, std::move(trace),
+        [&] {
+          // `answer` moves into the callback: only a failed lookup, which
+          // never calls this, still needs it.
+          return [this, answer = std::move(answer)](Result<InferenceResponse> result) mutable {
+            answer.result = std::move(result);
+            Complete(std::move(answer));
+          };
+        },
+        admission.quotas() ? &quota : nullptr);
     if (!admitted.ok()) return fail(admitted);
   }
 
@@ -304,6 +311,7 @@ class StreamCall final : public CallBase {
   grpc::ServerContext ctx_;
   grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest> stream_{&ctx_};
   std::optional<std::string> traceparent_;  // the stream's; read when it starts
+  std::string client_id_;                   // the quota client id; read when it starts
   // The read loop's: one Read at a time, started on the polling thread.
   std::shared_ptr<inference::ModelInferRequest> reading_;
   inference::ModelStreamInferResponse out_;                // the write loop only

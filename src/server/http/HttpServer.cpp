@@ -166,7 +166,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(HttpServerOptions options
           .allow_unauthenticated_model_control = impl->options.allow_unauthenticated_model_control,
           .tracer = impl->options.tracer,
           .shared_memory = impl->options.shared_memory,
-          .runtime_settings = impl->options.runtime_settings},
+          .runtime_settings = impl->options.runtime_settings,
+          .quotas = impl->options.quotas.quotas},
       repository);
   impl->service->set_access_log(impl->options.access_log);
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));

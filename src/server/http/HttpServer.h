@@ -29,6 +29,7 @@
 #include "core/AccessLogRecord.h"
 #include "core/Status.h"
 #include "server/auth/AccessPolicy.h"
+#include "server/common/ClientQuotas.h"
 #include "server/common/SharedMemoryRegistry.h"
 #include "server/common/RuntimeSettings.h"
 #include "server/common/TensorLimits.h"
@@ -87,6 +88,8 @@ struct HttpServerOptions {
   std::shared_ptr<common::SharedMemoryRegistry> shared_memory{};
   // Triton's logging and trace extensions (/v2/logging, .../trace/setting).
   common::RuntimeSettings runtime_settings{};
+  // Per-client quotas (--client-quota-config, --client-id-header).
+  common::QuotaSettings quotas{};
   // HTTPS (--http-use-ssl). PEM files; Create() fails naming a file that is
   // missing, unreadable, not PEM, or a key that does not match the cert.
   struct Tls {

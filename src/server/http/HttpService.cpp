@@ -190,7 +190,8 @@ HttpService::HttpService(HttpServiceOptions options, ModelRepository* repository
       admission_(std::make_shared<common::InferAdmission>(
           repository, common::InferAdmission::Options{
                           .tracer = options_.tracer,
-                          .stopping_message = "server is shutting down; not accepting inference requests"})) {}
+                          .stopping_message = "server is shutting down; not accepting inference requests",
+                          .quotas = options_.quotas})) {}
 
 HttpResponse HttpService::ErrorResponse(const Status& status) {
   return ErrorResponse(HttpStatusFor(status.code()), status.message());
@@ -447,7 +448,8 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   InferArrival arrival{.report = admission_->StartReport(request.traceparent, model),
                        .bytes_in = request.body->size(),
                        .accept_encoding = std::move(request.accept_encoding),
-                       .context = std::move(context)};
+                       .context = std::move(context),
+                       .client_id = std::move(request.client_id)};
   if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
     return FailInfer(accepting, model, version, arrival);
   if (repository_->NeedsLoad(model)) return AwaitModelLoad(request, model, version, std::move(arrival));
@@ -569,6 +571,7 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
   std::shared_ptr<RequestTrace> trace = report.trace;
   CancelFlag cancelled = std::move(arrival.context.cancelled);
   const uint64_t bytes_in = arrival.bytes_in;
+  common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {}};
   Status admitted = admission_->Admit(std::move(decoded->request), std::move(cancelled), std::move(trace), [&] {
     // Runs exactly once, so it moves its captures on to the connection's I/O
     // thread; `admission` stays, keeping the in-flight counter alive.
@@ -590,7 +593,13 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
         reply(std::move(r));
       });
     };
-  });
+  }, admission_->quotas() ? &quota : nullptr);
+  if (quota.rejection) {
+    HttpResponse r = ErrorResponse(429, quota.rejection->message);
+    r.retry_after_s = quota.rejection->retry_after_s;
+    if (arrival.report) ReportInfer(arrival.report, {}, model, version, r, arrival.bytes_in, nullptr);
+    return arrival.context.reply(std::move(r));
+  }
   if (!admitted.ok()) return FailInfer(admitted, model, version, arrival);
 }
 

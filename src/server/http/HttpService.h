@@ -46,6 +46,8 @@ struct HttpRequest {
   // The W3C traceparent header (repeats joined by ','), captured only when
   // tracing is on.
   std::optional<std::string> traceparent;
+  // The client's id for quotas (ClientQuotas.h), set only when quotas are on.
+  std::string client_id;
 };
 
 struct HttpResponse {
@@ -56,6 +58,8 @@ struct HttpResponse {
   std::vector<TensorData> tail;
   std::optional<size_t> inference_header_length;
   std::string content_encoding;  // empty: identity
+  // Sent as Retry-After when set (a quota refusal).
+  std::optional<uint32_t> retry_after_s;
   // The server should close the connection after this response.
   bool close = false;
   size_t size() const {
@@ -94,6 +98,8 @@ struct HttpServiceOptions {
   std::shared_ptr<common::SharedMemoryRegistry> shared_memory{};
   // GET/POST /v2/logging and /v2[/models/<m>]/trace/setting.
   common::RuntimeSettings runtime_settings{};
+  // Per-client quotas; null: none.
+  std::shared_ptr<common::ClientQuotas> quotas{};
 };
 
 class HttpService {
@@ -127,6 +133,7 @@ class HttpService {
     uint64_t bytes_in = 0;
     std::string accept_encoding;
     RequestContext context;
+    std::string client_id;  // quotas on only
   };
   struct InflateJob;
   struct LoadWait;

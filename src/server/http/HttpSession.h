@@ -102,6 +102,18 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
  private:
   Socket& Tcp() { return beast::get_lowest_layer(stream_); }
 
+  // The quota client id: the --client-id-header value, else the peer's IP.
+  template <class Request>
+  std::string ClientIdOf(const Request& req) {
+    const std::string& header = options_.quotas.client_id_header;
+    if (!header.empty()) {
+      if (auto it = req.find(header); it != req.end() && !it->value().empty()) return ToString(it->value());
+    }
+    beast::error_code ec;
+    auto peer = Tcp().remote_endpoint(ec);
+    return ec ? std::string() : peer.address().to_string();
+  }
+
   // The connection's deadline (ConnectionDeadlines closes it once passed);
   // Beast's own per-operation timeouts stay unset.
   void SetDeadline(std::chrono::seconds timeout) { deadline_ = std::chrono::steady_clock::now() + timeout; }
@@ -202,6 +214,7 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
       hreq.inference_header_length = ToString(it->value());
     for (const std::string& name : core_->auth_headers)
       if (auto it = req.find(name); it != req.end()) hreq.auth_headers.emplace_back(name, ToString(it->value()));
+    if (options_.quotas.quotas) hreq.client_id = ClientIdOf(req);
     if (options_.tracer) {
       for (auto [it, end] = req.equal_range("traceparent"); it != end; ++it) {
         AddTraceparentValue(&hreq.traceparent, std::string_view(it->value().data(), it->value().size()));

@@ -14,6 +14,7 @@ void AppendResponseHead(std::string* out, const HttpResponse& r, bool keep_alive
   if (r.inference_header_length) add("Inference-Header-Content-Length", std::to_string(*r.inference_header_length));
   if (!r.content_encoding.empty()) add("Content-Encoding", r.content_encoding);
   add("Content-Length", std::to_string(r.size()));
+  if (r.retry_after_s) add("Retry-After", std::to_string(*r.retry_after_s));
   if (!keep_alive) add("Connection", "close");
   out->append(extra_headers).append("\r\n");
 }

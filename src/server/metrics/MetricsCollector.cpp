@@ -110,6 +110,20 @@ void RenderServer(PrometheusText& out, const MetricsSources& sources) {
     out.Sample("ortserve_active_calls", {{"protocol", "grpc"}},
                static_cast<uint64_t>(sources.grpc_active_calls()));
   }
+  if (sources.quota_rejections) {
+    out.Family("ortserve_quota_rejected_total", "counter",
+               "Infer requests refused because their client was over its quota (--client-quota-config); "
+               "clients without an entry of their own are counted as client=\"other\".");
+    for (const auto& r : sources.quota_rejections()) {
+      out.Sample("ortserve_quota_rejected_total", {{"client", r.client}, {"model", r.model}}, r.count);
+    }
+  }
+  if (sources.quota_tracked_clients) {
+    out.Family("ortserve_quota_tracked_clients", "gauge",
+               "Clients whose quota state (buckets, in-flight counts) is kept now; at most max_tracked_clients "
+               "plus those with requests in flight.");
+    out.Sample("ortserve_quota_tracked_clients", {}, static_cast<uint64_t>(sources.quota_tracked_clients()));
+  }
   if (sources.trace_export) RenderTraceExport(out, sources.trace_export());
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "repository/ModelRepository.h"
+#include "server/common/ClientQuotas.h"
 #include "server/tracing/OtlpExporter.h"
 
 namespace ortserve::metrics {
@@ -27,6 +28,9 @@ struct MetricsSources {
   std::function<size_t()> http_open_connections;
   std::function<uint64_t()> http_rejected_connections;
   std::function<size_t()> grpc_active_calls;
+  // ortserve_quota_rejected_total; empty (no quotas): no series.
+  std::function<std::vector<common::ClientQuotas::RejectedCount>()> quota_rejections;
+  std::function<size_t()> quota_tracked_clients;
   // The OTLP trace exporter's counters; empty (tracing off): no trace series.
   std::function<tracing::TraceExportCounters()> trace_export;
 };

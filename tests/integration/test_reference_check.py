@@ -1,0 +1,167 @@
+"""Reference check at load (reference_* parameters, issue 34): an INT8 version
+made by onnxruntime's own quantize_dynamic from an FP32 MLP classifier is
+compared, before it becomes READY, with the FP32 file of its version folder.
+At a sane tolerance it serves (its answers checked against onnxruntime); at a
+tolerance tighter than quantization allows it stays UNAVAILABLE with the
+figures in its reason, visible in the repository index, GET config and
+readiness. Every bad reference_* parameter names itself.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+from onnx import TensorProto, helper
+
+from harness import Reference, make_test_models
+
+demo = make_test_models.demo
+FEATURES, HIDDEN, CLASSES = 32, 64, 10
+
+CONFIG = """
+name: "{name}"
+platform: "onnxruntime_onnx"
+max_batch_size: 16
+input [ {{ name: "x" data_type: TYPE_FP32 dims: [ {features} ] }} ]
+output [ {{ name: "logits" data_type: TYPE_FP32 dims: [ {classes} ] }} ]
+model_warmup [ {{ name: "random" batch_size: 16 count: 1
+  inputs {{ key: "x" value {{ data_type: TYPE_FP32 dims: [ {features} ] random_data: true }} }} }} ]
+{params}
+"""
+
+
+def params(**kv) -> str:
+    return "\n".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}' for k, v in kv.items())
+
+
+def build_mlp():
+    rng = np.random.default_rng(7)
+    w1 = rng.normal(0, 0.5, (FEATURES, HIDDEN)).astype(np.float32)
+    w2 = rng.normal(0, 0.5, (HIDDEN, CLASSES)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]),
+             helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["o"]),
+             helper.make_node("Add", ["o", "b2"], ["logits"])]
+    return demo.make_model(nodes, [("x", TensorProto.FLOAT, ["batch", FEATURES])],
+                           [("logits", TensorProto.FLOAT, ["batch", CLASSES])],
+                           [demo.const("w1", w1), demo.const("b1", rng.normal(0, 0.1, HIDDEN).astype(np.float32)),
+                            demo.const("w2", w2), demo.const("b2", rng.normal(0, 0.1, CLASSES).astype(np.float32))],
+                           name="mlp")
+
+
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory):
+    """(fp32 path, int8 path): the INT8 file is quantize_dynamic's output."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    d = tmp_path_factory.mktemp("quant")
+    fp32, int8 = d / "model_fp32.onnx", d / "model_int8.onnx"
+    fp32.write_bytes(build_mlp().SerializeToString())
+    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
+    ops = {n.op_type for n in __import__("onnx").load(str(int8)).graph.node}
+    assert "MatMulInteger" in ops or "DynamicQuantizeLinear" in ops, ops  # quantization applied
+    return fp32, int8
+
+
+def write_int8_model(repo, name, quantized, extra, samples=None):
+    fp32, int8 = quantized
+    d = repo / name
+    (d / "1").mkdir(parents=True)
+    (d / "config.pbtxt").write_text(CONFIG.format(name=name, features=FEATURES, classes=CLASSES, params=extra))
+    (d / "1" / "model.onnx").write_bytes(int8.read_bytes())
+    (d / "1" / "model_fp32.onnx").write_bytes(fp32.read_bytes())
+    if samples is not None:
+        (d / "ref").mkdir()
+        np.save(d / "ref" / "x.npy", samples)
+
+
+def index_entry(srv, name):
+    entry = [e for e in srv.repository_index() if e["name"] == name]
+    assert len(entry) == 1, entry
+    return entry[0]
+
+
+def test_int8_version_passes_at_a_sane_tolerance_and_fails_when_too_tight(launch, tmp_path, quantized):
+    rng = np.random.default_rng(3)
+    samples = rng.random((64, FEATURES), dtype=np.float32)
+    ref = Reference()
+    fp32_out = ref.run(quantized[0], {"x": samples})["logits"]
+    int8_out = ref.run(quantized[1], {"x": samples})["logits"]
+    diff = float(np.abs(int8_out - fp32_out).max())
+    assert diff > 1e-4, diff  # quantization changed the math: a tight tolerance must fail
+
+    repo = tmp_path / "repo"
+    write_int8_model(repo, "int8_ok", quantized,
+                     params(reference_model="model_fp32.onnx", reference_tolerance=str(max(0.5, 4 * diff)),
+                            reference_min_agreement="0.8"))
+    write_int8_model(repo, "int8_tight", quantized,
+                     params(reference_model="model_fp32.onnx", reference_tolerance="1e-7"))
+    write_int8_model(repo, "int8_samples", quantized,
+                     params(reference_model="model_fp32.onnx", reference_samples="ref", reference_tolerance="1e-7",
+                            reference_min_agreement="0.5"), samples=samples)
+    srv = launch(repo)
+    srv.wait_models_ready(["int8_ok"])
+
+    # Passed: READY, and it answers as onnxruntime runs the INT8 file.
+    client = httpclient.InferenceServerClient(srv.url)
+    x = rng.random((4, FEATURES), dtype=np.float32)
+    inp = httpclient.InferInput("x", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    got = client.infer("int8_ok", [inp]).as_numpy("logits")
+    np.testing.assert_allclose(got, ref.run(quantized[1], {"x": x})["logits"], rtol=1e-5, atol=1e-5)
+    assert "reference check against 'model_fp32.onnx' on 1 sample(s) passed" in srv.log_text()
+
+    # Too tight: UNAVAILABLE, the figures in its reason, everywhere the state shows.
+    entry = index_entry(srv, "int8_tight")
+    assert entry["state"] == "UNAVAILABLE", entry
+    reason = entry["reason"]
+    assert "output 'logits': max abs diff" in reason and "top-1 agreement" in reason, reason
+    assert "reference_tolerance 1e-07" in reason, reason
+    assert srv.get("/v2/models/int8_tight/ready").status_code != 200
+    config = srv.get("/v2/models/int8_tight/config")
+    assert config.status_code != 200 and "max abs diff" in config.text, config.text
+
+    # On the reference_samples folder the figures are those onnxruntime gives.
+    reason = index_entry(srv, "int8_samples")["reason"]
+    m = re.search(r"max abs diff ([0-9.e+-]+), top-1 agreement ([0-9.e+-]+) \((\d+)/(\d+)\)", reason)
+    assert m, reason
+    assert float(m.group(1)) == pytest.approx(diff, rel=0.05), (reason, diff)
+    agreeing = int((int8_out.argmax(1) == fp32_out.argmax(1)).sum())
+    assert abs(int(m.group(3)) - agreeing) <= 1 and int(m.group(4)) == 64, (reason, agreeing)
+    assert "reference check against 'model_fp32.onnx' on 1 sample(s) failed" in reason, reason
+
+
+BAD = {
+    "bad_negative": (dict(reference_model="model_fp32.onnx", reference_tolerance="-1"), "reference_tolerance"),
+    "bad_nan": (dict(reference_model="model_fp32.onnx", reference_tolerance="x"), "reference_tolerance"),
+    "bad_agreement": (dict(reference_model="model_fp32.onnx", reference_min_agreement="1.5"),
+                      "reference_min_agreement"),
+    "bad_escape": (dict(reference_model="../model_fp32.onnx", reference_tolerance="1"), "reference_model"),
+    "bad_missing": (dict(reference_model="missing.onnx", reference_tolerance="1"), "reference_model"),
+    "bad_no_threshold": (dict(reference_model="model_fp32.onnx"), "reference_tolerance"),
+    "bad_no_model": (dict(reference_tolerance="1"), "reference_model"),
+    "bad_samples": (dict(reference_model="model_fp32.onnx", reference_tolerance="1", reference_samples="nowhere"),
+                    "reference_samples"),
+}
+
+
+def test_every_bad_reference_parameter_names_itself(launch, tmp_path, quantized):
+    repo = tmp_path / "repo"
+    for name, (extra, _) in BAD.items():
+        write_int8_model(repo, name, quantized, params(**extra))
+    ensemble = repo / "bad_ensemble"
+    (ensemble / "1").mkdir(parents=True)
+    (ensemble / "config.pbtxt").write_text(f"""
+name: "bad_ensemble"
+platform: "ensemble"
+max_batch_size: 16
+input [ {{ name: "x" data_type: TYPE_FP32 dims: [ {FEATURES} ] }} ]
+output [ {{ name: "logits" data_type: TYPE_FP32 dims: [ {CLASSES} ] }} ]
+ensemble_scheduling {{ step [ {{ model_name: "bad_nan" model_version: -1
+  input_map {{ key: "x" value: "x" }} output_map {{ key: "logits" value: "logits" }} }} ] }}
+""" + params(reference_model="model_fp32.onnx", reference_tolerance="1"))
+    srv = launch(repo)
+    assert "ensemble" in index_entry(srv, "bad_ensemble")["reason"]
+    for name, (_, named) in BAD.items():
+        entry = index_entry(srv, name)
+        assert entry["state"] == "UNAVAILABLE" and named in entry["reason"], entry
