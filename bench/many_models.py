@@ -9,7 +9,15 @@ Gemm 64, one CPU instance each), starts ortserve, and reports the seconds to REA
 VmRSS, the threads (all, and ORT's: ort-pool-N / ort-<model>; all again after the
 requests, which start each model's watchdog), the CPU the idle process
 uses over --idle-secs, and the latency of --requests requests (JSON over HTTP, binary-free,
---concurrency client threads, each picking a model at random)."""
+--concurrency client threads, each picking a model at random).
+
+    .venv/bin/python bench/many_models.py --models 200 --on-demand
+
+--on-demand (--model-load-on-demand=true, shared pool): VmRSS with every model listed and
+none loaded against an empty repository (the cost of an idle-but-listed model), the cold
+start of each model's first request (p50/p99, one model after another, outputs checked),
+VmRSS once all are loaded, and then the --requests mix over the loaded models, with
+ortserve_model_loads_total{reason="on_demand"} checked to equal the model count."""
 import argparse
 import concurrent.futures
 import random
@@ -101,6 +109,58 @@ def run_mode(binary, repo, mode, args, work):
         srv.stop()
 
 
+def first_requests(url, count):
+    """The latency of each model's first request, one model after another (seconds, sorted);
+    every answer is checked against numpy."""
+    x = np.full((1, WIDTH), 0.25, np.float32)
+    body = {"inputs": [{"name": "INPUT0", "shape": [1, WIDTH], "datatype": "FP32", "data": x.ravel().tolist()}]}
+    session, out = requests.Session(), []
+    for i in range(count):
+        t0 = time.perf_counter()
+        r = session.post(f"http://{url}/v2/models/m{i:03d}/infer", json=body, timeout=120)
+        out.append(time.perf_counter() - t0)
+        r.raise_for_status()
+        inits = {t.name: numpy_helper.to_array(t) for t in small_mlp(i).graph.initializer}
+        want = np.maximum(x @ inits["w0"] + inits["b0"], 0) @ inits["w1"] + inits["b1"]
+        got = np.array(r.json()["outputs"][0]["data"], np.float32).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return sorted(out)
+
+
+def run_on_demand(binary, repo, args, work):
+    flags = ["--thread-budget", str(args.thread_budget), "--model-load-on-demand=true"]
+    (work / "empty").mkdir(exist_ok=True)
+    empty = Ortserve(binary, work / "empty", work / "ortserve-empty.log", flags)
+    try:
+        empty.wait_ready()
+        time.sleep(1.0)
+        rss_empty = empty.rss_kib()
+    finally:
+        empty.stop()
+    srv = Ortserve(binary, repo, work / "ortserve-on-demand.log", flags)
+    try:
+        ready_s = srv.wait_ready()
+        time.sleep(1.0)
+        rss_listed = srv.rss_kib()
+        cold = first_requests(srv.url, args.models)
+        rss_loaded = srv.rss_kib()
+        lat = latencies(srv.url, args.models, args.requests, args.concurrency)
+        loads = srv.metric_sum('ortserve_model_loads_total{reason="on_demand"}')
+        p = lambda v, q: v[min(len(v) - 1, int(q * len(v)))] * 1000  # noqa: E731
+        print(f"on-demand: {args.models} models listed, ready {ready_s:.2f} s after the start; VmRSS empty "
+              f"repository {rss_empty / 1024:.1f} MiB, {args.models} listed {rss_listed / 1024:.1f} MiB "
+              f"({(rss_listed - rss_empty) / args.models:.1f} KiB per listed model), all loaded "
+              f"{rss_loaded / 1024:.1f} MiB ({(rss_loaded - rss_listed) / args.models:.0f} KiB per loaded model); "
+              f"first request per model (cold start, sequential): p50 {p(cold, 0.50):.1f} ms, "
+              f"p99 {p(cold, 0.99):.1f} ms; then {args.requests} requests, concurrency {args.concurrency}: "
+              f"p50 {p(lat, 0.50):.1f} ms, p99 {p(lat, 0.99):.1f} ms; on-demand loads {loads:.0f}; "
+              f"load {loadavg()}", flush=True)
+        if int(loads) != args.models:
+            raise SystemExit(f"ortserve_model_loads_total{{reason=on_demand}} is {loads}, not {args.models}")
+    finally:
+        srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ortserve-bin", default=str(ROOT / "build" / "ortserve"))
@@ -110,12 +170,16 @@ def main():
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--idle-secs", type=float, default=10.0)
+    ap.add_argument("--on-demand", action="store_true",
+                    help="measure --model-load-on-demand instead of the --modes")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="ortserve-many-") as tmp:
         work = Path(tmp)
         write_repo(work / "repo", args.models)
         try:
-            for mode in args.modes.split(","):
+            if args.on_demand:
+                run_on_demand(args.ortserve_bin, work / "repo", args, work)
+            for mode in [] if args.on_demand else args.modes.split(","):
                 run_mode(args.ortserve_bin, work / "repo", mode, args, work)
         finally:
             Procs.stop_all()

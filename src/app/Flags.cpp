@@ -213,6 +213,17 @@ void AddModelFlags(CLI::App& app, Flags& f) {
   app.add_option("--load-model", f.load_models,
                  "explicit mode: a model to load at startup (repeatable; '*': all). Without it "
                  "explicit mode starts with no model loaded");
+  app.add_option("--model-load-on-demand", f.model_load_on_demand,
+                 "true: list the repository's models but load each on its first infer request (that request "
+                 "and those arriving during the load wait, up to --model-load-wait-secs). With none or poll "
+                 "nothing loads at startup (poll keeps the loaded models in sync with the repository); with "
+                 "explicit --load-model models load at startup and load/unload stay available")
+      ->capture_default_str();
+  app.add_option("--model-load-wait-secs", f.model_load_wait_secs,
+                 "--model-load-on-demand: the longest a request waits for its model's load (503 / UNAVAILABLE "
+                 "after it; the load goes on)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_option("--model-cache-dir", f.model_cache_dir,
                  "Directory for TensorRT engine and timing caches, shared by all instances of a "
                  "model and kept across restarts (empty: <temp dir>/ortserve-model-cache). When set, CPU "
@@ -352,7 +363,9 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
                            .session_config_entries = triton.session_config_entries,
                            .signing = {.policy = signature_policy,
                                        .public_key_files = flags.model_signing_public_keys,
-                                       .certificate_chain_files = flags.model_signing_certificate_chains}};
+                                       .certificate_chain_files = flags.model_signing_certificate_chains},
+                           .load_on_demand = flags.model_load_on_demand,
+                           .load_wait = std::chrono::seconds(flags.model_load_wait_secs)};
 }
 
 int DefaultHttpThreads(int cpus) {

@@ -64,6 +64,8 @@ struct Flags {
   std::string model_control_mode = "none";
   int repository_poll_secs = 15;
   std::vector<std::string> load_models;
+  bool model_load_on_demand = false;
+  int model_load_wait_secs = 60;
   std::string model_cache_dir;
   std::vector<std::string> op_libraries;  // --op-library
   std::string model_signature_policy = "off";         // --model-signature-policy

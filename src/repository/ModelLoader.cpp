@@ -156,13 +156,34 @@ void ModelLoader::Control(const std::string& name, bool load, std::function<void
       return done(Unavailable("server is shutting down; model '" + name + "' was not " +
                               (load ? "loaded" : "unloaded")));
     }
-    done(load ? LoadNow(name, nullptr) : UnloadNow(name, /*forget=*/false));
+    done(load ? LoadNow(name, nullptr, LoadReason::kExplicit) : UnloadNow(name, /*forget=*/false));
   });
 }
 
+void ModelLoader::LoadOnDemand(const std::string& name, std::function<void(Status)> done) {
+  Enqueue([this, name, done = std::move(done)](bool cancelled) {
+    if (cancelled) return done(Unavailable("server is shutting down; model '" + name + "' was not loaded"));
+    if (table_->LatestReady(name)) return done(Status::Ok());  // loaded meanwhile
+    spdlog::info("model '{}': loading on its first request", name);
+    const Status loaded = LoadNow(name, nullptr, LoadReason::kOnDemand);
+    if (table_->LatestReady(name)) return done(Status::Ok());
+    done(loaded.ok() ? Unavailable("model '" + name + "' has no version to load") : loaded);
+  });
+}
+
+std::array<uint64_t, kLoadReasonCount> ModelLoader::LoadCounts() const {
+  std::array<uint64_t, kLoadReasonCount> counts{};
+  for (size_t i = 0; i < kLoadReasonCount; ++i) counts[i] = loads_[i].load(std::memory_order_relaxed);
+  return counts;
+}
+
 std::vector<std::string> ModelLoader::StartupModels() {
-  std::vector<std::string> names = ListModelDirs(options_->repository_path);
   const auto& wanted = options_->startup_models;
+  if (options_->load_on_demand && options_->control_mode != ModelControlMode::kExplicit) {
+    spdlog::info("model load on demand: no model loads at startup");
+    return {};
+  }
+  std::vector<std::string> names = ListModelDirs(options_->repository_path);
   if (options_->control_mode != ModelControlMode::kExplicit ||
       std::find(wanted.begin(), wanted.end(), "*") != wanted.end()) {
     return names;
@@ -196,7 +217,7 @@ void ModelLoader::LoadAll() {
   EnsemblesLast(prepared);
   // Every model's LOADING/UNAVAILABLE state is published before the first load.
   for (auto& p : prepared) ShutDown(table_->Publish(p));
-  for (auto& p : prepared) (void)LoadCandidates(p);
+  for (auto& p : prepared) (void)LoadCandidates(p, LoadReason::kStartup);
   MutexLock lock(mu_);
   initial_load_done_ = true;
 }
@@ -205,7 +226,7 @@ void ModelLoader::AddComposingModels(std::vector<PreparedModel>& prepared) const
   AddComposingModelsOf(prepared, options_->repository_path, [this](const std::string& name) { return Prepare(name); });
 }
 
-Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* loading) {
+Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* loading, LoadReason reason) {
   std::set<std::string> first_call;
   if (!loading) loading = &first_call;
   loading->insert(name);
@@ -215,16 +236,16 @@ Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* load
                     options_->repository_path);
   }
   PreparedModel p = Prepare(name);
-  LoadComposingModels(p, loading);
+  LoadComposingModels(p, loading, reason);
   ShutDown(table_->Publish(p));
-  return LoadCandidates(p);
+  return LoadCandidates(p, reason);
 }
 
-void ModelLoader::LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading) {
+void ModelLoader::LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading, LoadReason reason) {
   for (const std::string& step : ComposingModels(p)) {
     if (table_->LatestReady(step) || !loading->insert(step).second) continue;
     spdlog::info("model '{}': loading its composing model '{}'", p.name, step);
-    if (Status loaded = LoadNow(step, loading); !loaded.ok()) {
+    if (Status loaded = LoadNow(step, loading, reason); !loaded.ok()) {
       spdlog::error("model '{}': composing model '{}' failed to load: {}", p.name, step, loaded.message());
     }
   }
@@ -257,6 +278,9 @@ void ModelLoader::PollNow() {
     const fs::path dir = fs::path(options_->repository_path) / name;
     auto known = stamps.find(name);
     if (known != stamps.end() && known->second == DirectoryStamp(dir)) continue;
+    // On demand, polling keeps the loaded models in sync; the others load
+    // on their first request.
+    if (options_->load_on_demand && (known == stamps.end() || known->second.empty())) continue;
     spdlog::info("poll: model '{}' {}", name, known == stamps.end() ? "added" : "changed");
     changed.push_back(Prepare(name));
   }
@@ -272,7 +296,7 @@ void ModelLoader::PollNow() {
   EnsemblesLast(changed);
   for (auto& p : changed) {
     ShutDown(table_->Publish(p));
-    (void)LoadCandidates(p);
+    (void)LoadCandidates(p, LoadReason::kPoll);
   }
 }
 
@@ -287,7 +311,8 @@ ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {
   return plan.entries.front();
 }
 
-Status ModelLoader::LoadCandidates(const PreparedModel& p) {
+Status ModelLoader::LoadCandidates(const PreparedModel& p, LoadReason reason) {
+  if (!p.candidates.empty()) loads_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
   std::vector<std::string> failures;
   if (!p.failure.empty()) failures.push_back(p.failure);
   for (const auto& [v, why] : p.version_failures) failures.push_back("version " + std::to_string(v) + ": " + why);

@@ -12,6 +12,8 @@
 //
 // Thread safety: Run/Enqueue/Control from any thread; the jobs themselves
 // run on the loader thread only.
+#include <array>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <set>
@@ -39,6 +41,14 @@ class ModelLoader {
   // exactly once, on the loader thread (on the caller's when refused at
   // once or when the loader has stopped).
   void Control(const std::string& name, bool load, std::function<void(Status)> done) ORTSERVE_EXCLUDES(mu_);
+  // Queues the on-demand load of `name` (OnDemandLoads' StartLoad): `done`
+  // answers OK when a version of it is READY afterwards (loaded meanwhile
+  // included), else the load's error; kUnavailable when the loader stops.
+  void LoadOnDemand(const std::string& name, std::function<void(Status)> done) ORTSERVE_EXCLUDES(mu_);
+  // Model loads so far, by LoadReason.
+  std::array<uint64_t, kLoadReasonCount> LoadCounts() const;
+  // PrepareModel with the repository's options (any thread: it only reads).
+  PreparedModel Prepare(const std::string& name) const;
   // Stops the thread; queued jobs are cancelled (their `done` answers
   // kUnavailable). Idempotent.
   void Stop() ORTSERVE_EXCLUDES(mu_);
@@ -56,13 +66,11 @@ class ModelLoader {
   void Loop() ORTSERVE_EXCLUDES(mu_);
 
   std::vector<std::string> StartupModels();
-  // PrepareModel with the repository's options.
-  PreparedModel Prepare(const std::string& name) const;
   // Loads `name`; an ensemble's composing models that are not READY are
   // loaded first (as Triton loads an ensemble's dependencies with it).
   // `loading`: the models this load has started (null: only `name`).
-  Status LoadNow(const std::string& name, std::set<std::string>* loading);
-  void LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading);
+  Status LoadNow(const std::string& name, std::set<std::string>* loading, LoadReason reason);
+  void LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading, LoadReason reason);
   // The startup load: the composing models of the ensembles in `prepared`
   // that it does not hold yet (explicit mode names only some models).
   void AddComposingModels(std::vector<PreparedModel>& prepared) const;
@@ -73,7 +81,7 @@ class ModelLoader {
   // Loads and warms each candidate of the published `p` beside whatever
   // serves now, then swaps it in. OK when every candidate and version of
   // `p` is READY; otherwise the failures, named by version.
-  Status LoadCandidates(const PreparedModel& p);
+  Status LoadCandidates(const PreparedModel& p, LoadReason reason);
   ThreadPlanEntry RuntimePlan(const Candidate& c) const;
 
   const RepositoryOptions* const options_;
@@ -82,6 +90,7 @@ class ModelLoader {
   // Ensembles whose last load failed (a poll that changes the repository
   // retries them). Loader thread only.
   std::set<std::string> ensembles_failed_;
+  std::array<std::atomic<uint64_t>, kLoadReasonCount> loads_{};
 
   Mutex mu_;
   std::condition_variable cv_;

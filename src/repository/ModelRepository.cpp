@@ -12,6 +12,7 @@
 #include "repository/ModelDirectory.h"
 #include "repository/ModelLoader.h"
 #include "repository/ModelTable.h"
+#include "repository/OnDemandLoads.h"
 #include "runtime/OrtModelInstance.h"
 #include "serving/FallbackRouter.h"
 #include "serving/ResponseCache.h"
@@ -33,6 +34,16 @@ const char* ModelControlModeName(ModelControlMode mode) {
     case ModelControlMode::kNone: return "none";
     case ModelControlMode::kPoll: return "poll";
     case ModelControlMode::kExplicit: return "explicit";
+  }
+  return "unknown";
+}
+
+const char* LoadReasonName(LoadReason reason) {
+  switch (reason) {
+    case LoadReason::kStartup: return "startup";
+    case LoadReason::kPoll: return "poll";
+    case LoadReason::kExplicit: return "explicit";
+    case LoadReason::kOnDemand: return "on_demand";
   }
   return "unknown";
 }
@@ -80,6 +91,10 @@ std::string ModelControlDisabledMessage(ModelControlMode mode) {
          ModelControlModeName(mode) + "; start it with --model-control-mode=explicit)";
 }
 
+Result<ModelRepository::ListedModel> ModelRepository::Listed(const std::string& name) const {
+  return UnknownModelError(name, "");
+}
+
 void ModelRepository::LoadAsync(const std::string&, std::function<void(Status)> done) {
   done(Unavailable(ModelControlDisabledMessage(control_mode())));
 }
@@ -110,6 +125,10 @@ class ModelRepositoryImpl final : public ModelRepository {
         })),
         cache_(options_.response_cache_bytes > 0 ? std::make_shared<ResponseCache>(options_.response_cache_bytes)
                                                  : nullptr),
+        on_demand_(options_.load_wait,
+                   [this](const std::string& name, OnDemandLoads::Done done) {
+                     loader_.LoadOnDemand(name, std::move(done));
+                   }),
         loader_(&options_, &table_,
                 ModelBuildContext{options_.model_cache_dir, std::make_shared<ComputeSlots>(options_.thread_budget),
                                   fallbacks_, cache_, models_}) {}
@@ -125,7 +144,7 @@ class ModelRepositoryImpl final : public ModelRepository {
 
   std::vector<ModelIndexEntry> Index() const override {
     std::vector<ModelIndexEntry> out = table_.Index();
-    if (options_.control_mode != ModelControlMode::kExplicit) return out;
+    if (options_.control_mode != ModelControlMode::kExplicit && !options_.load_on_demand) return out;
     // As Triton: the index also lists what could be loaded.
     std::set<std::string> known;
     for (const auto& e : out) known.insert(e.name);
@@ -141,6 +160,33 @@ class ModelRepositoryImpl final : public ModelRepository {
   bool AllModelsReady() const override { return table_.AllReady(); }
   Result<RolloutStatus> Rollout(const std::string& name) const override { return table_.Rollout(name); }
   std::vector<RolloutStatus> Rollouts() const override { return table_.Rollouts(); }
+  std::optional<ModelLoadStats> LoadStats() const override {
+    ModelLoadStats stats;
+    stats.loads = loader_.LoadCounts();
+    stats.cold_start = on_demand_.ColdStarts();
+    return stats;
+  }
+
+  bool NeedsLoad(const std::string& name) const override {
+    if (!options_.load_on_demand || !IsModelName(name) || table_.LatestReady(name)) return false;
+    std::error_code ec;
+    return std::filesystem::is_directory(std::filesystem::path(options_.repository_path) / name, ec);
+  }
+  Result<ListedModel> Listed(const std::string& name) const override {
+    if (!NeedsLoad(name)) return UnknownModelError(name, "");
+    PreparedModel p = loader_.Prepare(name);
+    if (!p.failure.empty() || p.candidates.empty()) {
+      return ModelNotReadyError(name, "", p.failure.empty() ? "no version to load" : p.failure);
+    }
+    ListedModel listed{p.candidates.back().config, {}};
+    for (const Candidate& c : p.candidates) listed.versions.push_back(std::to_string(c.version));
+    return listed;
+  }
+  void WhenLoaded(const std::string& name, Clock::time_point deadline, std::function<void(Status)> done) override {
+    if (!NeedsLoad(name)) return done(Status::Ok());
+    on_demand_.Wait(name, deadline, std::move(done));
+  }
+
   std::optional<ResponseCacheUsage> CacheUsage() const override {
     if (!cache_) return std::nullopt;
     return cache_->Usage();
@@ -149,6 +195,7 @@ class ModelRepositoryImpl final : public ModelRepository {
   using ModelRepository::Shutdown;
   void Shutdown(Clock::time_point abandon_at) override {
     fallbacks_->Detach();  // requests failing from here on answer their own error
+    on_demand_.Stop();     // requests waiting for a load answer kUnavailable
     loader_.Stop();
     // Outside the table's lock: shutting down waits for in-flight requests
     // (all models share the one deadline). Ensembles first: their running
@@ -176,6 +223,7 @@ class ModelRepositoryImpl final : public ModelRepository {
   const std::shared_ptr<FallbackLookup> fallbacks_;
   const std::shared_ptr<ModelLookup> models_;
   const std::shared_ptr<ResponseCache> cache_;  // null: none
+  OnDemandLoads on_demand_;  // before loader_: the loader's queued loads answer into it
   ModelLoader loader_;  // last: its thread starts once everything above exists
 };
 

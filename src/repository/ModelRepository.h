@@ -5,6 +5,7 @@
 // frees a model under a running request; its loader (repository/ModelLoader.h)
 // scans, prepares, loads, warms and publishes models on a thread of its own.
 // The front ends see this header and Model.h only.
+#include <array>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "config/ConfigAutoComplete.h"
+#include "core/Histogram.h"
+#include "core/InferenceRequest.h"
 #include "core/ModelStatistics.h"
 #include "core/Status.h"
 #include "serving/Model.h"
@@ -86,6 +89,25 @@ struct RepositoryOptions {
   std::vector<std::pair<std::string, std::string>> session_config_entries;
   // Signature checks before a version loads (repository/ModelSigning.h).
   ModelSigningOptions signing;
+  // --model-load-on-demand: models are listed but load on their first
+  // request (ModelRepository::WhenLoaded), whatever the control mode; only
+  // startup_models (kExplicit) load at startup.
+  bool load_on_demand = false;
+  // --model-load-wait-secs: the longest a request waits for such a load.
+  std::chrono::milliseconds load_wait = std::chrono::seconds(60);
+};
+
+// Why a model was loaded (ortserve_model_loads_total{reason}).
+enum class LoadReason { kStartup, kPoll, kExplicit, kOnDemand };
+inline constexpr size_t kLoadReasonCount = 4;
+const char* LoadReasonName(LoadReason reason);  // "startup", "poll", "explicit", "on_demand"
+
+struct ModelLoadStats {
+  // Model loads (one per model, whatever its version count) by LoadReason.
+  std::array<uint64_t, kLoadReasonCount> loads{};
+  // Cold starts: from the first request for a model not loaded until its
+  // on-demand load ended, in nanoseconds.
+  Histogram::Snapshot cold_start;
 };
 
 class ModelRepository {
@@ -119,6 +141,34 @@ class ModelRepository {
   }
   // Every configured rollout (for the metrics).
   virtual std::vector<RolloutStatus> Rollouts() const { return {}; }
+  // Loads and cold starts so far (for the metrics); nullopt: not counted.
+  virtual std::optional<ModelLoadStats> LoadStats() const { return std::nullopt; }
+
+  // ---- on-demand loading (--model-load-on-demand) ---------------------------
+  // True when a request for `name` must wait for WhenLoaded before its
+  // lookup: on-demand loading is on, the repository has a directory `name`
+  // and no version of it is READY.
+  virtual bool NeedsLoad(const std::string& /*name*/) const { return false; }
+  // The config of `name` (from its config.pbtxt, completed as a load would)
+  // while NeedsLoad(name), and the versions a load would serve, newest last
+  // -- for its metadata without loading it. Reads the model's files on the
+  // caller's thread. kNotFound when it does not need a load (GetModel
+  // answers for it), kUnavailable when its config or files are invalid.
+  struct ListedModel {
+    inference::ModelConfig config;
+    std::vector<std::string> versions;
+  };
+  virtual Result<ListedModel> Listed(const std::string& name) const;
+  // Calls `done` exactly once, when a request for `name` may look it up:
+  // OK once its on-demand load made it READY (concurrent callers share one
+  // load), the load's error when it failed, kUnavailable when `deadline`
+  // (capped by --model-load-wait-secs) passes first or the server stops.
+  // Never blocks: `done` runs on the loader or a timer thread, or on the
+  // caller's thread when there is nothing to wait for.
+  virtual void WhenLoaded(const std::string& /*name*/, Clock::time_point /*deadline*/,
+                          std::function<void(Status)> done) {
+    done(Status::Ok());
+  }
 
   // Stops the loader thread (queued loads/unloads answer kUnavailable), then
   // every scheduler after its in-flight requests finish -- or, at

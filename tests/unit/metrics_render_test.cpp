@@ -236,6 +236,24 @@ TEST(RenderMetrics, RolloutWeightsAndEvents) {
   EXPECT_THAT(RenderMetrics(MetricsSources{}, {}, {}), ::testing::Not(HasSubstr("ortserve_rollout_")));
 }
 
+TEST(MetricsRender, ModelLoadsByReasonAndColdStarts) {
+  ModelLoadStats loads;
+  loads.loads[static_cast<size_t>(LoadReason::kOnDemand)] = 3;
+  loads.loads[static_cast<size_t>(LoadReason::kStartup)] = 1;
+  Histogram cold = Histogram::Durations();
+  cold.Observe(20'000'000);  // 20 ms
+  cold.Observe(3'000'000'000);
+  loads.cold_start = cold.Read();
+  const std::string text = RenderMetrics(MetricsSources{}, {}, {}, std::nullopt, {}, loads);
+  auto s = ParseStrict(text);
+  EXPECT_EQ(s.at("ortserve_model_loads_total{reason=\"on_demand\"}"), "3");
+  EXPECT_EQ(s.at("ortserve_model_loads_total{reason=\"startup\"}"), "1");
+  EXPECT_EQ(s.at("ortserve_model_loads_total{reason=\"poll\"}"), "0");
+  EXPECT_EQ(s.at("ortserve_model_cold_start_seconds_count"), "2");
+  EXPECT_EQ(s.at("ortserve_model_cold_start_seconds_bucket{le=\"0.025\"}"), "1");
+  EXPECT_THAT(RenderMetrics(MetricsSources{}, {}, {}), ::testing::Not(HasSubstr("ortserve_model_loads_total")));
+}
+
 // A raw HTTP/1.1 exchange with the listener; returns the whole response.
 std::string Exchange(uint16_t port, const std::string& request) {
   namespace net = boost::asio;

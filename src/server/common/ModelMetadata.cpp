@@ -19,6 +19,18 @@ std::vector<TensorMetadata> DescribeTensors(const ConfigTensors& tensors, bool b
   return out;
 }
 
+ModelMetadata Describe(const std::string& name, std::vector<std::string> versions,
+                       const inference::ModelConfig& config) {
+  ModelMetadata metadata;
+  metadata.name = name;
+  metadata.versions = std::move(versions);
+  metadata.platform = config.platform().empty() ? kOnnxPlatform : config.platform();
+  const bool batched = config.max_batch_size() > 0;
+  metadata.inputs = DescribeTensors(config.input(), batched);
+  metadata.outputs = DescribeTensors(config.output(), batched);
+  return metadata;
+}
+
 }  // namespace
 
 ServerMetadata DescribeServer(std::string_view version) {
@@ -41,9 +53,14 @@ ServerMetadata DescribeServer(std::string_view version) {
 Result<ModelMetadata> DescribeModel(const ModelRepository& repository, const std::string& name,
                                     const std::string& version) {
   Result<std::shared_ptr<Model>> found = repository.GetModel(name, version);
-  if (!found.ok()) return found.status();
+  if (!found.ok()) {
+    // --model-load-on-demand: a listed model describes itself unloaded.
+    if (!version.empty() || !repository.NeedsLoad(name)) return found.status();
+    Result<ModelRepository::ListedModel> listed = repository.Listed(name);
+    if (!listed.ok()) return listed.status();
+    return Describe(name, std::move(listed->versions), listed->config);
+  }
   const Model& model = *found.value();
-  const inference::ModelConfig& config = model.config();
   ModelMetadata metadata;
   metadata.name = model.name();
   if (version.empty()) {
@@ -56,11 +73,7 @@ Result<ModelMetadata> DescribeModel(const ModelRepository& repository, const std
   }
   // A version asked for, or a model that left the index since GetModel.
   if (metadata.versions.empty()) metadata.versions.push_back(model.version());
-  metadata.platform = config.platform().empty() ? kOnnxPlatform : config.platform();
-  const bool batched = config.max_batch_size() > 0;
-  metadata.inputs = DescribeTensors(config.input(), batched);
-  metadata.outputs = DescribeTensors(config.output(), batched);
-  return metadata;
+  return Describe(model.name(), std::move(metadata.versions), model.config());
 }
 
 }  // namespace ortserve::common

@@ -52,6 +52,11 @@ class GenericCall final : public CallBase {
       case kResult:
         Respond();
         return;
+      case kLoaded:
+        core_->admission().in_flight().Done();
+        if (!load_status_.ok()) return FinishWithError(load_status_);
+        Admit();
+        return;
       case kFinish:
         Unref();
         return;
@@ -63,7 +68,7 @@ class GenericCall final : public CallBase {
   }
 
  private:
-  enum { kRequest, kRead, kResult, kFinish, kDone };
+  enum { kRequest, kRead, kResult, kFinish, kDone, kLoaded };
   enum class Method { kModelInfer, kHealthCheck };
 
   GenericCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) : CallBase(core), cq_(cq) {
@@ -119,6 +124,27 @@ class GenericCall final : public CallBase {
     common::InferAdmission& admission = core_->admission();
     report_ = StartReport();
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return FinishWithError(accepting);
+    if (core_->repository().NeedsLoad(message_->model_name())) return AwaitModelLoad();
+    Admit();
+  }
+
+  // --model-load-on-demand: the call waits off the completion queue's thread
+  // for its model's load (bounded by its deadline), counted in flight so that
+  // shutdown waits for it, then goes on there (kLoaded).
+  void AwaitModelLoad() {
+    core_->admission().in_flight().Add();
+    const auto left = ctx_.deadline() - std::chrono::system_clock::now();
+    const Clock::time_point deadline =
+        left > std::chrono::hours(24 * 365) ? Clock::time_point::max()
+                                            : Clock::now() + std::chrono::duration_cast<Clock::duration>(left);
+    core_->repository().WhenLoaded(message_->model_name(), deadline, [this](Status loaded) {
+      load_status_ = std::move(loaded);
+      WakeQueue(&load_alarm_, cq_, &loaded_tag_);
+    });
+  }
+
+  void Admit() {
+    common::InferAdmission& admission = core_->admission();
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
     Status decoded = DecodeInferRequest(message_, request.get(), core_->options().max_tensor_elements, &regions);
@@ -202,6 +228,9 @@ class GenericCall final : public CallBase {
   Tag result_tag_{this, kResult};
   Tag finish_tag_{this, kFinish};
   Tag done_tag_{this, kDone};
+  Tag loaded_tag_{this, kLoaded};
+  Status load_status_;  // the on-demand load's outcome (kLoaded)
+  grpc::Alarm load_alarm_;  // its own: alarm_ wakes the queue for the result
 };
 
 }  // namespace

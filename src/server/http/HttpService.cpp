@@ -452,6 +452,45 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
                        .client_id = std::move(request.client_id)};
   if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
     return FailInfer(accepting, model, version, arrival);
+  if (repository_->NeedsLoad(model)) return AwaitModelLoad(request, model, version, std::move(arrival));
+  DecodeInfer(request, model, version, std::move(arrival));
+}
+
+struct HttpService::LoadWait {
+  HttpRequest request;
+  std::string model;
+  std::string version;
+  InferArrival arrival;
+  // Counted in flight while it waits, so that shutdown waits for it too.
+  std::shared_ptr<common::InferAdmission> admission;
+  ~LoadWait() {
+    if (admission) admission->in_flight().Done();
+  }
+};
+
+void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model, const std::string& version,
+                                 InferArrival arrival) {
+  auto wait = std::make_shared<LoadWait>();
+  wait->request = std::move(request);
+  wait->model = model;
+  wait->version = version;
+  wait->arrival = std::move(arrival);
+  admission_->in_flight().Add();
+  wait->admission = admission_;
+  auto post = wait->arrival.context.post;
+  repository_->WhenLoaded(model, Clock::time_point::max(), [this, wait, post](Status loaded) {
+    // Back on the connection's thread (dropped when the client left).
+    post([this, wait, loaded] {
+      if (!loaded.ok()) return FailInfer(loaded, wait->model, wait->version, wait->arrival);
+      if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
+        return FailInfer(accepting, wait->model, wait->version, wait->arrival);
+      DecodeInfer(wait->request, wait->model, wait->version, std::move(wait->arrival));
+    });
+  });
+}
+
+void HttpService::DecodeInfer(HttpRequest& request, const std::string& model, const std::string& version,
+                              InferArrival arrival) {
   auto coding = ParseContentEncoding(request.content_encoding);
   if (!coding.ok()) return FailInfer(coding.status(), model, version, arrival);
   if (*coding != ContentCoding::kIdentity) return InflateInfer(request, *coding, model, version, std::move(arrival));

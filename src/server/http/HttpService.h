@@ -136,8 +136,15 @@ class HttpService {
     std::string client_id;  // quotas on only
   };
   struct InflateJob;
+  struct LoadWait;
   void HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                    RequestContext context);
+  // --model-load-on-demand: parks the request off the connection's thread
+  // until its model's load ends, then goes on with it there (DecodeInfer).
+  void AwaitModelLoad(HttpRequest& request, const std::string& model, const std::string& version,
+                      InferArrival arrival);
+  // The body decoded (inflated first when compressed) and admitted.
+  void DecodeInfer(HttpRequest& request, const std::string& model, const std::string& version, InferArrival arrival);
   // A compressed body: its model looked up first, then inflated here up to
   // a small budget, the rest (and the decoding) on the inflate worker.
   void InflateInfer(HttpRequest& request, ContentCoding coding, const std::string& model, const std::string& version,

@@ -341,6 +341,19 @@ void RenderRollouts(PrometheusText& out, const std::vector<RolloutStatus>& rollo
   }
 }
 
+void RenderModelLoads(PrometheusText& out, const ModelLoadStats& loads) {
+  out.Family("ortserve_model_loads_total", "counter",
+             "Model loads (one per model, whatever its version count), by reason: startup, poll, explicit, "
+             "on_demand.");
+  for (size_t i = 0; i < kLoadReasonCount; ++i) {
+    out.Sample("ortserve_model_loads_total", {{"reason", LoadReasonName(static_cast<LoadReason>(i))}},
+               loads.loads[i]);
+  }
+  out.Family("ortserve_model_cold_start_seconds", "histogram",
+             "--model-load-on-demand: from the first request for a model not loaded until its load succeeded.");
+  out.HistogramSamples("ortserve_model_cold_start_seconds", {}, loads.cold_start, 1e9);
+}
+
 }  // namespace
 
 MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(sources)) {}
@@ -348,13 +361,15 @@ MetricsCollector::MetricsCollector(MetricsSources sources) : sources_(std::move(
 std::string MetricsCollector::Render() const {
   if (!sources_.repository) return RenderMetrics(sources_, {}, {});
   return RenderMetrics(sources_, sources_.repository->Index(), sources_.repository->ReadyModels(),
-                       sources_.repository->CacheUsage(), sources_.repository->Rollouts());
+                       sources_.repository->CacheUsage(), sources_.repository->Rollouts(),
+                       sources_.repository->LoadStats());
 }
 
 std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
                           const std::vector<std::shared_ptr<Model>>& ready_models,
                           const std::optional<ResponseCacheUsage>& cache,
-                          const std::vector<RolloutStatus>& rollouts) {
+                          const std::vector<RolloutStatus>& rollouts,
+                          const std::optional<ModelLoadStats>& loads) {
   PrometheusText out;
   RenderServer(out, sources);
   RenderModelStates(out, index);
@@ -369,6 +384,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
   RenderSequenceMetrics(out, models);
   if (cache) RenderResponseCache(out, *cache, models);
   RenderRollouts(out, rollouts);
+  if (loads) RenderModelLoads(out, *loads);
   return out.Take();
 }
 

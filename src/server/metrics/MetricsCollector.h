@@ -42,7 +42,8 @@ struct MetricsSources {
 std::string RenderMetrics(const MetricsSources& sources, const std::vector<ModelIndexEntry>& index,
                           const std::vector<std::shared_ptr<Model>>& ready_models,
                           const std::optional<ResponseCacheUsage>& cache = std::nullopt,
-                          const std::vector<RolloutStatus>& rollouts = {});
+                          const std::vector<RolloutStatus>& rollouts = {},
+                          const std::optional<ModelLoadStats>& loads = std::nullopt);
 
 class MetricsCollector {
  public:

@@ -1,0 +1,134 @@
+"""--model-load-on-demand: models listed at startup, loaded on their first
+request (HTTP and gRPC), one load for concurrent first requests, a load
+failure answering every waiting request with its error, and the interplay
+with --model-control-mode=explicit (--load-model still loads at startup).
+
+Outputs are checked against onnxruntime on the served file; load counts come
+from ortserve_model_loads_total. No timing assertion.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from harness import Reference, metric
+from test_model_control import write_addk
+
+ON_DEMAND = "--model-load-on-demand=true"
+
+
+def on_demand_repo(tmp_path, names=("a", "b")):
+    repo = tmp_path / "models"
+    for i, name in enumerate(names):
+        write_addk(repo, name, {1: float(i + 1)})
+    return repo
+
+
+def infer(client, name, x):
+    module = grpcclient if isinstance(client, grpcclient.InferenceServerClient) else httpclient
+    inp = module.InferInput("INPUT0", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    return client.infer(name, [inp]).as_numpy("OUTPUT0")
+
+
+def expected(repo, name, x):
+    return Reference().run(repo / name / "1" / "model.onnx", {"INPUT0": x})["OUTPUT0"]
+
+
+def loads(srv, reason="on_demand"):
+    return metric(srv, "ortserve_model_loads_total", reason=reason)
+
+
+def test_models_are_listed_and_load_on_their_first_request(tmp_path, launch):
+    repo = on_demand_repo(tmp_path)
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    index = {e["name"]: e for e in srv.repository_index()}
+    assert set(index) == {"a", "b"}
+    assert all(e.get("state") != "READY" for e in index.values()), index
+    # Metadata comes from config.pbtxt, without loading.
+    meta = httpclient.InferenceServerClient(srv.url).get_model_metadata("a")
+    assert meta["versions"] == ["1"]
+    assert [(t["name"], t["shape"]) for t in meta["inputs"]] == [("INPUT0", [-1, 4])]
+    gmeta = grpcclient.InferenceServerClient(srv.grpc_url).get_model_metadata("b")
+    assert [t.name for t in gmeta.outputs] == ["OUTPUT0"]
+    assert not httpclient.InferenceServerClient(srv.url).is_model_ready("a")
+    assert loads(srv) == 0
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    got = infer(httpclient.InferenceServerClient(srv.url), "a", x)
+    np.testing.assert_allclose(got, expected(repo, "a", x), rtol=1e-6)
+    assert loads(srv) == 1
+    got = infer(grpcclient.InferenceServerClient(srv.grpc_url), "b", x)
+    np.testing.assert_allclose(got, expected(repo, "b", x), rtol=1e-6)
+    assert loads(srv) == 2
+    # Loaded now: later requests load nothing.
+    infer(httpclient.InferenceServerClient(srv.url), "a", x)
+    infer(grpcclient.InferenceServerClient(srv.grpc_url), "a", x)
+    assert loads(srv) == 2
+    assert loads(srv, "startup") == 0
+    assert metric(srv, "ortserve_model_cold_start_seconds_count") == 2
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_concurrent_first_requests_cause_one_load(tmp_path, launch, protocol):
+    repo = on_demand_repo(tmp_path, ("a",))
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    x = np.ones((1, 4), np.float32)
+    want = expected(repo, "a", x)
+
+    def one(_):
+        client = (httpclient.InferenceServerClient(srv.url) if protocol == "http"
+                  else grpcclient.InferenceServerClient(srv.grpc_url))
+        return infer(client, "a", x)
+
+    with concurrent.futures.ThreadPoolExecutor(32) as pool:
+        results = list(pool.map(one, range(32)))
+    for got in results:
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert loads(srv) == 1
+
+
+def test_a_failed_load_answers_every_waiting_request_with_its_error(tmp_path, launch):
+    repo = on_demand_repo(tmp_path, ("good",))
+    write_addk(repo, "broken")
+    (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    x = np.ones((1, 4), np.float32)
+
+    def one(i):
+        client = (httpclient.InferenceServerClient(srv.url) if i % 2
+                  else grpcclient.InferenceServerClient(srv.grpc_url))
+        with pytest.raises(InferenceServerException) as e:
+            infer(client, "broken", x)
+        return str(e.value)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        messages = list(pool.map(one, range(8)))
+    for m in messages:
+        assert "failed to load 'broken'" in m, m
+    # The failure is the model's alone.
+    np.testing.assert_allclose(infer(httpclient.InferenceServerClient(srv.url), "good", x),
+                               expected(repo, "good", x), rtol=1e-6)
+    assert srv.alive()
+
+
+def test_explicit_mode_loads_load_model_at_startup_and_the_rest_on_demand(tmp_path, launch):
+    repo = on_demand_repo(tmp_path)
+    srv = launch(repo, extra_args=(ON_DEMAND, "--model-control-mode=explicit", "--load-model", "a",
+                                        "--allow-unauthenticated-model-control=true"))
+    srv.wait_models_ready(["a"])
+    assert loads(srv, "startup") == 1
+    client = httpclient.InferenceServerClient(srv.url)
+    assert not client.is_model_ready("b")
+    x = np.ones((1, 4), np.float32)
+    np.testing.assert_allclose(infer(client, "b", x), expected(repo, "b", x), rtol=1e-6)
+    assert loads(srv) == 1
+    # Unloaded explicitly, it loads again on its next request.
+    client.unload_model("b")
+    np.testing.assert_allclose(infer(client, "b", x), expected(repo, "b", x), rtol=1e-6)
+    assert loads(srv) == 2
