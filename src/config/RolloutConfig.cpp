@@ -1,29 +1,13 @@
 #include "config/RolloutConfig.h"
 
-#include <charconv>
-#include <cmath>
 #include <string_view>
+
+#include "core/Text.h"
 
 namespace ortserve {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
-template <typename T>
-std::optional<T> ParseNumber(std::string_view s) {
-  s = Trim(s);
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  if constexpr (std::is_floating_point_v<T>) {
-    if (!std::isfinite(v)) return std::nullopt;
-  }
-  return v;
-}
 
 template <typename T>
 Result<std::vector<T>> ParseList(const std::string& key, const std::string& text, const char* expected) {
@@ -34,7 +18,7 @@ Result<std::vector<T>> ParseList(const std::string& key, const std::string& text
     auto v = ParseNumber<T>(rest.substr(0, comma));
     if (!v) {
       return InvalidArgument("parameter '" + key + "' value '" + text + "': item '" +
-                             std::string(Trim(rest.substr(0, comma))) + "' is not a number (expected " +
+                             std::string(TrimBlanks(rest.substr(0, comma))) + "' is not a number (expected " +
                              expected + ")");
     }
     out.push_back(*v);

@@ -1,23 +1,18 @@
 #include "config/ShapeBucketConfig.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <limits>
 #include <string_view>
 
 #include "config/ConfigTypes.h"
+#include "core/Text.h"
 
 namespace ortserve {
 namespace {
 
 using Parameters = google::protobuf::Map<std::string, inference::ModelParameter>;
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // "a, b,c" -> {"a", "b", "c"}; an empty item is an error of `key`.
 Result<std::vector<std::string>> SplitList(const char* key, const std::string& text) {
@@ -25,7 +20,7 @@ Result<std::vector<std::string>> SplitList(const char* key, const std::string& t
   std::string_view rest = text;
   while (true) {
     const size_t comma = rest.find(',');
-    const std::string_view item = Trim(rest.substr(0, comma));
+    const std::string_view item = TrimBlanks(rest.substr(0, comma));
     if (item.empty()) {
       return InvalidArgument("parameter '" + std::string(key) + "' value '" + text +
                              "': expected a comma-separated list without empty items");
@@ -36,14 +31,6 @@ Result<std::vector<std::string>> SplitList(const char* key, const std::string& t
   }
 }
 
-template <typename T>
-std::optional<T> ParseNumber(std::string_view s) {
-  s = Trim(s);
-  T v{};
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 const std::string* FindParameter(const Parameters& parameters, const char* key) {
   auto it = parameters.find(key);
@@ -71,7 +58,7 @@ std::optional<std::vector<std::byte>> IntegerPad(std::string_view text) {
 // One element of `dtype` holding `text`; nullopt when it cannot (FP16 and
 // BF16 take only 0, which needs no conversion).
 std::optional<std::vector<std::byte>> PadElement(DataType dtype, std::string_view text) {
-  text = Trim(text);
+  text = TrimBlanks(text);
   switch (dtype) {
     case DataType::kBool:
       if (text == "0" || text == "false") return BytesOf(uint8_t{0});
@@ -187,7 +174,7 @@ Result<std::vector<ShapeBucketConfig::PaddedInput>> ParsePaddedInputs(const infe
       const size_t colon = item.rfind(':');
       if (colon == std::string::npos) return InvalidArgument(where + ": expected \"<input>:<pad value>\"");
       ShapeBucketConfig::PaddedInput p;
-      p.name = std::string(Trim(std::string_view(item).substr(0, colon)));
+      p.name = std::string(TrimBlanks(std::string_view(item).substr(0, colon)));
       if (listed(p.name)) return InvalidArgument(where + ": input '" + p.name + "' is listed twice");
       const inference::ModelInput* in = ConfigInput(config, p.name);
       ORTSERVE_RETURN_IF_ERROR(CheckBucketedTensor(kBucketPadParameter, "input", in, p.name, dim));

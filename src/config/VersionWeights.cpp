@@ -1,25 +1,14 @@
 #include "config/VersionWeights.h"
 
-#include <charconv>
 #include <set>
 #include <string_view>
+
+#include "core/Text.h"
 
 namespace ortserve {
 namespace {
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
-std::optional<int64_t> ParseNumber(std::string_view s) {
-  s = Trim(s);
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 }  // namespace
 
@@ -34,11 +23,11 @@ Result<std::vector<VersionWeight>> ParseVersionWeights(const std::string& text) 
   int64_t total = 0;
   while (true) {
     const size_t comma = rest.find(',');
-    const std::string_view item = Trim(rest.substr(0, comma));
+    const std::string_view item = TrimBlanks(rest.substr(0, comma));
     const size_t colon = item.find(':');
     if (colon == std::string_view::npos) return bad("item '" + std::string(item) + "' has no ':'");
-    auto version = ParseNumber(item.substr(0, colon));
-    auto weight = ParseNumber(item.substr(colon + 1));
+    auto version = ParseNumber<int64_t>(item.substr(0, colon));
+    auto weight = ParseNumber<int64_t>(item.substr(colon + 1));
     if (!version || *version <= 0) return bad("'" + std::string(item) + "' needs a positive version");
     if (!weight || *weight < 0 || *weight > 1000000) {
       return bad("'" + std::string(item) + "' needs a weight from 0 to 1000000");

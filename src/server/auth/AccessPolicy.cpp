@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include "core/Text.h"
 
 namespace ortserve::auth {
 namespace {
@@ -28,11 +29,6 @@ std::array<unsigned char, 32> Digest(std::string_view s) {
   return d;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 std::string ValidGroups() {
   std::string out;
@@ -94,7 +90,7 @@ Result<AccessPolicy> AccessPolicy::Parse(const std::vector<std::string>& specs, 
     const std::string_view rest = std::string_view(spec).substr(colon + 1);
     const size_t eq = rest.find('=');
     if (eq == std::string_view::npos) return InvalidArgument(where + ": missing '=' between key and value" + syntax);
-    std::string key(Trim(rest.substr(0, eq)));
+    std::string key(TrimBlanks(rest.substr(0, eq)));
     for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const std::string_view value = rest.substr(eq + 1);
     if (!ValidHeaderName(key)) {
@@ -110,7 +106,7 @@ Result<AccessPolicy> AccessPolicy::Parse(const std::vector<std::string>& specs, 
     bool any = false;
     while (true) {
       const size_t comma = groups.find(',');
-      const std::string_view name = Trim(groups.substr(0, comma));
+      const std::string_view name = TrimBlanks(groups.substr(0, comma));
       if (!name.empty() || comma != std::string_view::npos) {
         const std::optional<ApiGroup> group = ParseApiGroup(name);
         if (!group) {

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <limits>
 
+#include "core/Text.h"
+
 namespace ortserve::http {
 namespace {
 
@@ -15,11 +17,6 @@ bool IEquals(std::string_view a, std::string_view b) {
          });
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // zlib counts in uInt; feed it in chunks no larger than that.
 constexpr size_t kMaxChunk = std::numeric_limits<uInt>::max();
@@ -36,7 +33,7 @@ const char* ContentCodingName(ContentCoding coding) {
 }
 
 Result<ContentCoding> ParseContentEncoding(std::string_view header) {
-  header = Trim(header);
+  header = TrimBlanks(header);
   if (header.empty() || IEquals(header, "identity")) return ContentCoding::kIdentity;
   if (IEquals(header, "gzip") || IEquals(header, "x-gzip")) return ContentCoding::kGzip;
   if (IEquals(header, "deflate")) return ContentCoding::kDeflate;
@@ -49,17 +46,17 @@ ContentCoding ChooseResponseCoding(std::string_view accept) {
   bool gzip = false, deflate = false;
   while (!accept.empty()) {
     size_t comma = accept.find(',');
-    std::string_view item = Trim(accept.substr(0, comma));
+    std::string_view item = TrimBlanks(accept.substr(0, comma));
     accept = comma == std::string_view::npos ? std::string_view{} : accept.substr(comma + 1);
     std::string_view name = item, params;
     if (size_t semi = item.find(';'); semi != std::string_view::npos) {
-      name = Trim(item.substr(0, semi));
-      params = Trim(item.substr(semi + 1));
+      name = TrimBlanks(item.substr(0, semi));
+      params = TrimBlanks(item.substr(semi + 1));
     }
     // "q=0" (or 0.0, 0.000) refuses the coding.
     bool refused = false;
     if (params.size() >= 2 && (params[0] == 'q' || params[0] == 'Q') && params[1] == '=') {
-      std::string_view q = Trim(params.substr(2));
+      std::string_view q = TrimBlanks(params.substr(2));
       refused = !q.empty() && q.find_first_not_of("0.") == std::string_view::npos;
     }
     if (refused) continue;
