@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "config/DriftConfig.h"
 #include "config/GpuConfig.h"
 #include "config/RolloutConfig.h"
 #include "config/RuntimeConfig.h"
@@ -138,7 +139,7 @@ bool IsKnownParameter(const std::string& key) {
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",        "ort_thread_pool",
       kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
   return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key) ||
-         IsRolloutParameter(key) || key.starts_with(kSessionConfigPrefix);
+         IsRolloutParameter(key) || IsDriftParameter(key) || key.starts_with(kSessionConfigPrefix);
 }
 
 std::string FallbackModelName(const inference::ModelConfig& config) {

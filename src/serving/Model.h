@@ -11,6 +11,8 @@
 
 namespace ortserve {
 
+class InputDrift;
+
 enum class ModelState { kLoading, kReady, kUnavailable, kUnloading };
 const char* ModelStateName(ModelState state);  // "LOADING", "READY", "UNAVAILABLE", "UNLOADING"
 
@@ -33,6 +35,8 @@ class Model {
   virtual size_t QueueDepth() const = 0;
   // Instances running a batch right now.
   virtual size_t BusyInstances() const { return 0; }
+  // Its input drift statistics (serving/InputDrift.h); null: not configured.
+  virtual const InputDrift* drift() const { return nullptr; }
 };
 
 }  // namespace ortserve
