@@ -187,9 +187,12 @@ Result<DriftProfile> ParseDriftProfile(std::string_view text) {
       input.edges.push_back(e);
     }
     if (word != "|") return bad("expected '|' between the edges and the counts");
-    uint64_t c = 0;
-    while (fields >> c) input.counts.push_back(c);
-    if (!fields.eof()) return bad("counts must be whole numbers");
+    while (fields >> word) {
+      uint64_t c = 0;
+      auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), c);
+      if (ec != std::errc() || end != word.data() + word.size()) return bad("counts must be whole numbers");
+      input.counts.push_back(c);
+    }
     if (input.counts.size() != input.edges.size() + 1) return bad("needs one count more than edges");
     if (profile.Find(input.name)) return bad("input '" + input.name + "' appears twice");
     profile.inputs.push_back(std::move(input));
@@ -251,10 +254,7 @@ InputDrift::InputDrift(const inference::ModelConfig& config, const DriftConfig& 
     : baseline_requests_(reference ? 0 : drift.baseline_requests),
       bins_(drift.bins),
       shards_(std::make_unique<Shard[]>(kDriftShards)) {
-  for (const auto& input : config.input()) {
-    names_.push_back(input.name());
-    types_.push_back(DataTypeFromConfigName(inference::DataType_Name(input.data_type())).value_or(DataType::kInvalid));
-  }
+  for (const auto& input : config.input()) names_.push_back(input.name());
   reference_inputs_.assign(names_.size(), nullptr);
   for (size_t s = 0; s < kDriftShards; ++s) {
     shards_[s].rng += s * 0x2545f4914f6cdd1dULL;

@@ -112,8 +112,7 @@ class InputDrift {
   struct Shard;
   void FreezeBaseline();
 
-  std::vector<std::string> names_;
-  std::vector<DataType> types_;
+  std::vector<std::string> names_;  // the config's inputs
   const uint64_t baseline_requests_;
   const int bins_;
   std::atomic<uint64_t> requests_{0};

@@ -150,8 +150,8 @@ std::unique_ptr<InferenceRequest> Request(std::mt19937& rng, double shift, size_
   std::vector<float> values(4);
   for (float& v : values) v = uniform(rng) + static_cast<float>(shift);
   auto r = std::make_unique<InferenceRequest>();
-  r->inputs.push_back(Fp32("X", {4}, values));
-  r->inputs.push_back(Strings("S", {1}, {std::string(text_length, 'a')}));
+  r->inputs.push_back(testing_util::Fp32("X", {4}, values));
+  r->inputs.push_back(testing_util::Strings("S", {1}, {std::string(text_length, 'a')}));
   return r;
 }
 

@@ -1,7 +1,7 @@
 #include "server/http/DriftJson.h"
 
 #include <algorithm>
-#include <cmath>
+#include <cstdlib>
 
 #include "server/http/JsonWriter.h"
 #include "serving/InputDrift.h"
