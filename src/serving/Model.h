@@ -7,11 +7,10 @@
 
 #include "core/InferenceRequest.h"
 #include "core/ModelStatistics.h"
+#include "serving/InputDrift.h"  // what the front ends read of drift()
 #include "model_config.pb.h"  // generated from proto/model_config.proto (Triton's ModelConfig)
 
 namespace ortserve {
-
-class InputDrift;
 
 enum class ModelState { kLoading, kReady, kUnavailable, kUnloading };
 const char* ModelStateName(ModelState state);  // "LOADING", "READY", "UNAVAILABLE", "UNLOADING"

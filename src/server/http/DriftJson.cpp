@@ -4,7 +4,6 @@
 #include <cstdlib>
 
 #include "server/http/JsonWriter.h"
-#include "serving/InputDrift.h"
 
 namespace ortserve::http {
 namespace {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "config/DriftConfig.h"
 #include "server/http/Compression.h"
 #include "server/http/HttpStatus.h"
 #include "server/http/InferRequestDecoder.h"

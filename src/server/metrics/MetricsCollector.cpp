@@ -6,7 +6,6 @@
 
 #include "repository/ModelRepository.h"
 #include "server/metrics/ProcessStats.h"
-#include "serving/InputDrift.h"
 #include "server/metrics/PrometheusText.h"
 
 namespace ortserve::metrics {
