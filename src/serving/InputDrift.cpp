@@ -85,7 +85,10 @@ std::string Number(double v) {
   return ec == std::errc() ? std::string(buf, end) : "nan";
 }
 
-// Quantile edges of a sorted sample: at most bins-1, strictly increasing.
+// Edges of a sorted sample: its quantiles (at most bins-1, coinciding ones
+// merged), then one just above its maximum, so that values above anything
+// the reference saw have a bin of their own (a constant input gets three
+// bins: below its value, the value, above it).
 std::vector<double> QuantileEdges(const std::vector<double>& sorted, int bins) {
   std::vector<double> edges;
   if (sorted.empty()) return edges;
@@ -93,8 +96,9 @@ std::vector<double> QuantileEdges(const std::vector<double>& sorted, int bins) {
     const double e = sorted[sorted.size() * static_cast<size_t>(i) / static_cast<size_t>(bins)];
     if (edges.empty() || e > edges.back()) edges.push_back(e);
   }
-  // A constant input still gets two bins: below its value, and from it up.
-  if (edges.empty()) edges.push_back(sorted.front());
+  const double above_max = std::nextafter(sorted.back(), INFINITY);
+  if (std::isfinite(above_max) && (edges.empty() || above_max > edges.back())) edges.push_back(above_max);
+  if (edges.empty()) edges.push_back(sorted.back());  // the largest double: below it, and it
   return edges;
 }
 

@@ -8,9 +8,10 @@
 //
 // Bins: the reference fixes them. A recorded reference keeps a sample of
 // its values (at most kDriftSampleSize per input) and cuts it at its
-// quantiles into `drift_bins` bins of about equal frequency, the first and
-// last open-ended (edges that coincide are merged, so a constant input has
-// two bins); a loaded profile carries its edges. The current histogram uses
+// quantiles into `drift_bins` bins of about equal frequency, the first
+// open-ended, plus a last bin for values above the sample's maximum (edges
+// that coincide are merged, so a constant input has three bins); a loaded
+// profile carries its edges. The current histogram uses
 // the reference's edges; before a reference exists, nothing is counted in
 // the current window.
 //

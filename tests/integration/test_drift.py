@@ -68,8 +68,8 @@ def test_a_shift_halfway_raises_psi_and_a_stationary_stream_stays_low(launch, tm
     assert not d["recording"] and d["requests"] == 400 and d["baseline_requests"] == 100, d
     x = d["inputs"][0]
     assert x["count"] == 300 * BATCH * 4 and abs(x["mean"]) < 0.1 and abs(x["variance"] - 1) < 0.15, x
-    assert x["reference"]["count"] == 100 * BATCH * 4 and len(x["reference"]["edges"]) == 9, x["reference"]
-    assert sum(x["histogram"]) == x["count"] and len(x["histogram"]) == 10
+    assert x["reference"]["count"] == 100 * BATCH * 4 and len(x["reference"]["edges"]) == 10, x["reference"]
+    assert sum(x["histogram"]) == x["count"] and len(x["histogram"]) == 11
     assert x["psi"] < 0.1, x
     assert metric(srv, "ortserve_input_drift_psi", model="stationary", version="1", input="INPUT0") == \
         pytest.approx(x["psi"], rel=1e-6, abs=1e-9)

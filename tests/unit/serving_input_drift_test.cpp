@@ -179,12 +179,14 @@ TEST(InputDrift, RecordsItsReferenceFromTheFirstRequests) {
   EXPECT_EQ(x->moments.count, 400u);
   EXPECT_NEAR(x->moments.mean, 0.5, 0.05);
   EXPECT_NEAR(x->moments.Variance(), 1.0 / 12, 0.02);
-  EXPECT_EQ(x->edges.size(), static_cast<size_t>(kDriftDefaultBins - 1));  // deciles of 400 distinct values
-  for (uint64_t c : x->counts) EXPECT_EQ(c, 40u);
+  // The deciles of 400 distinct values, and one edge just above their maximum.
+  ASSERT_EQ(x->edges.size(), static_cast<size_t>(kDriftDefaultBins));
+  for (size_t b = 0; b < x->counts.size(); ++b) EXPECT_EQ(x->counts[b], b < 10 ? 40u : 0u) << b;
   const DriftInputProfile* text = s.reference->Find("S");
   ASSERT_TRUE(text);
-  EXPECT_EQ(text->edges, std::vector<double>{5});  // a constant length: below it, and from it up
-  EXPECT_EQ(text->counts, (std::vector<uint64_t>{0, 100}));
+  // A constant length: below it, it, above it.
+  EXPECT_EQ(text->edges, (std::vector<double>{5, std::nextafter(5.0, 6.0)}));
+  EXPECT_EQ(text->counts, (std::vector<uint64_t>{0, 100, 0}));
   // Nothing is in the current window yet.
   EXPECT_EQ(s.inputs[0].moments.count, 0u);
   EXPECT_EQ(*s.inputs[0].psi, 0.0);
