@@ -245,6 +245,28 @@ namespace {
 
 constexpr size_t kSamplePerShard = kDriftSampleSize / kDriftShards;
 
+// One tensor's values as sums of (x - its first value): no division per
+// value; merged into the shard's moments once per tensor.
+struct ShiftedSums {
+  uint64_t n = 0;
+  double shift = 0, sum = 0, squares = 0;
+  void Add(double x) {
+    if (n++ == 0) shift = x;
+    const double d = x - shift;
+    sum += d;
+    squares += d * d;
+  }
+  DriftMoments Moments() const {
+    DriftMoments m;
+    if (n == 0) return m;
+    const double count = static_cast<double>(n);
+    m.count = n;
+    m.mean = shift + sum / count;
+    m.m2 = std::max(0.0, squares - sum * sum / count);
+    return m;
+  }
+};
+
 size_t ThisThreadShard() {
   static std::atomic<size_t> next{0};
   thread_local const size_t shard = next.fetch_add(1, std::memory_order_relaxed) % kDriftShards;
@@ -296,6 +318,7 @@ void InputDrift::Observe(const InferenceRequest& request) {
       const size_t k = static_cast<size_t>(it - names_.begin());
       Shard::PerInput& acc = shard.inputs[k];
       const DriftInputProfile* ref = reference ? reference_inputs_[k] : nullptr;
+      ShiftedSums tensor;
       ForSampledValues(t, [&](double x) {
         if (std::isnan(x)) return;
         if (!reference) {
@@ -308,9 +331,10 @@ void InputDrift::Observe(const InferenceRequest& request) {
           ++acc.sampled;
           return;
         }
-        acc.current.Add(x);
+        tensor.Add(x);
         if (ref) ++acc.counts[DriftBin(ref->edges, x)];
       });
+      acc.current.Merge(tensor.Moments());
     }
   }
   if (last_of_baseline) FreezeBaseline();
