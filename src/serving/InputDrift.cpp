@@ -75,7 +75,7 @@ void ForSampledValues(const Tensor& t, F&& f) {
   const size_t width = DataTypeSize(t.dtype);
   if (width == 0) return;
   const size_t elements = size / width;
-  const size_t stride = std::max<size_t>(1, elements / kDriftValuesPerInput);
+  const size_t stride = std::max<size_t>(1, (elements + kDriftValuesPerInput - 1) / kDriftValuesPerInput);
   for (size_t i = 0; i < elements; i += stride) f(ElementAt(t.dtype, data, i));
 }
 

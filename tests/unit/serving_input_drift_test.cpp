@@ -248,5 +248,18 @@ TEST(InputDrift, ThreadsObservingAtOnceLoseNothing) {
   EXPECT_EQ(binned, 8000u);
 }
 
+TEST(InputDrift, ReadsAtMostItsQuotaOfALargeTensor) {
+  InputDrift drift(Parse(R"(name: "m" input { name: "X" data_type: TYPE_FP32 dims: [ -1 ] })"), Baseline(1), nullptr);
+  auto request = std::make_unique<InferenceRequest>();
+  request->inputs.push_back(testing_util::Fp32("X", {300}, std::vector<float>(300, 1.0f)));
+  drift.Observe(*request);  // the baseline
+  drift.Observe(*request);
+  const DriftSummary s = drift.Snapshot();
+  EXPECT_EQ(s.reference->Find("X")->moments.count, 150u);  // every second of 300
+  EXPECT_EQ(s.inputs[0].moments.count, 150u);
+  EXPECT_EQ(s.inputs[0].moments.mean, 1.0);
+  EXPECT_EQ(s.inputs[0].moments.Variance(), 0.0);
+}
+
 }  // namespace
 }  // namespace ortserve
