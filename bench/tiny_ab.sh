@@ -9,7 +9,11 @@
 #
 #   bench/tiny_ab.sh OLD_BIN NEW_BIN [ROUNDS] [WORK]   (defaults: 5, bench/work)
 # WORK holds bench/lib/make_bench_models.py's output (run it first). Env:
-# WRK_CONNECTIONS (32), WRK_SECONDS (5), THREAD_BUDGET (2).
+# WRK_CONNECTIONS (32), WRK_SECONDS (5), THREAD_BUDGET (2), NEW_CONFIG_APPEND
+# (text appended to tiny's config.pbtxt for the NEW runs only: with the same
+# binary twice, an A/B of a config feature, e.g. drift statistics:
+#   NEW_CONFIG_APPEND='parameters { key: "drift_baseline_requests" value { string_value: "1000" } }' \
+#     bench/tiny_ab.sh build/ortserve build/ortserve).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OLD=${1:?old ortserve binary}
@@ -21,13 +25,16 @@ DURATION=${WRK_SECONDS:-5}
 PORT=18591
 REPO=$(mktemp -d)
 trap 'rm -rf "$REPO"' EXIT
-cp -r "$WORK/repo/tiny" "$REPO/tiny"
+mkdir "$REPO/old" "$REPO/new"
+cp -r "$WORK/repo/tiny" "$REPO/old/tiny"
+cp -r "$WORK/repo/tiny" "$REPO/new/tiny"
+if [ -n "${NEW_CONFIG_APPEND:-}" ]; then printf '\n%s\n' "$NEW_CONFIG_APPEND" >> "$REPO/new/tiny/config.pbtxt"; fi
 TICKS=$(getconf CLK_TCK)
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime+stime, all threads
 
-one_round() {  # binary -> "req_per_s us_cpu_per_req"
-  "$1" --model-repository "$REPO" --http-port $PORT --grpc-port $((PORT + 1)) --metrics-port $((PORT + 2)) \
+one_round() {  # binary repository -> "req_per_s us_cpu_per_req"
+  "$1" --model-repository "$2" --http-port $PORT --grpc-port $((PORT + 1)) --metrics-port $((PORT + 2)) \
     --thread-budget "${THREAD_BUDGET:-2}" --log-verbose 0 > "$WORK/tiny_ab.log" 2>&1 &
   local pid=$!
   for _ in $(seq 100); do curl -sf "localhost:$PORT/v2/models/tiny/ready" > /dev/null && break; sleep 0.1; done
@@ -51,7 +58,7 @@ for r in $(seq "$ROUNDS"); do
   if (( r % 2 )); then order="old new"; else order="new old"; fi
   for which in $order; do
     bin=$OLD; [ "$which" = new ] && bin=$NEW
-    read -r rate cpu < <(one_round "$bin")
+    read -r rate cpu < <(one_round "$bin" "$REPO/$which")
     echo "round $r $which: $rate req/s, $cpu us CPU/request"
     if [ "$which" = old ]; then old_rate+=("$rate"); old_cpu+=("$cpu"); else new_rate+=("$rate"); new_cpu+=("$cpu"); fi
   done

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "config/DriftConfig.h"
 #include "config/GpuConfig.h"
 #include "config/ReferenceConfig.h"
 #include "config/RolloutConfig.h"
@@ -139,7 +140,8 @@ bool IsKnownParameter(const std::string& key) {
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",        "ort_thread_pool",
       kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
   return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key) ||
-         IsRolloutParameter(key) || IsReferenceParameter(key) || key.starts_with(kSessionConfigPrefix);
+         IsRolloutParameter(key) || IsReferenceParameter(key) || IsDriftParameter(key) ||
+         key.starts_with(kSessionConfigPrefix);
 }
 
 std::string FallbackModelName(const inference::ModelConfig& config) {

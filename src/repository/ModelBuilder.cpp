@@ -13,6 +13,7 @@
 #include "pipeline/EnsembleScheduler.h"
 #include "repository/ReferenceCheck.h"
 #include "repository/Warmup.h"
+#include "serving/InputDrift.h"
 #include "runtime/OrtModelInstance.h"
 #include "scheduler/DynamicBatcher.h"
 #include "scheduler/SequenceBatcher.h"
@@ -174,6 +175,12 @@ std::string SchedulingText(const Candidate& c) {
   return text;
 }
 
+// The version's drift statistics; null without drift_* parameters.
+std::shared_ptr<InputDrift> DriftFor(const Candidate& c) {
+  if (!c.drift) return nullptr;
+  return std::make_shared<InputDrift>(c.config, *c.drift, c.drift_reference);
+}
+
 // An ensemble: its steps checked against the composing models' complete
 // configs (as Triton, once they are loaded), then its scheduler.
 Result<std::shared_ptr<ServedModel>> BuildEnsemble(const Candidate& c, const ModelBuildContext& context,
@@ -190,7 +197,7 @@ Result<std::shared_ptr<ServedModel>> BuildEnsemble(const Candidate& c, const Mod
   const std::string version = std::to_string(c.version);
   const size_t steps = plan.steps.size();
   auto model = std::make_shared<ServedModel>(c.config, version, plan.outputs, context.fallbacks, c.labels,
-                                             std::move(cache));
+                                             std::move(cache), DriftFor(c));
   auto scheduler = std::make_unique<EnsembleScheduler>(std::move(plan), version, c.config.max_batch_size() > 0,
                                                        context.models, &model->stats(), model->completer());
   const auto elapsed = std::chrono::steady_clock::now() - start;
@@ -261,7 +268,7 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
 
   const std::vector<std::string> outputs = instances.value().front()->OutputNames();
   auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks,
-                                             c.labels, std::move(cache).value());
+                                             c.labels, std::move(cache).value(), DriftFor(c));
   auto scheduler = MakeScheduler(c, plan, context, std::move(instances).value(), model.get());
   if (!scheduler.ok()) return scheduler.status();
   const auto elapsed = std::chrono::steady_clock::now() - start;

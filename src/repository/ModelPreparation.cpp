@@ -20,6 +20,7 @@
 #include "core/Text.h"
 #include "repository/ModelDirectory.h"
 #include "repository/ModelSigning.h"
+#include "serving/InputDrift.h"
 #include "runtime/OrtModelInstance.h"
 #include "runtime/OrtSessionFactory.h"
 
@@ -96,6 +97,36 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
     return Unavailable("default_model_filename '" + filename + "' must be a file name inside the version directory");
   }
   return config;
+}
+
+// The drift_* parameters into `common`, with drift_reference's profile read
+// from the model folder and checked against the config's inputs.
+Status PrepareDrift(const fs::path& dir, Candidate* common) {
+  auto drift = DriftConfig::FromConfig(common->config);
+  if (!drift.ok()) return drift.status();
+  common->drift = std::move(drift).value();
+  if (!common->drift || common->drift->reference_path.empty()) return Status::Ok();
+  const std::string& path = common->drift->reference_path;
+  auto text = ReadFile(dir / path);
+  if (!text.ok()) {
+    return Unavailable(std::string("parameter '") + kDriftReferenceParameter + "' value '" + path +
+                       "': " + text.status().message());
+  }
+  auto profile = ParseDriftProfile(text.value());
+  if (!profile.ok()) {
+    return Unavailable(std::string("parameter '") + kDriftReferenceParameter + "' value '" + path +
+                       "': " + profile.status().message());
+  }
+  for (const DriftInputProfile& input : profile->inputs) {
+    const auto& inputs = common->config.input();
+    if (std::none_of(inputs.begin(), inputs.end(), [&](const auto& i) { return i.name() == input.name; })) {
+      return Unavailable(std::string("parameter '") + kDriftReferenceParameter + "' value '" + path +
+                         "': the profile's input '" + input.name + "' is not an input of the model");
+    }
+  }
+  common->drift_reference = std::make_shared<const DriftProfile>(std::move(profile).value());
+  common->stamp += "|" + FileStamp(dir / path);
+  return Status::Ok();
 }
 
 // Whether this server's ONNX Runtime has the CUDA provider (read once).
@@ -283,6 +314,10 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   }
   if (Status named = NameMatchesDirectory(common.config, name); !named.ok()) {
     p.failure = named.message();
+    return p;
+  }
+  if (Status drift = PrepareDrift(dir, &common); !drift.ok()) {
+    p.failure = drift.message();
     return p;
   }
   std::vector<int64_t> available = FindVersions(dir, name);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/ConfigAutoComplete.h"
+#include "config/DriftConfig.h"
 #include "config/RolloutConfig.h"
 #include "config/RuntimeConfig.h"
 #include "model_config.pb.h"
@@ -23,6 +24,8 @@
 #include "serving/WeightedVersionPicker.h"
 
 namespace ortserve {
+
+struct DriftProfile;
 
 // A model version whose config is complete and checked, waiting to be loaded.
 struct Candidate {
@@ -38,6 +41,8 @@ struct Candidate {
   DynamicBatcherOptions batcher_options;  // models without sequence_batching
   std::optional<SequenceBatcherOptions> sequence_options;  // models with it
   std::optional<ThreadPlanEntry> plan;  // set by the startup plan
+  std::optional<DriftConfig> drift;     // drift_* parameters (config/DriftConfig.h)
+  std::shared_ptr<const DriftProfile> drift_reference;  // drift_reference's profile, read and checked
 };
 
 // What preparing one model directory found.

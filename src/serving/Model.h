@@ -7,6 +7,7 @@
 
 #include "core/InferenceRequest.h"
 #include "core/ModelStatistics.h"
+#include "serving/InputDrift.h"  // what the front ends read of drift()
 #include "model_config.pb.h"  // generated from proto/model_config.proto (Triton's ModelConfig)
 
 namespace ortserve {
@@ -33,6 +34,8 @@ class Model {
   virtual size_t QueueDepth() const = 0;
   // Instances running a batch right now.
   virtual size_t BusyInstances() const { return 0; }
+  // Its input drift statistics (serving/InputDrift.h); null: not configured.
+  virtual const InputDrift* drift() const { return nullptr; }
 };
 
 }  // namespace ortserve

@@ -34,7 +34,8 @@ uint64_t NanosSince(Clock::time_point start) {
 
 ServedModel::ServedModel(inference::ModelConfig config, std::string version,
                          std::vector<std::string> instance_outputs, std::shared_ptr<const FallbackLookup> fallbacks,
-                         std::shared_ptr<const OutputLabels> labels, std::shared_ptr<ResponseCache> cache)
+                         std::shared_ptr<const OutputLabels> labels, std::shared_ptr<ResponseCache> cache,
+                         std::shared_ptr<InputDrift> drift)
     : config_(std::make_shared<const inference::ModelConfig>(std::move(config))),
       version_(std::move(version)),
       stats_(config_->max_batch_size()),
@@ -42,7 +43,8 @@ ServedModel::ServedModel(inference::ModelConfig config, std::string version,
       shaper_(config_, std::move(instance_outputs), std::move(labels), buckets_),
       fallback_(MakeRouter(config_.get(), &stats_, std::move(fallbacks))),
       cache_(std::move(cache)),
-      cache_owner_(cache_ ? ResponseCache::NewOwnerId() : 0) {}
+      cache_owner_(cache_ ? ResponseCache::NewOwnerId() : 0),
+      drift_(std::move(drift)) {}
 
 ServedModel::~ServedModel() { Shutdown(); }
 
@@ -80,6 +82,7 @@ Status ServedModel::Admit(InferenceRequest& request) const {
   ORTSERVE_RETURN_IF_ERROR(Readiness());
   ORTSERVE_RETURN_IF_ERROR(ValidateRequest(*config_, request));
   ORTSERVE_RETURN_IF_ERROR(ApplyInputReshape(*config_, &request));
+  if (drift_) drift_->Observe(request);  // the client's values, not the bucket's padding
   return buckets_ ? buckets_->Pad(&request) : Status::Ok();
 }
 

@@ -2,6 +2,8 @@
 // One loaded model version and its request path, each stage in one call:
 //   admit     readiness, validation against the config (RequestValidator),
 //             input reshape, padding to a shape bucket (ShapeBuckets);
+//   drift     with drift_* parameters: the admitted inputs, before padding,
+//             are counted (InputDrift), whether or not the cache answers;
 //   cache     with `response_cache { enable: true }` and a server cache: an
 //             answer the cache holds is sent at once (ResponseCache);
 //   schedule  the model's Scheduler (the dynamic batcher today), or the
@@ -26,6 +28,7 @@
 #include "core/ModelStatistics.h"
 #include "scheduler/Scheduler.h"
 #include "serving/FallbackRouter.h"
+#include "serving/InputDrift.h"
 #include "serving/Model.h"
 #include "serving/ResponseCache.h"
 #include "serving/ResponseShaper.h"
@@ -38,10 +41,10 @@ class ServedModel final : public Model, private RequestCompleter {
   // `instance_outputs`: the outputs the instances produce, in their order.
   // `fallbacks` null: the model has no fallback. `labels`: its outputs'
   // classification labels (null: none). `cache` null: its answers are not
-  // cached.
+  // cached. `drift` null: no drift statistics.
   ServedModel(inference::ModelConfig config, std::string version, std::vector<std::string> instance_outputs,
               std::shared_ptr<const FallbackLookup> fallbacks, std::shared_ptr<const OutputLabels> labels = nullptr,
-              std::shared_ptr<ResponseCache> cache = nullptr);
+              std::shared_ptr<ResponseCache> cache = nullptr, std::shared_ptr<InputDrift> drift = nullptr);
   ~ServedModel() override;
 
   const std::string& name() const override { return config_->name(); }
@@ -55,6 +58,7 @@ class ServedModel final : public Model, private RequestCompleter {
   void Infer(std::unique_ptr<InferenceRequest> request) override;
   size_t QueueDepth() const override { return scheduler_ ? scheduler_->QueueDepth() : 0; }
   size_t BusyInstances() const override { return scheduler_ ? scheduler_->BusyInstances() : 0; }
+  const InputDrift* drift() const override { return drift_.get(); }
 
   // What the model's scheduler answers through.
   RequestCompleter* completer() { return this; }
@@ -70,7 +74,7 @@ class ServedModel final : public Model, private RequestCompleter {
 
  private:
   void Serve(std::unique_ptr<InferenceRequest> request, bool may_fall_back);
-  // Readiness + validation + input reshape + padding to a shape bucket.
+  // Readiness + validation + input reshape + drift statistics + padding to a shape bucket.
   Status Admit(InferenceRequest& request) const;
   // Answers an admitted request from the cache when it holds its answer
   // (true: `request` is consumed); otherwise leaves the key in the request.
@@ -91,6 +95,7 @@ class ServedModel final : public Model, private RequestCompleter {
   const std::unique_ptr<const FallbackRouter> fallback_;  // null: none
   const std::shared_ptr<ResponseCache> cache_;             // null: answers not cached
   const uint64_t cache_owner_;                             // this version's entries in cache_
+  const std::shared_ptr<InputDrift> drift_;                // null: no drift statistics
   std::atomic<ModelState> state_{ModelState::kLoading};
   std::unique_ptr<Scheduler> scheduler_;  // set once by Start, before READY
 };

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <limits>
 
 #include "server/http/Compression.h"
@@ -10,6 +11,7 @@
 #include "server/http/InferResponseEncoder.h"
 #include "server/http/JsonWriter.h"
 #include "server/http/LoggingJson.h"
+#include "server/http/DriftJson.h"
 #include "server/http/ModelJson.h"
 #include "server/http/SharedMemoryRoutes.h"
 #include "server/http/RawInferRequest.h"
@@ -137,7 +139,7 @@ std::optional<auth::ApiGroup> HttpApiGroup(const std::vector<std::string>& p) {
   const std::string& action = p[i];
   if (action == "ready") return ApiGroup::kHealth;
   if (action == "config") return ApiGroup::kModelConfig;
-  if (action == "stats" || action == "rollout") return ApiGroup::kStatistics;
+  if (action == "stats" || action == "rollout" || action == "drift") return ApiGroup::kStatistics;
   if (action == "infer" || action == "generate" || action == "generate_stream") return ApiGroup::kInference;
   return std::nullopt;
 }
@@ -279,6 +281,10 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
       if (!status.ok()) return reply(ErrorResponse(status.status()));
       return reply(JsonResponse(RolloutJson(*status)));
     }
+    if (rest == 1 && p[i] == "drift") {
+      if (!get) return reply(MethodNotAllowed(request, "GET"));
+      return reply(HandleDrift(request, model, version));
+    }
     if (rest == 1 && p[i] == "infer") {
       if (!post) return reply(MethodNotAllowed(request, "POST"));
       return HandleInfer(request, model, version, std::move(context));
@@ -343,6 +349,41 @@ HttpResponse HttpService::HandleStats(const std::string& model, const std::strin
   auto stats = common::SnapshotStatistics(*repository_, model, version);
   if (!stats.ok()) return ErrorResponse(stats.status());
   return JsonResponse(ModelStatsJson(*stats));
+}
+
+HttpResponse HttpService::HandleDrift(const HttpRequest& request, const std::string& model,
+                                      const std::string& version) {
+  const size_t q = request.target.find('?');
+  const std::string_view query = q == std::string::npos ? std::string_view{} : std::string_view(request.target).substr(q + 1);
+  if (!query.empty() && query != "format=profile" && query != "format=json") {
+    return ErrorResponse(400, "unsupported query '" + std::string(query.substr(0, 256)) +
+                                  "': drift takes format=json (the default) or format=profile");
+  }
+  std::vector<std::shared_ptr<Model>> models;
+  if (!version.empty()) {
+    auto m = repository_->GetModel(model, version);
+    if (!m.ok()) return ErrorResponse(m.status());
+    models.push_back(std::move(m).value());
+  } else {
+    for (auto& m : repository_->ReadyModels()) {
+      if (m->name() == model) models.push_back(std::move(m));
+    }
+    if (models.empty()) {
+      auto m = repository_->GetModel(model, version);  // why not: GetModel's words
+      return m.ok() ? ErrorResponse(400, "model '" + model + "' has no ready version") : ErrorResponse(m.status());
+    }
+  }
+  if (std::none_of(models.begin(), models.end(), [](const auto& m) { return m->drift() != nullptr; })) {
+    return ErrorResponse(400, "model '" + model + "' has no drift statistics: set parameter '" +
+                                  kDriftBaselineRequestsParameter + "' or '" + kDriftReferenceParameter + "'");
+  }
+  if (query != "format=profile") return JsonResponse(DriftJson(model, models));
+  auto text = DriftProfileText(models);
+  if (!text.ok()) return ErrorResponse(text.status());
+  HttpResponse r;
+  r.content_type = "text/plain";
+  r.body = std::move(text).value();
+  return r;
 }
 
 HttpResponse HttpService::HandleRepositoryIndex(const HttpRequest& request) {

@@ -157,6 +157,8 @@ class HttpService {
                         InferArrival& arrival);
   HttpResponse HandleModelGet(const std::string& model, const std::string& version, std::string_view action);
   HttpResponse HandleStats(const std::string& model, const std::string& version);
+  // GET /v2/models/{m}[/versions/{v}]/drift[?format=profile] (DriftJson.h).
+  HttpResponse HandleDrift(const HttpRequest& request, const std::string& model, const std::string& version);
   HttpResponse HandleRepositoryIndex(const HttpRequest& request);
   void HandleModelControl(const std::string& model, bool load, RequestContext context);
   // Triton's logging and trace extensions (LoggingJson.h, TraceSettingJson.h).

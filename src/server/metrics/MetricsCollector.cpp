@@ -318,6 +318,28 @@ void RenderResponseCache(PrometheusText& out, const ResponseCacheUsage& cache, c
   }
 }
 
+// Input drift: per version with drift statistics and a reference, per input.
+void RenderInputDrift(PrometheusText& out, const std::vector<ModelView>& models) {
+  bool family = false;
+  for (const ModelView& m : models) {
+    const InputDrift* drift = m.model->drift();
+    if (!drift) continue;
+    const DriftSummary s = drift->Snapshot();
+    for (const DriftInputSummary& input : s.inputs) {
+      if (!input.psi) continue;
+      if (!family) {
+        out.Family("ortserve_input_drift_psi", "gauge",
+                   "Population stability index of the input's values since the reference was fixed, against "
+                   "the reference (drift_baseline_requests or drift_reference); above 0.2 is usually read as drift.");
+        family = true;
+      }
+      Labels labels = m.labels;
+      labels.emplace_back("input", input.name);
+      out.Sample("ortserve_input_drift_psi", labels, *input.psi);
+    }
+  }
+}
+
 // Progressive canaries: the split of unversioned traffic and the transitions.
 void RenderRollouts(PrometheusText& out, const std::vector<RolloutStatus>& rollouts) {
   if (rollouts.empty()) return;
@@ -383,6 +405,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
   RenderModelGauges(out, models);
   RenderSequenceMetrics(out, models);
   if (cache) RenderResponseCache(out, *cache, models);
+  RenderInputDrift(out, models);
   RenderRollouts(out, rollouts);
   if (loads) RenderModelLoads(out, *loads);
   return out.Take();

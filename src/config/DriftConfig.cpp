@@ -1,0 +1,86 @@
+#include "config/DriftConfig.h"
+
+#include <charconv>
+#include <string_view>
+
+namespace ortserve {
+namespace {
+
+std::optional<uint64_t> ParseWhole(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+Status Bad(const std::string& key, const std::string& text, const std::string& why) {
+  return InvalidArgument("parameter '" + key + "' value '" + text + "': " + why);
+}
+
+// A relative path with no ".." component: the profile stays inside the model folder.
+bool InsideModelFolder(const std::string& path) {
+  if (path.empty() || path.front() == '/') return false;
+  std::string_view rest = path;
+  while (true) {
+    const size_t slash = rest.find('/');
+    if (rest.substr(0, slash) == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    rest.remove_prefix(slash + 1);
+  }
+}
+
+}  // namespace
+
+bool IsDriftParameter(const std::string& key) {
+  return key == kDriftBaselineRequestsParameter || key == kDriftReferenceParameter || key == kDriftBinsParameter;
+}
+
+Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::ModelConfig& config) {
+  const auto& parameters = config.parameters();
+  auto get = [&](const char* key) -> const std::string* {
+    auto it = parameters.find(key);
+    return it == parameters.end() ? nullptr : &it->second.string_value();
+  };
+  const std::string* baseline = get(kDriftBaselineRequestsParameter);
+  const std::string* reference = get(kDriftReferenceParameter);
+  const std::string* bins = get(kDriftBinsParameter);
+  if (!baseline && !reference && !bins) return std::optional<DriftConfig>();
+  if (baseline && reference) {
+    return InvalidArgument(std::string("parameters '") + kDriftBaselineRequestsParameter + "' and '" +
+                           kDriftReferenceParameter + "' exclude each other: record a reference or load one");
+  }
+  if (!baseline && !reference) {
+    return InvalidArgument(std::string("parameter '") + kDriftBinsParameter + "' needs '" +
+                           kDriftBaselineRequestsParameter + "' (drift statistics are off without it)");
+  }
+  DriftConfig out;
+  if (baseline) {
+    auto v = ParseWhole(*baseline);
+    if (!v || *v < 1 || *v > 1'000'000'000) {
+      return Bad(kDriftBaselineRequestsParameter, *baseline, "must be a whole number from 1 to 1000000000");
+    }
+    out.baseline_requests = *v;
+  }
+  if (reference) {
+    if (!InsideModelFolder(*reference)) {
+      return Bad(kDriftReferenceParameter, *reference, "must be a relative path inside the model folder");
+    }
+    if (bins) {
+      return InvalidArgument(std::string("parameter '") + kDriftBinsParameter + "' cannot be used with '" +
+                             kDriftReferenceParameter + "': the profile fixes the bins");
+    }
+    out.reference_path = *reference;
+  }
+  if (bins) {
+    auto v = ParseWhole(*bins);
+    if (!v || *v < 2 || *v > static_cast<uint64_t>(kDriftMaxBins)) {
+      return Bad(kDriftBinsParameter, *bins, "must be a whole number from 2 to " + std::to_string(kDriftMaxBins));
+    }
+    out.bins = static_cast<int>(*v);
+  }
+  return std::optional<DriftConfig>(std::move(out));
+}
+
+}  // namespace ortserve

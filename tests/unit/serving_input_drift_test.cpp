@@ -1,0 +1,265 @@
+// Input drift statistics (serving/InputDrift.h, config/DriftConfig.h): PSI on
+// known distributions, the accumulators, the profile text, the parameters,
+// and a version's statistics recorded and compared as requests arrive.
+#include "serving/InputDrift.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "ParsedConfig.h"
+#include "TestTensors.h"
+
+namespace ortserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(PopulationStabilityIndex, IsZeroForTheSameFractions) {
+  const std::vector<uint64_t> ref = {10, 20, 30, 40};
+  const std::vector<uint64_t> cur = {100, 200, 300, 400};
+  EXPECT_NEAR(PopulationStabilityIndex(ref, cur), 0.0, 1e-12);
+}
+
+TEST(PopulationStabilityIndex, MatchesTheFormulaOnKnownFractions) {
+  // (0.9-0.5)ln(0.9/0.5) + (0.1-0.5)ln(0.1/0.5)
+  const double expected = 0.4 * std::log(1.8) + (-0.4) * std::log(0.2);
+  EXPECT_NEAR(PopulationStabilityIndex(std::vector<uint64_t>{50, 50}, std::vector<uint64_t>{90, 10}), expected, 1e-12);
+  // Symmetric in its two arguments.
+  EXPECT_NEAR(PopulationStabilityIndex(std::vector<uint64_t>{90, 10}, std::vector<uint64_t>{50, 50}), expected, 1e-12);
+}
+
+TEST(PopulationStabilityIndex, EmptyBinsTakeTheEpsilon) {
+  // ref all in bin 0, current all in bin 1: each empty fraction counts as kDriftPsiEpsilon.
+  const double e = kDriftPsiEpsilon;
+  const double expected = (e - 1) * std::log(e / 1) + (1 - e) * std::log(1 / e);
+  EXPECT_NEAR(PopulationStabilityIndex(std::vector<uint64_t>{7, 0}, std::vector<uint64_t>{0, 3}), expected, 1e-9);
+  EXPECT_TRUE(std::isfinite(expected));
+  EXPECT_EQ(PopulationStabilityIndex(std::vector<uint64_t>{0, 0}, std::vector<uint64_t>{1, 2}), 0.0);
+}
+
+TEST(DriftMoments, MergedShardsEqualOnePass) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> normal(3.0, 2.0);
+  DriftMoments all, a, b;
+  for (int i = 0; i < 1000; ++i) {
+    const double x = normal(rng);
+    all.Add(x);
+    (i % 3 == 0 ? a : b).Add(x);
+  }
+  a.Merge(b);
+  EXPECT_EQ(a.count, 1000u);
+  EXPECT_NEAR(a.mean, all.mean, 1e-9);
+  EXPECT_NEAR(a.Variance(), all.Variance(), 1e-9);
+  EXPECT_NEAR(all.mean, 3.0, 0.3);
+  EXPECT_NEAR(all.Variance(), 4.0, 0.6);
+}
+
+TEST(DriftBin, EdgesBelongToTheUpperBin) {
+  const std::vector<double> edges = {0.0, 1.0};
+  EXPECT_EQ(DriftBin(edges, -5), 0u);
+  EXPECT_EQ(DriftBin(edges, 0.0), 1u);
+  EXPECT_EQ(DriftBin(edges, 0.5), 1u);
+  EXPECT_EQ(DriftBin(edges, 1.0), 2u);
+  EXPECT_EQ(DriftBin(edges, 1e9), 2u);
+}
+
+TEST(DriftProfileText, RoundTrips) {
+  DriftProfile p;
+  p.inputs.push_back({"INPUT0", {3, 0.1, 2.5}, {-1.5, 1e-7, 0.25}, {1, 0, 2, 0}});
+  p.inputs.push_back({"TEXT", {0, 0, 0}, {4}, {0, 0}});
+  auto back = ParseDriftProfile(WriteDriftProfile(p));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->inputs.size(), 2u);
+  const DriftInputProfile& a = back->inputs[0];
+  EXPECT_EQ(a.name, "INPUT0");
+  EXPECT_EQ(a.moments.count, 3u);
+  EXPECT_EQ(a.moments.mean, 0.1);
+  EXPECT_EQ(a.moments.m2, 2.5);
+  EXPECT_EQ(a.edges, (std::vector<double>{-1.5, 1e-7, 0.25}));
+  EXPECT_EQ(a.counts, (std::vector<uint64_t>{1, 0, 2, 0}));
+  EXPECT_EQ(back->Find("TEXT")->edges, std::vector<double>{4});
+}
+
+TEST(DriftProfileText, RefusesMalformedText) {
+  EXPECT_THAT(ParseDriftProfile("hello\n").status().message(), HasSubstr("first line"));
+  EXPECT_THAT(ParseDriftProfile("ortserve-drift-profile 1\n").status().message(), HasSubstr("no input"));
+  EXPECT_THAT(ParseDriftProfile("ortserve-drift-profile 1\ninput x 1 0 0 1 0 | 1 1 1\n").status().message(),
+              HasSubstr("line 2: edges must be strictly increasing"));
+  EXPECT_THAT(ParseDriftProfile("ortserve-drift-profile 1\ninput x 1 0 0 1 | 1\n").status().message(),
+              HasSubstr("one count more than edges"));
+  EXPECT_THAT(ParseDriftProfile("ortserve-drift-profile 1\ninput x 1 0 0 abc | 1 1\n").status().message(),
+              HasSubstr("edge 'abc'"));
+  EXPECT_THAT(ParseDriftProfile("ortserve-drift-profile 1\ninput x 1 0 0 1 | 1 -1\n").status().message(),
+              HasSubstr("whole numbers"));
+}
+
+Result<std::optional<DriftConfig>> ConfigWith(const std::string& parameters) {
+  return DriftConfig::FromConfig(Parse("name: \"m\"\n" + parameters));
+}
+
+std::string Param(const std::string& key, const std::string& value) {
+  return "parameters { key: \"" + key + "\" value { string_value: \"" + value + "\" } }\n";
+}
+
+TEST(DriftConfig, OffUnlessConfigured) {
+  auto c = ConfigWith("");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->has_value());
+}
+
+TEST(DriftConfig, ReadsItsParameters) {
+  auto c = ConfigWith(Param("drift_baseline_requests", "500") + Param("drift_bins", "20"));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ((*c)->baseline_requests, 500u);
+  EXPECT_EQ((*c)->bins, 20);
+  auto r = ConfigWith(Param("drift_reference", "profiles/prod.txt"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ((*r)->reference_path, "profiles/prod.txt");
+  EXPECT_EQ((*r)->bins, kDriftDefaultBins);
+}
+
+TEST(DriftConfig, EveryBadParameterIsNamed) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {Param("drift_baseline_requests", "0"), "'drift_baseline_requests' value '0'"},
+      {Param("drift_baseline_requests", "ten"), "'drift_baseline_requests' value 'ten'"},
+      {Param("drift_baseline_requests", "10") + Param("drift_bins", "1"), "'drift_bins' value '1'"},
+      {Param("drift_baseline_requests", "10") + Param("drift_bins", "101"), "'drift_bins' value '101'"},
+      {Param("drift_bins", "10"), "'drift_bins' needs 'drift_baseline_requests'"},
+      {Param("drift_reference", "../other/p.txt"), "'drift_reference' value '../other/p.txt'"},
+      {Param("drift_reference", "/etc/p.txt"), "'drift_reference' value '/etc/p.txt'"},
+      {Param("drift_reference", "p.txt") + Param("drift_bins", "5"), "'drift_bins' cannot be used with"},
+      {Param("drift_reference", "p.txt") + Param("drift_baseline_requests", "5"), "exclude each other"},
+  };
+  for (const auto& [params, expected] : cases) {
+    auto c = ConfigWith(params);
+    ASSERT_FALSE(c.ok()) << params;
+    EXPECT_THAT(c.status().message(), HasSubstr(expected)) << params;
+  }
+}
+
+const char* kTwoInputs = R"(name: "m"
+  input { name: "X" data_type: TYPE_FP32 dims: [ 4 ] }
+  input { name: "S" data_type: TYPE_STRING dims: [ 1 ] })";
+
+std::unique_ptr<InferenceRequest> Request(std::mt19937& rng, double shift, size_t text_length) {
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  std::vector<float> values(4);
+  for (float& v : values) v = uniform(rng) + static_cast<float>(shift);
+  auto r = std::make_unique<InferenceRequest>();
+  r->inputs.push_back(testing_util::Fp32("X", {4}, values));
+  r->inputs.push_back(testing_util::Strings("S", {1}, {std::string(text_length, 'a')}));
+  return r;
+}
+
+DriftConfig Baseline(uint64_t requests) {
+  DriftConfig c;
+  c.baseline_requests = requests;
+  return c;
+}
+
+TEST(InputDrift, RecordsItsReferenceFromTheFirstRequests) {
+  InputDrift drift(Parse(kTwoInputs), Baseline(100), nullptr);
+  std::mt19937 rng(1);
+  for (int i = 0; i < 99; ++i) drift.Observe(*Request(rng, 0, 5));
+  DriftSummary s = drift.Snapshot();
+  EXPECT_TRUE(s.recording);
+  EXPECT_EQ(s.requests, 99u);
+  EXPECT_FALSE(s.inputs[0].psi);
+  EXPECT_FALSE(s.AsProfile());
+  drift.Observe(*Request(rng, 0, 5));
+  s = drift.Snapshot();
+  ASSERT_FALSE(s.recording);
+  ASSERT_TRUE(s.reference);
+  const DriftInputProfile* x = s.reference->Find("X");
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->moments.count, 400u);
+  EXPECT_NEAR(x->moments.mean, 0.5, 0.05);
+  EXPECT_NEAR(x->moments.Variance(), 1.0 / 12, 0.02);
+  // The deciles of 400 distinct values, and one edge just above their maximum.
+  ASSERT_EQ(x->edges.size(), static_cast<size_t>(kDriftDefaultBins));
+  for (size_t b = 0; b < x->counts.size(); ++b) EXPECT_EQ(x->counts[b], b < 10 ? 40u : 0u) << b;
+  const DriftInputProfile* text = s.reference->Find("S");
+  ASSERT_TRUE(text);
+  // A constant length: below it, it, above it.
+  EXPECT_EQ(text->edges, (std::vector<double>{5, std::nextafter(5.0, 6.0)}));
+  EXPECT_EQ(text->counts, (std::vector<uint64_t>{0, 100, 0}));
+  // Nothing is in the current window yet.
+  EXPECT_EQ(s.inputs[0].moments.count, 0u);
+  EXPECT_EQ(*s.inputs[0].psi, 0.0);
+}
+
+TEST(InputDrift, StationaryStaysLowAndAShiftRaisesPsi) {
+  InputDrift drift(Parse(kTwoInputs), Baseline(500), nullptr);
+  std::mt19937 rng(2);
+  for (int i = 0; i < 1500; ++i) drift.Observe(*Request(rng, 0, 5));
+  DriftSummary s = drift.Snapshot();
+  EXPECT_EQ(s.requests, 1500u);
+  EXPECT_EQ(s.inputs[0].moments.count, 4000u);
+  EXPECT_LT(*s.inputs[0].psi, 0.05);
+  EXPECT_LT(*s.inputs[1].psi, 0.05);
+  for (int i = 0; i < 1000; ++i) drift.Observe(*Request(rng, 0.5, 9));
+  s = drift.Snapshot();
+  EXPECT_GT(*s.inputs[0].psi, 0.2);
+  EXPECT_GT(*s.inputs[1].psi, 0.2);
+  EXPECT_NEAR(s.inputs[0].moments.mean, 0.5 + 0.5 * 1000 / 2000, 0.05);
+}
+
+TEST(InputDrift, ALoadedProfileIsTheReferenceFromTheStart) {
+  InputDrift first(Parse(kTwoInputs), Baseline(200), nullptr);
+  std::mt19937 rng(3);
+  for (int i = 0; i < 1200; ++i) first.Observe(*Request(rng, 0, 5));
+  auto parsed = ParseDriftProfile(WriteDriftProfile(*first.Snapshot().AsProfile()));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  DriftConfig loaded;
+  loaded.reference_path = "p.txt";
+  InputDrift second(Parse(kTwoInputs), loaded,
+                    std::make_shared<const DriftProfile>(std::move(parsed).value()));
+  DriftSummary s = second.Snapshot();
+  EXPECT_FALSE(s.recording);
+  EXPECT_EQ(s.reference->Find("X")->moments.count, 4000u);  // the window of the first, not its baseline
+  for (int i = 0; i < 1000; ++i) second.Observe(*Request(rng, 0, 5));
+  s = second.Snapshot();
+  EXPECT_LT(*s.inputs[0].psi, 0.05);
+  for (int i = 0; i < 1000; ++i) second.Observe(*Request(rng, -0.5, 5));
+  EXPECT_GT(*second.Snapshot().inputs[0].psi, 0.2);
+}
+
+TEST(InputDrift, ThreadsObservingAtOnceLoseNothing) {
+  InputDrift drift(Parse(kTwoInputs), Baseline(10), nullptr);
+  std::mt19937 seed(4);
+  for (int i = 0; i < 10; ++i) drift.Observe(*Request(seed, 0, 5));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&drift, t] {
+      std::mt19937 rng(100 + t);
+      for (int i = 0; i < 500; ++i) drift.Observe(*Request(rng, 0, 5));
+    });
+  }
+  for (auto& t : threads) t.join();
+  const DriftSummary s = drift.Snapshot();
+  EXPECT_EQ(s.requests, 2010u);
+  EXPECT_EQ(s.inputs[0].moments.count, 8000u);
+  uint64_t binned = 0;
+  for (uint64_t c : s.inputs[0].counts) binned += c;
+  EXPECT_EQ(binned, 8000u);
+}
+
+TEST(InputDrift, ReadsAtMostItsQuotaOfALargeTensor) {
+  InputDrift drift(Parse(R"(name: "m" input { name: "X" data_type: TYPE_FP32 dims: [ -1 ] })"), Baseline(1), nullptr);
+  auto request = std::make_unique<InferenceRequest>();
+  request->inputs.push_back(testing_util::Fp32("X", {300}, std::vector<float>(300, 1.0f)));
+  drift.Observe(*request);  // the baseline
+  drift.Observe(*request);
+  const DriftSummary s = drift.Snapshot();
+  EXPECT_EQ(s.reference->Find("X")->moments.count, 150u);  // every second of 300
+  EXPECT_EQ(s.inputs[0].moments.count, 150u);
+  EXPECT_EQ(s.inputs[0].moments.mean, 1.0);
+  EXPECT_EQ(s.inputs[0].moments.Variance(), 0.0);
+}
+
+}  // namespace
+}  // namespace ortserve
