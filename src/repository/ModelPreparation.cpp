@@ -20,9 +20,9 @@
 #include "core/Text.h"
 #include "repository/ModelDirectory.h"
 #include "repository/ModelSigning.h"
-#include "serving/InputDrift.h"
 #include "runtime/OrtModelInstance.h"
 #include "runtime/OrtSessionFactory.h"
+#include "serving/InputDrift.h"
 
 namespace ortserve {
 namespace {
