@@ -1,19 +1,11 @@
 #include "config/DriftConfig.h"
 
-#include <charconv>
 #include <string_view>
+
+#include "core/Text.h"
 
 namespace ortserve {
 namespace {
-
-std::optional<uint64_t> ParseWhole(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
 
 Status Bad(const std::string& key, const std::string& text, const std::string& why) {
   return InvalidArgument("parameter '" + key + "' value '" + text + "': " + why);
@@ -57,7 +49,7 @@ Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::Mode
   }
   DriftConfig out;
   if (baseline) {
-    auto v = ParseWhole(*baseline);
+    auto v = ParseNumber<uint64_t>(*baseline);
     if (!v || *v < 1 || *v > 1'000'000'000) {
       return Bad(kDriftBaselineRequestsParameter, *baseline, "must be a whole number from 1 to 1000000000");
     }
@@ -74,7 +66,7 @@ Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::Mode
     out.reference_path = *reference;
   }
   if (bins) {
-    auto v = ParseWhole(*bins);
+    auto v = ParseNumber<uint64_t>(*bins);
     if (!v || *v < 2 || *v > static_cast<uint64_t>(kDriftMaxBins)) {
       return Bad(kDriftBinsParameter, *bins, "must be a whole number from 2 to " + std::to_string(kDriftMaxBins));
     }

@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
+
+#include "core/Text.h"
 
 namespace ortserve {
 namespace {
@@ -14,10 +15,9 @@ Status Bad(const std::string& key, const std::string& text, const std::string& w
 
 // A finite number in [low, high], or why not (naming the parameter).
 Result<double> ParseBounded(const std::string& key, const std::string& text, double low, double high) {
-  double v = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (text.empty() || ec != std::errc() || ptr != end || !std::isfinite(v)) return Bad(key, text, "not a number");
+  const std::optional<double> parsed = ParseNumber<double>(text);
+  if (!parsed) return Bad(key, text, "not a number");
+  const double v = *parsed;
   if (v < low || v > high) {
     return Bad(key, text, std::isinf(high) ? fmt::format("must be >= {:g}", low)
                                            : fmt::format("must be from {:g} to {:g}", low, high));
