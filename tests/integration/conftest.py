@@ -201,3 +201,12 @@ def stub(server):
     """A raw GRPCInferenceService stub on the main server (test_grpc_*.py)."""
     with grpc.insecure_channel(server.grpc_url) as channel:
         yield pbg.GRPCInferenceServiceStub(channel)
+
+
+@pytest.fixture(scope="module")
+def collector():
+    """An OTLP/HTTP trace collector (test_tracing.OtlpCollector) for one test module."""
+    from test_tracing import OtlpCollector
+    c = OtlpCollector()
+    yield c
+    c.stop()

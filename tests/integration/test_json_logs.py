@@ -16,19 +16,12 @@ from tritonclient.grpc import service_pb2 as pb
 from tritonclient.grpc import service_pb2_grpc as pbg
 
 from harness import HTTP_TIMEOUT_S, http_request_bytes, make_test_models, raw_exchange, start_server
-from test_tracing import OtlpCollector, add_sub_body, new_traceparent, request_span_with_id
+from test_tracing import add_sub_body, new_traceparent, request_span_with_id
 
 pytestmark = pytest.mark.timeout(180)
 
 MODEL = "add_sub_fp32"
 RFC3339_MICROS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
-
-
-@pytest.fixture(scope="module")
-def collector():
-    c = OtlpCollector()
-    yield c
-    c.stop()
 
 
 @pytest.fixture(scope="module")

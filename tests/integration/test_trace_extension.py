@@ -19,19 +19,12 @@ import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from harness import make_test_models, start_server
-from test_tracing import KIND_SERVER, OtlpCollector, attributes, new_traceparent, request_span_with_id
+from test_tracing import KIND_SERVER, attributes, new_traceparent, request_span_with_id
 
 pytestmark = pytest.mark.timeout(300)
 
 MODEL, OTHER = "add_sub_fp32", "identity_fp32"
 CLEAR = {"trace_level": None, "trace_rate": None, "trace_count": None, "log_frequency": None}
-
-
-@pytest.fixture(scope="module")
-def collector():
-    c = OtlpCollector()
-    yield c
-    c.stop()
 
 
 @pytest.fixture(scope="module")

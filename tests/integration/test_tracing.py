@@ -190,13 +190,6 @@ def check_well_formed(t: dict, trace_id: str, parent_id: str, model: str):
 # ---------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def collector():
-    c = OtlpCollector()
-    yield c
-    c.stop()
-
-
-@pytest.fixture(scope="module")
 def trace_repo(tmp_path_factory):
     repo = make_test_models.build_test_repository(tmp_path_factory.mktemp("trace_models"), ["add_sub_fp32"])
     demo = make_test_models.demo
