@@ -47,6 +47,15 @@ def status_kib(pid: int, field: str) -> int:
     raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
+def sanitizer_runtime(pid: int) -> str | None:
+    """The sanitizer runtime the process `pid` runs with ("asan", "tsan"), or None.
+    Under one, RSS says little (ASan keeps freed memory in quarantine by design),
+    and UBSan's vptr check probes memory through a pipe, so a process that is out
+    of descriptors gets false "invalid vptr" reports."""
+    maps = pathlib.Path(f"/proc/{pid}/maps").read_text()
+    return next((name for name in ("asan", "tsan") if f"lib{name}" in maps), None)
+
+
 def reset_peak_rss(pid: int) -> bool:
     """VmHWM starts again from VmRSS; False where the kernel does not allow it."""
     try:

@@ -27,7 +27,7 @@ from tritonclient.grpc import service_pb2 as pb
 
 from harness import Server, make_test_models, start_server
 from hostile_clients import (MODEL, close_all, cpu_ns, nofile_command, open_connections, reset_peak_rss,
-                             status_kib)
+                             sanitizer_runtime, status_kib)
 from hostile_grpc_clients import UnfinishedCalls, UnreadStream, advertised_max_streams
 
 pytestmark = pytest.mark.timeout(120)
@@ -185,6 +185,9 @@ def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir)
     try:
         srv.wait_live()
         srv.wait_models_ready([MODEL])
+        if sanitizer_runtime(srv.proc.pid):
+            pytest.skip("out of descriptors, UBSan's vptr check reports false 'invalid vptr' "
+                        "(it probes memory through a pipe); the plain build runs this test")
         before = cpu_ns(srv.proc.pid)
         socks = open_connections(srv.grpc_port, 3 * NOFILE)
         try:
