@@ -33,9 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -43,19 +41,16 @@ from pathlib import Path
 import numpy as np
 import requests
 import tritonclient.grpc as grpcclient
-from tritonclient.grpc import service_pb2 as pb
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "models"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import benchlib  # noqa: F401,E402  (bench/lib/ on sys.path)
-import make_test_models  # noqa: E402
 from hostile_clients import MODEL, close_all, cpu_ns, open_connections, reset_peak_rss, status_kib  # noqa: E402
-from hostile_grpc_clients import UnfinishedCalls, UnreadStream  # noqa: E402
-from hostile_common import REPORT, Server, percentile, write_section  # noqa: E402
+from hostile_grpc_clients import EXPAND, UnfinishedCalls, UnreadStream, expand_request  # noqa: E402
+from hostile_common import REPORT, Server, measure_and_report, percentile, run_id  # noqa: E402
 
 SECTION = "## gRPC (bench/hostile_grpc.py)"
-EXPAND = "expand_1mib"
 CALLS, CLAIMED = 100, 60 << 20
 UNREAD_REQUESTS = 3000
 KEY, SECRET = "infer-key", "s3cret"
@@ -116,14 +111,6 @@ def unfinished(metadata: dict | None):
             return (f"{calls.bytes_sent >> 20} MiB sent on {calls.opened} calls; answered: {statuses}; "
                     f"{calls.resets} resets")
     return attack
-
-
-def expand_request(i: int) -> bytes:
-    request = pb.ModelInferRequest(model_name=EXPAND, id=str(i))
-    tensor = request.inputs.add(name="X", datatype="FP32")
-    tensor.shape.append(1)
-    request.raw_input_contents.append(np.float32(i).tobytes())
-    return request.SerializeToString()
 
 
 def unread(srv: Server) -> str:
@@ -251,27 +238,14 @@ def main() -> None:
     args = parser.parse_args()
     SECONDS = args.seconds
     builds = ([("before", args.before)] if args.before else []) + [("after", args.binary)]
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
     lines = [SECTION, "",
-             f"Commit {commit}, {time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the start; "
+             f"{run_id()}; "
              f"`bench/hostile_grpc.py --seconds {args.seconds:g}{' --before ' + args.before if args.before else ''}`. "
              f"Each build with its default gRPC limits; {CALLS} calls announcing {CLAIMED >> 20} MiB on one "
              f"connection for {UNFINISHED_FACTOR * args.seconds:g} s, {UNREAD_REQUESTS} unread 1 MiB answers on one "
              "stream; the normal client sends sequential "
              "16-element FP32 requests (tritonclient.grpc) during each attack. Peak RSS is VmHWM after a reset.", ""]
-    with tempfile.TemporaryDirectory(prefix="hostile_grpc_") as tmp:
-        work = Path(tmp)
-        repo = make_test_models.build_test_repository(work / "repo", [MODEL, EXPAND])
-        results = {}
-        for label, binary in builds:
-            print(f"[hostile_grpc] measuring {label}: {binary}", flush=True)
-            results[label] = measure(binary, repo, work)
-    lines += [headline(results), ""]
-    for (label, binary), m in zip(builds, results.values()):
-        lines += table(label, binary, m)
-    write_section(lines, args.report, SECTION)
-    print("\n".join(lines))
+    measure_and_report("hostile_grpc", builds, [MODEL, EXPAND], measure, headline, table, lines, args.report, SECTION)
 
 
 if __name__ == "__main__":

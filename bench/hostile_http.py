@@ -29,9 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -42,8 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "models"))
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import benchlib  # noqa: F401,E402  (bench/lib/ on sys.path)
-import make_test_models  # noqa: E402
-from hostile_common import REPORT, Server, percentile, write_section  # noqa: E402
+from hostile_common import REPORT, Server, measure_and_report, percentile, run_id  # noqa: E402
 from hostile_clients import (MODEL, claimed_shape_body, close_all, cpu_ns, gzip_bomb,  # noqa: E402
                              open_connections, reset_peak_rss, status_kib, valid_body)
 
@@ -222,28 +219,15 @@ def main() -> None:
     parser.add_argument("--report", type=Path, default=REPORT, help="the report whose section is written")
     args = parser.parse_args()
     builds = ([("before", args.before)] if args.before else []) + [("after", args.binary)]
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
     lines = [SECTION, "",
-             f"Commit {commit}, {time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the start; "
+             f"{run_id()}; "
              f"`bench/hostile_http.py --seconds {args.seconds:g}{' --before ' + args.before if args.before else ''}`. "
              "Model identity_fp32, one HTTP I/O thread, "
              f"thread budget 2; {ATTACKERS} attackers, a bomb every {BOMB_INTERVAL_S * 1e3:.0f} ms or a claimed "
              f"shape every {CLAIM_INTERVAL_S * 1e3:.0f} ms each; the normal client sends sequential 16-element "
              "FP32 requests on one connection. CPU is every server thread's schedstat time; peak RSS is VmHWM "
              "after a reset, over the bad requests.", ""]
-    with tempfile.TemporaryDirectory(prefix="hostile_http_") as tmp:
-        work = Path(tmp)
-        repo = make_test_models.build_test_repository(work / "repo", [MODEL])
-        results = {}
-        for label, binary in builds:
-            print(f"[hostile_http] measuring {label}: {binary}", flush=True)
-            results[label] = measure(binary, repo, work, args.seconds)
-    lines += [headline(results), ""]
-    for (label, binary), m in zip(builds, results.values()):
-        lines += table(label, binary, m)
-    write_section(lines, args.report, SECTION)
-    print("\n".join(lines))
+    measure_and_report("hostile_http", builds, [MODEL], lambda binary, repo, work: measure(binary, repo, work, args.seconds), headline, table, lines, args.report, SECTION)
 
 
 if __name__ == "__main__":

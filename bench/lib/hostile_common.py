@@ -2,16 +2,20 @@
 process per measurement, the percentile they report, and
 results/RESULTS-hostile.md, where each scenario replaces its own section.
 The scenarios put tests/integration/ (hostile_clients.py, the attacks the
-tests share) on sys.path before importing this."""
+tests share) and tests/models/ (make_test_models.py) on sys.path before
+importing this."""
 from __future__ import annotations
 
+import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 import requests
 
-from bench_common import ROOT
+import make_test_models
+from bench_common import ROOT, git_head
 from hostile_clients import MODEL, nofile_command
 
 REPORT = ROOT / "bench" / "results" / "RESULTS-hostile.md"
@@ -89,3 +93,28 @@ def write_section(lines: list[str], report: Path, section: str) -> None:
         text = text[:start] + "\n".join(lines) + "\n" + (text[end + 1:] if end >= 0 else "")
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text(text)
+
+
+def run_id() -> str:
+    """What the report's first line starts with: commit, date, load average."""
+    return f"Commit {git_head()}, {time.strftime('%Y-%m-%d')}, load average {os.getloadavg()[0]:.1f} at the start"
+
+
+def measure_and_report(name: str, builds: list[tuple[str, str]], models: list[str], measure, headline, table,
+                       lines: list[str], report: Path, section: str) -> None:
+    """Measures each (label, binary) of `builds` with measure(binary, repo,
+    work) on a fresh repository of `models`, then writes `lines` (the section's
+    head), headline(results) and table(label, binary, result) of each build
+    into `section` of `report`, and prints them."""
+    with tempfile.TemporaryDirectory(prefix=f"{name}_") as tmp:
+        work = Path(tmp)
+        repo = make_test_models.build_test_repository(work / "repo", models)
+        results = {}
+        for label, binary in builds:
+            print(f"[{name}] measuring {label}: {binary}", flush=True)
+            results[label] = measure(binary, repo, work)
+    lines = lines + [headline(results), ""]
+    for (label, binary), m in zip(builds, results.values()):
+        lines += table(label, binary, m)
+    write_section(lines, report, section)
+    print("\n".join(lines))

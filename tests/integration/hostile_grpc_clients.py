@@ -20,10 +20,15 @@ import h2.connection
 import h2.events
 import h2.exceptions
 import h2.settings
+import numpy as np
+from tritonclient.grpc import service_pb2 as pb
 
 MODEL_INFER = "/inference.GRPCInferenceService/ModelInfer"
 MODEL_STREAM_INFER = "/inference.GRPCInferenceService/ModelStreamInfer"
 ZEROS = bytes(1 << 20)
+# The test model whose one float in becomes 1 MiB out (tests/models): what an
+# unread stream's answers are made of.
+EXPAND = "expand_1mib"
 
 
 def grpc_request_headers(port: int, path: str, metadata: dict | None = None) -> list[tuple[str, str]]:
@@ -272,3 +277,12 @@ def advertised_max_streams(port: int, timeout_s: float = 5.0) -> int | None:
         probe.run(timeout_s, stop=lambda: probe.settings_seen)
         assert probe.settings_seen, "the server sent no SETTINGS"
         return probe.server_max_streams
+
+
+def expand_request(i: int) -> bytes:
+    """A serialized ModelInferRequest for EXPAND (input X = [i]), id str(i)."""
+    request = pb.ModelInferRequest(model_name=EXPAND, id=str(i))
+    tensor = request.inputs.add(name="X", datatype="FP32")
+    tensor.shape.append(1)
+    request.raw_input_contents.append(np.float32(i).tobytes())
+    return request.SerializeToString()

@@ -23,17 +23,15 @@ import time
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
-from tritonclient.grpc import service_pb2 as pb
 
 from harness import Server, make_test_models, start_server
 from hostile_clients import (MODEL, close_all, cpu_ns, nofile_command, open_connections, reset_peak_rss,
                              sanitizer_runtime, status_kib)
-from hostile_grpc_clients import UnfinishedCalls, UnreadStream, advertised_max_streams
+from hostile_grpc_clients import EXPAND, UnfinishedCalls, UnreadStream, advertised_max_streams, expand_request
 
 pytestmark = pytest.mark.timeout(120)
 
 MiB = 1 << 20
-EXPAND = "expand_1mib"  # one float in, 1 MiB out
 # The attack: one connection, 100 calls announcing 60 MiB each.
 CALLS = 100
 CLAIMED = 60 * MiB
@@ -125,14 +123,6 @@ def test_restricted_inference_is_refused_before_its_message(restricted):
         assert dict(call.statuses) == {16: 1}, (call.statuses, call.resets, call.sent)
         assert call.sent_when_answered[0] < 8 * MiB, call.sent_when_answered
     infer_ok(restricted, {f"triton-grpc-protocol-{KEY}": SECRET})
-
-
-def expand_request(i: int) -> bytes:
-    request = pb.ModelInferRequest(model_name=EXPAND, id=str(i))
-    tensor = request.inputs.add(name="X", datatype="FP32")
-    tensor.shape.append(1)
-    request.raw_input_contents.append(np.float32(i).tobytes())
-    return request.SerializeToString()
 
 
 def inferences(srv, model: str) -> int:
