@@ -47,20 +47,33 @@ class H2Client:
     """One non-blocking HTTP/2 connection to a gRPC port; subclasses say what
     to send (step) and what to do with the server's events (on_event)."""
 
-    def __init__(self, port: int, window: int | None = None):
+    def __init__(self, port: int, window: int | None = None, reconnect: bool = False):
         self.port = port
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.window = window
+        # Whether run() opens a new connection when the server closes this one
+        # (an attacker does: the server's defence must hold across connections).
+        self.reconnect = reconnect
+        self.bytes_sent = 0
+        self.connections = 0
+        self._connect()
+
+    def _connect(self) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
         self.sock.setblocking(False)
         self.conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True,
                                                                            header_encoding="utf-8"))
         self.conn.initiate_connection()
-        if window is not None:
-            self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window})
+        if self.window is not None:
+            self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.window})
         self.out = bytearray(self.conn.data_to_send())
-        self.bytes_sent = 0
         self.settings_seen = False
         self.closed = False
         self.server_max_streams: int | None = None
+        self.connections += 1
+        self.on_connect()
+
+    def on_connect(self) -> None:
+        """A (new) connection is open: forget the streams of the one before."""
 
     def close(self) -> None:
         self.closed = True
@@ -77,10 +90,16 @@ class H2Client:
 
     def run(self, duration_s: float, stop=lambda: False) -> None:
         """Goes on for `duration_s` or until stop() is true (checked about
-        every 50 ms) or the server closes the connection."""
+        every 50 ms) or the server closes the connection (unless reconnect:
+        then on a new one)."""
         deadline = time.monotonic() + duration_s
         next_check = 0.0
-        while not self.closed and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            if self.closed:
+                if not self.reconnect:
+                    return
+                self.close()
+                self._connect()
             if time.monotonic() >= next_check:
                 if stop():
                     return
@@ -123,7 +142,14 @@ class H2Client:
         if not data:
             self.closed = True
             return
-        for event in self.conn.receive_data(data):
+        try:
+            events = self.conn.receive_data(data)
+        except h2.exceptions.ProtocolError:
+            # Frames after the server's GOAWAY (its streams still finishing)
+            # are past h2's closed state: the connection is over for us.
+            self.closed = True
+            return
+        for event in events:
             if isinstance(event, h2.events.RemoteSettingsChanged):
                 self.settings_seen = True
                 changed = event.changed_settings.get(h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS)
@@ -136,22 +162,25 @@ class H2Client:
 
 
 class UnfinishedCalls(H2Client):
-    """One HTTP/2 connection of ModelInfer calls that never finish."""
+    """HTTP/2 ModelInfer calls that never finish, on one connection at a time."""
 
     def __init__(self, port: int, calls: int, claimed_bytes: int, metadata: dict | None = None,
                  reopen: bool = True):
-        super().__init__(port)
         self.calls = calls
         self.claimed_bytes = claimed_bytes
+        # reopen: a stream the server ends is replaced, and so is a connection.
         self.reopen = reopen
         self.headers = grpc_request_headers(port, MODEL_INFER, metadata)
-        self.left: dict[int, int] = {}       # open stream -> message bytes still to send
-        self.sent: dict[int, int] = {}       # stream -> message bytes sent (-5 before the prefix)
         self.statuses = collections.Counter()  # grpc-status the server answered with
         # Message bytes each answered stream had sent when its status came.
         self.sent_when_answered: list[int] = []
         self.resets = 0
         self.opened = 0
+        super().__init__(port, reconnect=reopen)
+
+    def on_connect(self) -> None:
+        self.left: dict[int, int] = {}       # open stream -> message bytes still to send
+        self.sent: dict[int, int] = {}       # stream -> message bytes sent (-5 before the prefix)
 
     def step(self) -> None:
         self._open_calls()
