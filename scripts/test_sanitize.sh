@@ -8,6 +8,7 @@
 #   2. scripts/run_tests.sh build-asan: ctest (unit tests, fuzz corpus replays),
 #      then pytest against build-asan/ortserve; a sanitizer report in a server's
 #      log fails the test that owned that server (tests/integration/harness.py);
+#      the tests marked `scale` are left out (ORTSERVE_SKIP_SCALE=1);
 #   3. tests/fuzz/run_fuzz.sh, FUZZ_SECONDS (default 10) per target (clang,
 #      build-fuzz/, its own ASAN/UBSAN options).
 # Knobs: SANITIZE_BUILD_DIR (build-asan), FUZZ_SECONDS (10), JOBS (nproc),
@@ -39,6 +40,7 @@ export ORT_DISABLE_TELEMETRY=1
 export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 export ORTSERVE_TEST_TIMEOUT_SCALE=${ORTSERVE_TEST_TIMEOUT_SCALE:-3}
+export ORTSERVE_SKIP_SCALE=1
 t1=$SECONDS
 echo "[sanitize] unit + integration tests against $BUILD"
 scripts/run_tests.sh "$BUILD"
