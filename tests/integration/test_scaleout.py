@@ -19,6 +19,9 @@ sys.path.insert(0, str(REPO_ROOT / "bench" / "lib"))
 from scaleout_cluster import (MODEL, HAProxy, OpenLoopLoad, Replica, build_repository,  # noqa: E402
                               infer_body)
 
+# Several replicas: capacity, not memory safety; the sanitizer pass skips it.
+pytestmark = pytest.mark.scale
+
 RATE = 50.0   # requests per second, open loop
 SETTLE_S = 1.0
 
