@@ -52,6 +52,26 @@ def build_fails_unless_zero(k: float):
                            name="fails_unless_zero")
 
 
+def build_slow_add_constant(k: float, rounds: int = 30, width: int = 256):
+    """OUTPUT0 = INPUT0 + k, the same answer as build_add_constant(k), after
+    `rounds` input-dependent width x width matrix products by the identity
+    (tens of milliseconds a run: ONNX Runtime folds none of them away)."""
+    nodes = [helper.make_node("ReduceSum", ["INPUT0"], ["s"], keepdims=1),
+             helper.make_node("Mul", ["ones", "s"], ["m0"])]  # [width, width], depends on the input
+    for i in range(rounds):
+        nodes.append(helper.make_node("MatMul", [f"m{i}", "eye"], [f"m{i + 1}"]))
+    nodes += [helper.make_node("ReduceMax", [f"m{rounds}"], ["r"], keepdims=0),
+              helper.make_node("Mul", ["r", "zero"], ["z"]),  # 0, unless a product overflowed
+              helper.make_node("Add", ["INPUT0", "k"], ["t"]),
+              helper.make_node("Add", ["t", "z"], ["OUTPUT0"])]
+    return demo.make_model(nodes, [("INPUT0", TensorProto.FLOAT, ["batch", 4])],
+                           [("OUTPUT0", TensorProto.FLOAT, ["batch", 4])],
+                           [demo.const("k", np.array(k, np.float32)), demo.const("zero", np.zeros((), np.float32)),
+                            demo.const("ones", np.ones((width, width), np.float32)),
+                            demo.const("eye", np.eye(width, dtype=np.float32))],
+                           name="slow_add_constant")
+
+
 def write_model(repo, name, versions: dict, extra: str):
     d = repo / name
     d.mkdir(parents=True)
@@ -174,6 +194,41 @@ def test_failing_candidate_is_rolled_back_within_its_first_step(launch, tmp_path
     assert (state["state"], state["weight"], state["step"], state["steps_finished"]) == \
         ("progressing", 20, 1, []), state
     assert state["events"]["started"] == 2 and state["events"]["rolled_back"] == 1, state
+
+
+def test_slow_candidate_is_rolled_back_on_its_p95(launch, tmp_path):
+    # The candidate answers exactly what the stable version does, a hundred
+    # times slower: a p95 bound far below its run time and far above the
+    # stable version's rolls it back in the first step, and no request fails.
+    repo = tmp_path / "repo"
+    write_model(repo, "slow", {1: make_test_models.build_add_constant(1.0), 2: build_slow_add_constant(1.0)},
+                params(rollout_steps="20,100", rollout_step_seconds="60", rollout_min_requests="5",
+                       rollout_max_p95_ms="5", rollout_max_error_rate="0.5"))
+    srv = launch(repo)
+    srv.wait_models_ready(["slow"])
+    ref = Reference()
+    x = np.random.default_rng(3).standard_normal((1, 4)).astype(np.float32)
+    expected = ref.run(model_file(repo, "slow", 2), {"INPUT0": x})["OUTPUT0"]
+    np.testing.assert_array_equal(expected, ref.run(model_file(repo, "slow", 1), {"INPUT0": x})["OUTPUT0"])
+
+    outcomes = load_until(srv, "slow", x, lambda: rollout(srv, "slow")["state"] != "progressing", threads=2)
+    state = rollout(srv, "slow")
+    assert state["state"] == "rolled_back" and state["weight"] == 0, state
+    assert state["reason"].startswith("p95 ") and "rollout_max_p95_ms 5 in step 1 (20%)" in state["reason"], state
+    assert [(s["step"], s["outcome"]) for s in state["steps_finished"]] == [(1, "rolled_back")], state
+    assert state["steps_finished"][0]["candidate"]["requests"] >= 5, state
+
+    assert all(kind == "ok" for kind, _ in outcomes), [o for o in outcomes if o[0] != "ok"][:3]
+    for _, out in outcomes:
+        np.testing.assert_array_equal(out, expected)
+    stats = stats_by_version(srv, "slow")
+    assert stats["2"]["success"]["count"] >= 5 and stats["2"]["fail"]["count"] == 0, stats
+    assert metric(srv, "ortserve_rollout_events_total", model="slow", event="rolled_back") == 1
+    client = httpclient.InferenceServerClient(srv.url)
+    before = stats_by_version(srv, "slow")["2"]["success"]["count"]
+    for _ in range(20):
+        np.testing.assert_array_equal(infer(client, "slow", x), expected)
+    assert stats_by_version(srv, "slow")["2"]["success"]["count"] == before
 
 
 def test_healthy_candidate_is_promoted_through_every_step(launch, tmp_path):
