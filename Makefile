@@ -153,6 +153,13 @@ bench-cache: build
 bench-pipeline: build
 	$(PY) bench/pipeline_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(PIPELINE_BENCH_ARGS)
 
+# INT8 (onnxruntime's quantize_dynamic) against FP32 on the BERT-shaped
+# encoder, through ortserve and in process; writes
+# bench/results/RESULTS-int8.md. INT8_BENCH_ARGS="--rounds 1".
+.PHONY: bench-int8
+bench-int8: build
+	$(PY) bench/int8_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(INT8_BENCH_ARGS)
+
 # System shared memory against the same 1 MiB load over the wire (perf_analyzer).
 .PHONY: bench-shm
 bench-shm: build
