@@ -1,0 +1,194 @@
+"""Routing by model name across replicas (issue 35; the Helm chart's
+routing.mode=model-hash, docs/deploy.md "Routing by model name"): ortserve
+replicas that load models on their first request, behind Debian's haproxy
+running the chart's configuration (replicas_cluster.py). Requests name models
+over HTTP and gRPC; outputs are checked against onnxruntime; where each model
+is loaded comes from each replica's repository index and
+ortserve_model_loads_total. Nothing here asserts on timing."""
+from __future__ import annotations
+
+import random
+import signal
+import threading
+
+import numpy as np
+import pytest
+import requests
+import tritonclient.grpc as grpcclient
+
+from harness import HTTP_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, Reference
+from replicas_cluster import model_hash_cluster
+from test_model_control import write_addk
+
+X = np.arange(4, dtype=np.float32).reshape(1, 4)
+
+
+def write_models(repo, count: int, width: int) -> list[str]:
+    """`count` add-constant models m<i> (OUTPUT0 = INPUT0 + i)."""
+    names = [f"m{i:0{width}d}" for i in range(count)]
+    for i, name in enumerate(names):
+        write_addk(repo, name, {1: float(i)})
+    return names
+
+
+class Checker:
+    """Sends one request for a model over HTTP or gRPC through the router and compares
+    the answer with onnxruntime on the served file; returns an error string or ''."""
+
+    def __init__(self, router, repo):
+        self.router, self.repo = router, repo
+        self.reference = Reference()
+        self.lock = threading.Lock()
+        self.local = threading.local()
+
+    def expected(self, name: str) -> np.ndarray:
+        with self.lock:
+            return self.reference.run(self.repo / name / "1" / "model.onnx", {"INPUT0": X})["OUTPUT0"]
+
+    def http(self, name: str) -> np.ndarray:
+        if not hasattr(self.local, "session"):
+            self.local.session = requests.Session()
+        body = {"inputs": [{"name": "INPUT0", "shape": list(X.shape), "datatype": "FP32",
+                            "data": X.ravel().tolist()}]}
+        r = self.local.session.post(f"{self.router.base}/v2/models/{name}/infer", json=body,
+                                    timeout=HTTP_TIMEOUT_S)
+        if r.status_code != 200:
+            raise RuntimeError(f"HTTP {r.status_code}: {r.text[:200]}")
+        out = r.json()["outputs"][0]
+        return np.array(out["data"], np.float32).reshape(out["shape"])
+
+    def grpc(self, name: str) -> np.ndarray:
+        if not hasattr(self.local, "grpc"):
+            self.local.grpc = grpcclient.InferenceServerClient(self.router.grpc_url)
+        inp = grpcclient.InferInput("INPUT0", list(X.shape), "FP32")
+        inp.set_data_from_numpy(X)
+        return self.local.grpc.infer(name, [inp], client_timeout=HTTP_TIMEOUT_S).as_numpy("OUTPUT0")
+
+    def check(self, name: str, protocol: str) -> str:
+        try:
+            got = self.http(name) if protocol == "http" else self.grpc(name)
+            np.testing.assert_allclose(got, self.expected(name), rtol=1e-6)
+            return ""
+        except Exception as e:  # noqa: BLE001  (every failure is reported by the test)
+            return f"{protocol} {name}: {type(e).__name__}: {str(e)[:200]}"
+
+
+def holders(replicas, names) -> dict[str, list[int]]:
+    """Per model, the replicas where it is loaded (READY in their repository index)."""
+    loaded = {r.index: r.loaded_models() for r in replicas}
+    return {n: [i for i, models in loaded.items() if n in models] for n in names}
+
+
+def test_each_model_stays_on_one_replica_and_a_broken_one_takes_no_replica_out(tmp_path):
+    """Sequential requests (no load to bound): HTTP and gRPC requests for a model land
+    on one replica, the one its name hashes to; the models spread over the replicas.
+    A model whose load fails answers its error and every replica stays ready and in
+    the ring (the chart runs the replicas with --strict-readiness=false)."""
+    repo = tmp_path / "models"
+    names = write_models(repo, 12, 2)
+    write_addk(repo, "broken")
+    (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
+    with model_hash_cluster(repo, tmp_path) as (router, replicas):
+        checker = Checker(router, repo)
+        errors = [checker.check(name, protocol) for _ in range(2) for name in names
+                  for protocol in ("http", "grpc")]
+        assert not any(errors), [e for e in errors if e]
+        where = holders(replicas, names)
+        assert all(len(h) == 1 for h in where.values()), where
+        assert len({h[0] for h in where.values()}) > 1, f"every model on one replica: {where}"
+        assert sum(r.on_demand_loads() for r in replicas) == len(names)
+
+        r = requests.post(f"{router.base}/v2/models/broken/infer", timeout=HTTP_TIMEOUT_S,
+                          json={"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32",
+                                            "data": [0, 1, 2, 3]}]})
+        assert r.status_code == 400 and "failed to load 'broken'" in r.text, r.text
+        for replica in replicas:
+            assert requests.get(f"{replica.base}/v2/health/ready", timeout=5).status_code == 200
+        assert requests.get(f"{router.base}/v2/health/ready", timeout=5).status_code == 200
+        assert not any(checker.check(name, "http") for name in names)
+        assert holders(replicas, names) == where
+
+
+class Load:
+    """`threads` clients working through a shared list of (model, protocol) requests."""
+
+    def __init__(self, checker, work: list[tuple[str, str]], threads: int = 4):
+        self.checker, self.work = checker, list(work)
+        self.done, self.errors = 0, []
+        self.lock = threading.Lock()
+        self.progress = threading.Condition(self.lock)
+        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(threads)]
+
+    def start(self) -> "Load":
+        for t in self.threads:
+            t.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            with self.lock:
+                if not self.work:
+                    return
+                name, protocol = self.work.pop()
+            error = self.checker.check(name, protocol)
+            with self.progress:
+                self.done += 1
+                if error:
+                    self.errors.append(error)
+                self.progress.notify_all()
+
+    def wait_done(self, count: int) -> None:
+        with self.progress:
+            assert self.progress.wait_for(lambda: self.done >= count or not any(
+                t.is_alive() for t in self.threads), timeout=HTTP_TIMEOUT_S * 5)
+
+    def join(self) -> list[str]:
+        for t in self.threads:
+            t.join(timeout=HTTP_TIMEOUT_S * 5)
+        assert not any(t.is_alive() for t in self.threads), "the load did not finish"
+        return self.errors
+
+
+def shuffled_work(names, rounds: int, seed: int) -> list[tuple[str, str]]:
+    work = [(name, ("http", "grpc")[(i + r) % 2]) for r in range(rounds) for i, name in enumerate(names)]
+    random.Random(seed).shuffle(work)
+    return work
+
+
+@pytest.mark.scale
+@pytest.mark.timeout(900)
+def test_300_models_over_three_replicas_and_one_stopping_mid_run(tmp_path):
+    """300 models, requests over all of them from 4 threads (HTTP and gRPC): every
+    request answered correctly; each model loaded on one or two replicas (two only
+    where bounded load handed it on). Then SIGTERM to one replica in the middle of a
+    second run: no request lost (HAProxy retries and redispatches), and the models
+    only that replica held load on the others."""
+    repo = tmp_path / "models"
+    names = write_models(repo, 300, 3)
+    with model_hash_cluster(repo, tmp_path) as (router, replicas):
+        checker = Checker(router, repo)
+        errors = Load(checker, shuffled_work(names, 2, seed=1)).start().join()
+        assert not errors, f"{len(errors)} failed: {errors[:10]}"
+        where = holders(replicas, names)
+        assert all(1 <= len(h) <= 2 for h in where.values()), {n: h for n, h in where.items() if len(h) > 2}
+        assert sum(r.on_demand_loads() for r in replicas) == sum(len(h) for h in where.values())
+        assert all(any(r.index in h for h in where.values()) for r in replicas), "a replica got no model"
+
+        victim = max(replicas, key=lambda r: sum(h == [r.index] for h in where.values()))
+        survivors = [r for r in replicas if r is not victim]
+        only_victim = [n for n, h in where.items() if h == [victim.index]]
+        work = shuffled_work(names, 2, seed=2)
+        load = Load(checker, work).start()
+        load.wait_done(len(work) // 4)
+        victim.proc.send_signal(signal.SIGTERM)
+        assert victim.proc.wait(timeout=SHUTDOWN_TIMEOUT_S) == 0, victim.log_tail()
+        errors = load.join()
+        assert not errors, f"{len(errors)} of {len(work)} failed: {errors[:10]}"
+        # Every model once more, now that the victim is gone.
+        errors = Load(checker, shuffled_work(names, 1, seed=3)).start().join()
+        assert not errors, f"{len(errors)} failed after the stop: {errors[:10]}"
+        after = holders(survivors, names)
+        assert all(1 <= len(h) <= 2 for h in after.values()), after
+        assert all(after[n] for n in only_victim)
+        print(f"\n{len(only_victim)} models moved from replica {victim.index}; "
+              f"loaded per replica after: {[sum(r.index in h for h in after.values()) for r in survivors]}")
