@@ -148,6 +148,13 @@ class Router:
             up[backend] += int(state == "UP" and float(value) == 1)
         return up
 
+    def retries(self) -> dict[str, int]:
+        """Retries and redispatches over all backends so far."""
+        text = requests.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=HTTP_TIMEOUT_S).text
+        return {kind: int(sum(float(v) for v in re.findall(
+                    rf'^haproxy_backend_{kind}_warnings_total\{{[^}}]*\}} (\S+)$', text, re.M)))
+                for kind in ("retry", "redispatch")}
+
     def wait_up(self, count: int) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while time.monotonic() < deadline:

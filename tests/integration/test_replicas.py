@@ -173,6 +173,8 @@ def test_300_models_over_three_replicas_and_one_stopping_mid_run(tmp_path):
         assert all(1 <= len(h) <= 2 for h in where.values()), {n: h for n, h in where.items() if len(h) > 2}
         assert sum(r.on_demand_loads() for r in replicas) == sum(len(h) for h in where.values())
         assert all(any(r.index in h for h in where.values()) for r in replicas), "a replica got no model"
+        print(f"\nmodels per replica: {[sum(r.index in h for h in where.values()) for r in replicas]}, "
+              f"on two replicas: {sum(len(h) == 2 for h in where.values())}")
 
         victim = max(replicas, key=lambda r: sum(h == [r.index] for h in where.values()))
         survivors = [r for r in replicas if r is not victim]
@@ -190,5 +192,6 @@ def test_300_models_over_three_replicas_and_one_stopping_mid_run(tmp_path):
         after = holders(survivors, names)
         assert all(1 <= len(h) <= 2 for h in after.values()), after
         assert all(after[n] for n in only_victim)
-        print(f"\n{len(only_victim)} models moved from replica {victim.index}; "
-              f"loaded per replica after: {[sum(r.index in h for h in after.values()) for r in survivors]}")
+        print(f"{len(only_victim)} models moved from replica {victim.index}; "
+              f"loaded per replica after: {[sum(r.index in h for h in after.values()) for r in survivors]}; "
+              f"haproxy {router.retries()}")
