@@ -37,16 +37,22 @@ def model_hash_values(replicas: int, ports: tuple[int, int, int], check_ms: int 
             "threadBudget=1")
 
 
-def local_router_config(docs: list[dict], replicas: int) -> str:
-    """The chart's haproxy.cfg with its binds on 127.0.0.1 and each replica's DNS name
+def local_router_config(docs: list[dict], replicas: int, work_dir: pathlib.Path) -> pathlib.Path:
+    """The chart's ConfigMap written to work_dir: haproxy.cfg with its binds on
+    127.0.0.1, its files loaded from work_dir, and each replica's DNS name
     (<release>-<i>.<headless service>...) replaced by its loopback address."""
-    config = next(d for d in docs if d["kind"] == "ConfigMap")["data"]["haproxy.cfg"]
-    config = re.sub(r"(?m)^(\s*bind ):", r"\g<1>127.0.0.1:", config)
+    files = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
+    for name, text in files.items():
+        (work_dir / name).write_text(text)
+    config = re.sub(r"(?m)^(\s*bind ):", r"\g<1>127.0.0.1:", files["haproxy.cfg"])
+    config = re.sub(r"(?m)^(\s*lua-load ).*/", rf"\g<1>{work_dir}/", config)
     names = re.findall(rf"server r(\d+) ({RELEASE}-\d+\.[^:\s]+):", config)
     assert len({i for i, _ in names}) == replicas, names
     for i, name in set(names):
         config = config.replace(f"{name}:", f"{replica_address(int(i))}:")
-    return config
+    path = work_dir / "haproxy.cfg"
+    path.write_text(config)
+    return path
 
 
 def replica_args(docs: list[dict], repo: pathlib.Path, cache_dir: pathlib.Path) -> list[str]:
@@ -116,10 +122,9 @@ class Replica:
 class Router:
     """Debian's haproxy with the chart's configuration, in the foreground."""
 
-    def __init__(self, config: str, ports: tuple[int, int, int], work_dir: pathlib.Path):
+    def __init__(self, config_path: pathlib.Path, ports: tuple[int, int, int], work_dir: pathlib.Path):
         self.http_port, self.grpc_port, self.metrics_port = ports
-        self.config_path = work_dir / "haproxy.cfg"
-        self.config_path.write_text(config)
+        self.config_path = config_path
         self.log_path = work_dir / "haproxy.log"
         self.proc: subprocess.Popen | None = None
 
@@ -187,7 +192,7 @@ def model_hash_cluster(repo: pathlib.Path, work_dir: pathlib.Path, replicas: int
             started.append(Replica(i, args, ports, work_dir).start())
         for r in started:
             r.wait_ready()
-        router = Router(local_router_config(docs, replicas), ports, work_dir).start()
+        router = Router(local_router_config(docs, replicas, work_dir), ports, work_dir).start()
         router.wait_up(replicas)
         yield router, started
     finally:

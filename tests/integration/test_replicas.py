@@ -8,7 +8,9 @@ ortserve_model_loads_total. Nothing here asserts on timing."""
 from __future__ import annotations
 
 import random
+import re
 import signal
+import subprocess
 import threading
 
 import numpy as np
@@ -16,8 +18,9 @@ import pytest
 import requests
 import tritonclient.grpc as grpcclient
 
+from deploy_helpers import flag_values, haproxy, named, one, ortserve_workload, render_chart
 from harness import HTTP_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, Reference
-from replicas_cluster import model_hash_cluster
+from replicas_cluster import local_router_config, model_hash_cluster
 from test_model_control import write_addk
 
 X = np.arange(4, dtype=np.float32).reshape(1, 4)
@@ -79,13 +82,33 @@ def holders(replicas, names) -> dict[str, list[int]]:
     return {n: [i for i, models in loaded.items() if n in models] for n in names}
 
 
+def write_wide(repo, name: str) -> None:
+    """An add-constant model taking any number of rows (no batching): requests as large
+    as wanted."""
+    d = write_addk(repo, name, {1: 7.0})
+    config = (d / "config.pbtxt").read_text()
+    (d / "config.pbtxt").write_text(config.replace("max_batch_size: 8", "max_batch_size: 0")
+                                    .replace("dims: [ 4 ]", "dims: [ -1, 4 ]"))
+
+
+def grpc_wide(router, repo, name: str, rows: int) -> None:
+    x = np.ones((rows, 4), np.float32)
+    inp = grpcclient.InferInput("INPUT0", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    got = grpcclient.InferenceServerClient(router.grpc_url).infer(name, [inp]).as_numpy("OUTPUT0")
+    want = Reference().run(repo / name / "1" / "model.onnx", {"INPUT0": x})["OUTPUT0"]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 def test_each_model_stays_on_one_replica_and_a_broken_one_takes_no_replica_out(tmp_path):
     """Sequential requests (no load to bound): HTTP and gRPC requests for a model land
-    on one replica, the one its name hashes to; the models spread over the replicas.
-    A model whose load fails answers its error and every replica stays ready and in
-    the ring (the chart runs the replicas with --strict-readiness=false)."""
+    on one replica, the one its name hashes to (gRPC messages larger than HAProxy's
+    buffer too); the models spread over the replicas. A model whose load fails answers
+    its error and every replica stays ready and in the ring (the chart runs the
+    replicas with --strict-readiness=false)."""
     repo = tmp_path / "models"
     names = write_models(repo, 12, 2)
+    write_wide(repo, "wide")
     write_addk(repo, "broken")
     (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
     with model_hash_cluster(repo, tmp_path) as (router, replicas):
@@ -93,6 +116,9 @@ def test_each_model_stays_on_one_replica_and_a_broken_one_takes_no_replica_out(t
         errors = [checker.check(name, protocol) for _ in range(2) for name in names
                   for protocol in ("http", "grpc")]
         assert not any(errors), [e for e in errors if e]
+        for _ in range(3):
+            grpc_wide(router, repo, "wide", 8192)  # 128 KiB: more than HAProxy's 16 KiB buffer
+        names.append("wide")
         where = holders(replicas, names)
         assert all(len(h) == 1 for h in where.values()), where
         assert len({h[0] for h in where.values()}) > 1, f"every model on one replica: {where}"
@@ -107,6 +133,48 @@ def test_each_model_stays_on_one_replica_and_a_broken_one_takes_no_replica_out(t
         assert requests.get(f"{router.base}/v2/health/ready", timeout=5).status_code == 200
         assert not any(checker.check(name, "http") for name in names)
         assert holders(replicas, names) == where
+
+
+def test_chart_model_hash_mode_renders_a_router_for_a_statefulset(tmp_path):
+    """routing.mode=model-hash: the Service sends clients to the HAProxy Deployment,
+    whose configuration (valid for Debian's haproxy) names every StatefulSet replica
+    up to the autoscaler's maximum through the headless Service; the replicas load on
+    demand, are ready without any model, and get --model-memory-budget only when set."""
+    docs = render_chart(set_values=("routing.mode=model-hash", "autoscaling.enabled=true",
+                                    "autoscaling.maxReplicas=5"))
+    workload = ortserve_workload(docs)
+    assert workload["kind"] == "StatefulSet"
+    headless = named(docs, "Service", workload["spec"]["serviceName"])
+    assert headless["spec"]["clusterIP"] == "None"
+    assert headless["spec"]["selector"] == workload["spec"]["selector"]["matchLabels"]
+    router = named(docs, "Deployment", "ortserve-router")
+    router_labels = router["spec"]["template"]["metadata"]["labels"]
+    assert named(docs, "Service", "ortserve")["spec"]["selector"] == router_labels
+    for kind in ("PodDisruptionBudget", "NetworkPolicy"):
+        selector = named(docs, kind, "ortserve")["spec"]
+        selector = selector.get("selector") or selector["podSelector"]
+        assert not set(selector["matchLabels"].items()) <= set(router_labels.items()), kind
+    assert one(docs, "HorizontalPodAutoscaler")["spec"]["scaleTargetRef"]["kind"] == "StatefulSet"
+
+    args = flag_values(next(c for c in workload["spec"]["template"]["spec"]["containers"]
+                            if c["name"] == "ortserve")["args"])
+    assert args["--model-load-on-demand"] == ["true"] and args["--strict-readiness"] == ["false"]
+    assert "--model-memory-budget" not in args
+    config = named(docs, "ConfigMap", "ortserve-router")["data"]["haproxy.cfg"]
+    servers = re.findall(r"server r(\d+) ortserve-(\d+)\.ortserve-replicas\.default\.svc\.cluster\.local:(\d+)",
+                         config)
+    assert sorted({(a, b) for a, b, _ in servers}) == [(str(i), str(i)) for i in range(5)]
+    check = subprocess.run([haproxy(), "-c", "-f", str(local_router_config(docs, 5, tmp_path))],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    budget = render_chart(set_values=("routing.mode=model-hash", "routing.modelMemoryBudget=2G"))
+    container = ortserve_workload(budget)["spec"]["template"]["spec"]["containers"][0]
+    assert "--model-memory-budget=2G" in container["args"]
+    default = ortserve_workload(render_chart(set_values=("routing.modelMemoryBudget=2G",)))
+    assert default["kind"] == "Deployment"
+    assert not any("--model-memory-budget" in a or "on-demand" in a
+                   for a in default["spec"]["template"]["spec"]["containers"][0]["args"])
 
 
 class Load:

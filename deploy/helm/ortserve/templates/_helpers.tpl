@@ -116,3 +116,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- $n -}}
 {{- end -}}
+
+{{/* Where the router's ConfigMap is mounted: haproxy.cfg and its Lua converter. */}}
+{{- define "ortserve.routerConfigDir" -}}
+/usr/local/etc/haproxy
+{{- end -}}
