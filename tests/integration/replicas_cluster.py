@@ -19,7 +19,7 @@ import time
 
 import requests
 
-from deploy_helpers import haproxy, helm, render_chart
+from deploy_helpers import haproxy, helm, ortserve_workload, render_chart
 from harness import HTTP_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, STARTUP_TIMEOUT_S, free_ports, ortserve_binary
 
 RELEASE = "ortserve"  # helm template's release name in deploy_helpers.render_chart
@@ -57,7 +57,8 @@ def local_router_config(docs: list[dict], replicas: int, work_dir: pathlib.Path)
 
 def replica_args(docs: list[dict], repo: pathlib.Path, cache_dir: pathlib.Path) -> list[str]:
     """The StatefulSet's ortserve arguments, the repository and cache paths local."""
-    workload = next(d for d in docs if d["kind"] == "StatefulSet")
+    workload = ortserve_workload(docs)
+    assert workload["kind"] == "StatefulSet"
     container = next(c for c in workload["spec"]["template"]["spec"]["containers"] if c["name"] == "ortserve")
     replace = {"--model-repository": str(repo), "--model-cache-dir": str(cache_dir)}
     return [f"{name}={replace.get(name, value)}" for name, value in (a.split("=", 1) for a in container["args"])]
