@@ -65,14 +65,16 @@ def replica_args(docs: list[dict], repo: pathlib.Path, cache_dir: pathlib.Path) 
 
 
 class Replica:
-    def __init__(self, index: int, args: list[str], ports: tuple[int, int, int], log_dir: pathlib.Path):
+    def __init__(self, index: int, args: list[str], ports: tuple[int, int, int], log_dir: pathlib.Path,
+                 drain_delay_secs: int):
         self.index, self.address = index, replica_address(index)
         self.http_port, self.grpc_port, self.metrics_port = ports
         # --drain-delay-secs stands in for the pod's preStop pause: not ready
         # at once on SIGTERM, still serving while the router's check notices.
+        # 0: refusing at once, so that the router's retries must cover it.
         self.command = [str(ortserve_binary()), *args, f"--http-address={self.address}",
                         f"--grpc-address={self.address}", f"--metrics-address={self.address}",
-                        "--drain-delay-secs=1"]
+                        f"--drain-delay-secs={drain_delay_secs}"]
         self.log_path = log_dir / f"replica-{index}.log"
         self.proc: subprocess.Popen | None = None
 
@@ -179,8 +181,10 @@ class Router:
 
 
 @contextlib.contextmanager
-def model_hash_cluster(repo: pathlib.Path, work_dir: pathlib.Path, replicas: int = 3):
-    """`replicas` ortserve processes behind the chart's HAProxy; yields (router, [Replica])."""
+def model_hash_cluster(repo: pathlib.Path, work_dir: pathlib.Path, replicas: int = 3,
+                       drain_delay_secs: tuple = ()):
+    """`replicas` ortserve processes behind the chart's HAProxy, with
+    --drain-delay-secs drain_delay_secs[i] (default 1); yields (router, [Replica])."""
     haproxy()
     helm()
     ports = tuple(free_ports(3))
@@ -190,7 +194,8 @@ def model_hash_cluster(repo: pathlib.Path, work_dir: pathlib.Path, replicas: int
     router = None
     try:
         for i in range(replicas):
-            started.append(Replica(i, args, ports, work_dir).start())
+            delay = drain_delay_secs[i] if i < len(drain_delay_secs) else 1
+            started.append(Replica(i, args, ports, work_dir, delay).start())
         for r in started:
             r.wait_ready()
         router = Router(local_router_config(docs, replicas, work_dir), ports, work_dir).start()
