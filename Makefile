@@ -45,7 +45,7 @@ test: build deploy-deps
 
 # HAProxy, Helm (built from the Go module proxy) and the offline manifest
 # checkers (kubernetes-validate, checkov) under .cache/deploy-tools.
-.PHONY: deploy-deps deploy-check bench-scaleout
+.PHONY: deploy-deps deploy-check bench-scaleout bench-replicas
 deploy-deps:
 	@scripts/setup.sh deploy
 
@@ -58,6 +58,13 @@ deploy-check: deploy-deps
 # bench/results/RESULTS-scaleout.md and scaleout.json. SCALEOUT_ARGS="--quick".
 bench-scaleout: build deploy-deps
 	$(PY) bench/scaleout.py --ortserve-bin $(BUILD_DIR)/ortserve $(SCALEOUT_ARGS)
+
+# Routing by model name (the chart's routing.mode=model-hash) on localhost:
+# 300 models over 3 on-demand replicas behind the chart's HAProxy, one replica
+# stopped mid-run; prints models per replica, spills and retries
+# (tests/integration/test_replicas.py, the `scale` test).
+bench-replicas: build deploy-deps
+	ORTSERVE_BIN=$(BUILD_DIR)/ortserve $(VENV)/bin/pytest tests/integration/test_replicas.py -m scale -q -s
 
 # The scheduler's tests, and the served model's over it, under
 # ThreadSanitizer (the batcher's worker/leader hand-offs are where races

@@ -63,6 +63,20 @@ def one(docs: list[dict], kind: str) -> dict:
     return found[0]
 
 
+def ortserve_workload(docs: list[dict]) -> dict:
+    """The Deployment (or, with routing by model name, StatefulSet) that runs ortserve."""
+    found = [d for d in docs if d["kind"] in ("Deployment", "StatefulSet")
+             and any(c["name"] == "ortserve" for c in d["spec"]["template"]["spec"]["containers"])]
+    assert len(found) == 1, f"{len(found)} ortserve workloads"
+    return found[0]
+
+
+def named(docs: list[dict], kind: str, name: str) -> dict:
+    found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+    assert len(found) == 1, f"{len(found)} {kind} documents named {name}"
+    return found[0]
+
+
 def flag_values(args: list[str]) -> dict:
     """--name=value arguments as {name: value} (the chart always writes the = form)."""
     values = {}

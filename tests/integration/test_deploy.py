@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import requests
 
-from deploy_helpers import (CHART, KUBE_VERSION, deploy_python, flag_values, helm, one,
-                            render_chart)
+from deploy_helpers import (CHART, KUBE_VERSION, deploy_python, flag_values, helm, named, one,
+                            ortserve_workload, render_chart)
 from harness import (HTTP_TIMEOUT_S, REPO_ROOT, SHUTDOWN_TIMEOUT_S, STARTUP_TIMEOUT_S,
                      assert_matches, free_ports, make_test_models, metric, model_file,
                      ortserve_binary, sample_array)
@@ -93,8 +93,7 @@ def test_chart_flags_ports_and_grace_agree_with_the_server(values):
     and probe ports are the ports the flags open; the probes use the health paths;
     the grace period outlasts the preStop pause plus --exit-timeout-secs."""
     docs = render_chart(CI_VALUES / values)
-    deployment = one(docs, "Deployment")
-    pod = deployment["spec"]["template"]["spec"]
+    pod = ortserve_workload(docs)["spec"]["template"]["spec"]
     container = next(c for c in pod["containers"] if c["name"] == "ortserve")
     flags = flag_values(container["args"])
     assert set(flags) <= _help_flags(), set(flags) - _help_flags()
@@ -102,7 +101,7 @@ def test_chart_flags_ports_and_grace_agree_with_the_server(values):
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"http": int(flags["--http-port"][0]), "grpc": int(flags["--grpc-port"][0]),
                      "metrics": int(flags["--metrics-port"][0])}
-    service = one(docs, "Service")
+    service = named(docs, "Service", "ortserve")
     assert {p["name"]: p["targetPort"] for p in service["spec"]["ports"]} == {n: n for n in ports}
     grpc_port = next(p for p in service["spec"]["ports"] if p["name"] == "grpc")
     assert grpc_port["appProtocol"] in ("kubernetes.io/h2c", "grpc")

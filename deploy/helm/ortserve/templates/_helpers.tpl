@@ -75,3 +75,49 @@ the quota the container's cgroup gets.
 {{- define "ortserve.keyDir" -}}
 {{- printf "/etc/ortserve/keys/%s-%d" .protocol .index -}}
 {{- end -}}
+
+{{/* routing.mode=model-hash: an HAProxy routes by model name (templates/router.yaml). */}}
+{{- define "ortserve.modelHash" -}}
+{{- if eq (toString .Values.routing.mode) "model-hash" }}true{{ end -}}
+{{- end -}}
+
+{{- define "ortserve.routerName" -}}
+{{- printf "%s-router" (include "ortserve.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The router's pods: a name of their own, so that the replicas' selectors never match them. */}}
+{{- define "ortserve.routerSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "ortserve.name" . }}-router
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "ortserve.routerImage" -}}
+{{- $i := .Values.routing.haproxy.image -}}
+{{- if $i.digest -}}
+{{- printf "%s@%s" $i.repository $i.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $i.repository (toString $i.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The headless Service that gives each replica of the StatefulSet its DNS name. */}}
+{{- define "ortserve.replicasService" -}}
+{{- printf "%s-replicas" (include "ortserve.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Server slots on the router's hash ring: the most replicas there will be. */}}
+{{- define "ortserve.replicaSlots" -}}
+{{- $n := int .Values.replicaCount -}}
+{{- if .Values.autoscaling.enabled -}}
+{{- $n = max $n (int .Values.autoscaling.maxReplicas) -}}
+{{- end -}}
+{{- if gt (int .Values.routing.maxReplicas) 0 -}}
+{{- $n = int .Values.routing.maxReplicas -}}
+{{- end -}}
+{{- $n -}}
+{{- end -}}
+
+{{/* Where the router's ConfigMap is mounted: haproxy.cfg and its Lua converter. */}}
+{{- define "ortserve.routerConfigDir" -}}
+/usr/local/etc/haproxy
+{{- end -}}
