@@ -78,6 +78,13 @@ void AddGrpcFlags(CLI::App& app, Flags& f) {
                  "more on its side. Triton sets no limit; 128 is above what its clients open on one connection")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  app.add_option("--grpc-max-connections", f.grpc_max_connections,
+                 "Most gRPC client connections open at once (the HTTP port's default). One more is closed at "
+                 "once, unanswered (its client sees UNAVAILABLE), and counted in "
+                 "ortserve_connections_rejected_total{protocol=\"grpc\"}. Not applied with --grpc-use-ssl, "
+                 "where gRPC accepts the connections itself (docs/limits.md)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
   app.add_option("--grpc-max-buffered-bytes", f.grpc_max_buffered_bytes,
                  "Memory the gRPC library may hold for the whole server, in bytes: messages being received "
                  "and the transport's buffers (a grpc::ResourceQuota). Near it gRPC grants clients smaller "

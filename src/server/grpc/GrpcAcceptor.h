@@ -2,11 +2,14 @@
 // The accept loop of a plaintext gRPC port, ortserve's own: it accepts each
 // connection and hands its descriptor to gRPC (grpc::AddInsecureChannelFromFd),
 // pacing itself as the HTTP and metrics listeners do (common::AcceptPacer)
-// when accepting fails for want of descriptors. gRPC 1.51's own acceptor logs
+// when accepting fails for want of descriptors, and holding the connections
+// it handed over to max_connections (one more is closed at once, unanswered).
+// gRPC 1.51's own acceptor logs
 // one "Failed accept4" on EMFILE and never accepts on that port again. A TLS
 // port keeps gRPC's acceptor: 1.51 hands only plaintext descriptors over.
 //
 // Threads: one, "grpc-accept", which only accepts. Internal to src/server/grpc.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,7 +24,8 @@ class GrpcAcceptor {
  public:
   // Binds address:port (an IP address; port 0: any free port) and listens.
   // kUnavailable naming the endpoint when it cannot.
-  static Result<std::unique_ptr<GrpcAcceptor>> Listen(const std::string& address, uint16_t port);
+  static Result<std::unique_ptr<GrpcAcceptor>> Listen(const std::string& address, uint16_t port,
+                                                      size_t max_connections);
   // Whether Listen() takes `address` (an IPv4 or IPv6 address, not a name).
   static bool TakesAddress(const std::string& address);
   ~GrpcAcceptor();
@@ -29,6 +33,10 @@ class GrpcAcceptor {
   GrpcAcceptor& operator=(const GrpcAcceptor&) = delete;
 
   uint16_t port() const;
+  // Connections handed over that gRPC has not closed yet. Any thread.
+  size_t OpenConnections() const;
+  // Connections closed at once because max_connections were open. Any thread.
+  uint64_t RejectedConnections() const;
   // Accepts on its thread, handing each connection to `server` (which must
   // outlive Stop()).
   void Start(grpc::Server* server);
