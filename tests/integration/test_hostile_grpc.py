@@ -13,7 +13,8 @@
     per interval, and serves again once connections close (gRPC's own
     acceptor stopped for good);
   - at --grpc-max-connections open connections, one more is closed at once:
-    idle connections cannot take every descriptor.
+    idle connections cannot take every descriptor (a host name as
+    --grpc-address included).
 
 The clients speak raw HTTP/2 (hostile_grpc_clients.py): grpcio only sends
 whole messages. Memory is the server's RSS (VmHWM, the peak, where the kernel
@@ -213,8 +214,9 @@ def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir)
 
 
 def test_connections_past_the_limit_are_closed_until_one_closes(repo, log_dir):
+    # A host name is accepted by ortserve too (gRPC's acceptor has no limit).
     srv = start_server(repo, log_dir, "hostile_grpc_connections",
-                       extra_args=("--grpc-max-connections", str(MAX_CONNECTIONS)))
+                       extra_args=("--grpc-max-connections", str(MAX_CONNECTIONS), "--grpc-address", "localhost"))
     try:
         srv.wait_models_ready([MODEL])
         socks = open_connections(srv.grpc_port, MAX_CONNECTIONS)

@@ -23,8 +23,8 @@ struct Pair {
 TEST(HandedOverConnections, CountsOpenDescriptors) {
   HandedOverConnections connections;
   Pair a, b;
-  connections.Add(a.fds[0]);
-  connections.Add(b.fds[0]);
+  connections.Add(a.fds[0], "");
+  connections.Add(b.fds[0], "");
   EXPECT_EQ(connections.Remembered(), 2u);
   EXPECT_EQ(connections.Open(), 2u);
 }
@@ -32,8 +32,8 @@ TEST(HandedOverConnections, CountsOpenDescriptors) {
 TEST(HandedOverConnections, DropsClosedDescriptorsWhenChecked) {
   HandedOverConnections connections;
   Pair a, b;
-  connections.Add(a.fds[0]);
-  connections.Add(b.fds[0]);
+  connections.Add(a.fds[0], "");
+  connections.Add(b.fds[0], "");
   close(a.fds[0]);
   a.fds[0] = -1;
   EXPECT_EQ(connections.Remembered(), 2u);  // not checked yet
@@ -44,7 +44,7 @@ TEST(HandedOverConnections, DropsClosedDescriptorsWhenChecked) {
 TEST(HandedOverConnections, DropsADescriptorNumberReusedForAnotherSocket) {
   HandedOverConnections connections;
   Pair a, other;
-  connections.Add(a.fds[0]);
+  connections.Add(a.fds[0], "");
   // The number now names another socket: the connection handed over is gone.
   ASSERT_EQ(dup2(other.fds[0], a.fds[0]), a.fds[0]);
   EXPECT_EQ(connections.Open(), 0u);
@@ -53,8 +53,8 @@ TEST(HandedOverConnections, DropsADescriptorNumberReusedForAnotherSocket) {
 TEST(HandedOverConnections, ANumberAddedAgainCountsOnce) {
   HandedOverConnections connections;
   Pair a;
-  connections.Add(a.fds[0]);
-  connections.Add(a.fds[0]);
+  connections.Add(a.fds[0], "");
+  connections.Add(a.fds[0], "");
   EXPECT_EQ(connections.Open(), 1u);
 }
 
@@ -65,8 +65,18 @@ TEST(HandedOverConnections, AClosedDescriptorIsNotAdded) {
     Pair a;
     fd = a.fds[0];
   }
-  connections.Add(fd);
+  connections.Add(fd, "");
   EXPECT_EQ(connections.Remembered(), 0u);
+}
+
+TEST(HandedOverConnections, KnowsThePeerOfADescriptorWhileItNamesTheConnection) {
+  HandedOverConnections connections;
+  Pair a, other;
+  connections.Add(a.fds[0], "192.0.2.7");
+  EXPECT_EQ(connections.PeerOf(a.fds[0]), "192.0.2.7");
+  EXPECT_EQ(connections.PeerOf(other.fds[0]), std::nullopt);  // never handed over
+  ASSERT_EQ(dup2(other.fds[0], a.fds[0]), a.fds[0]);
+  EXPECT_EQ(connections.PeerOf(a.fds[0]), std::nullopt);
 }
 
 }  // namespace

@@ -224,10 +224,11 @@ class GrpcServer::Impl {
 
     grpc::ServerBuilder builder;
     int bound_port = 0;
-    // Plaintext on an IP address: ortserve's own accept loop (GrpcAcceptor.h
-    // says why); TLS or a host name: gRPC's.
+    // Plaintext: ortserve's own accept loop (GrpcAcceptor.h says why); TLS:
+    // gRPC's.
     if (counts_connections()) {
-      auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port, options.max_connections);
+      auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port, options.max_connections,
+                                                   &core_.connections());
       if (!acceptor.ok()) return acceptor.status();
       acceptor_ = std::move(acceptor).value();
       bound_port = acceptor_->port();
@@ -273,10 +274,10 @@ class GrpcServer::Impl {
   size_t active_calls() const { return core_.active_calls(); }
   bool counts_connections() const {
     const GrpcServerOptions& options = core_.options();
-    return !options.tls.enabled && !options.tls.mutual && grpcfe::GrpcAcceptor::TakesAddress(options.address);
+    return !options.tls.enabled && !options.tls.mutual;
   }
+  size_t open_connections() { return core_.connections().Open(); }
   // The acceptor lives from Start() to the destructor (Stop() only stops it).
-  size_t open_connections() const { return acceptor_ ? acceptor_->OpenConnections() : 0; }
   uint64_t rejected_connections() const { return acceptor_ ? acceptor_->RejectedConnections() : 0; }
 
   void StopAccepting() { core_.SetStopping(); }
