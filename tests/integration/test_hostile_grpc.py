@@ -14,7 +14,7 @@
     acceptor stopped for good);
   - at --grpc-max-connections open connections, one more is closed at once:
     idle connections cannot take every descriptor (a host name as
-    --grpc-address included).
+    --grpc-address included); a connection that sends nothing is closed.
 
 The clients speak raw HTTP/2 (hostile_grpc_clients.py): grpcio only sends
 whole messages. Memory is the server's RSS (VmHWM, the peak, where the kernel
@@ -52,6 +52,8 @@ UNREAD_BOUND = 400 * MiB
 # Descriptors of the server whose soft and hard limits are both this low.
 NOFILE = 64
 MAX_CONNECTIONS = 8
+# What a gRPC client sends first: the HTTP/2 preface and an empty SETTINGS frame.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +123,19 @@ def grpc_serves(srv, bound_s: float) -> bool:
         except Exception:  # noqa: BLE001 - not yet: the port is still out of descriptors/connections
             time.sleep(0.5)
     return False
+
+
+def closed_by_server(sock) -> bool:
+    """Whether the server closes `sock` before its timeout (what it sends
+    first is read and dropped)."""
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
 
 
 def test_connections_announce_their_stream_limit(srv, restricted):
@@ -221,6 +236,8 @@ def test_connections_past_the_limit_are_closed_until_one_closes(repo, log_dir):
         srv.wait_models_ready([MODEL])
         socks = open_connections(srv.grpc_port, MAX_CONNECTIONS)
         try:
+            for sock in socks:  # idle HTTP/2 connections: gRPC keeps them
+                sock.sendall(HTTP2_PREFACE)
             # The backlog is served in order: the idle connections first.
             with pytest.raises(InferenceServerException) as refused:
                 infer_ok(srv)
@@ -237,3 +254,15 @@ def test_connections_past_the_limit_are_closed_until_one_closes(repo, log_dir):
         assert "the limit (--grpc-max-connections)" in srv.log_text()
     finally:
         srv.stop()
+
+
+def test_a_connection_that_sends_nothing_is_closed(srv):
+    # gRPC sets no deadline on a connection it is handed (its own acceptor's is
+    # 120 s): without one of ortserve's, it stayed open for good.
+    (sock,) = open_connections(srv.grpc_port, 1)
+    try:
+        sock.settimeout(60)  # the server's deadline is 10 s; this only ends a hang
+        assert closed_by_server(sock), "the server kept a silent connection open"
+    finally:
+        close_all([sock])
+    infer_ok(srv)

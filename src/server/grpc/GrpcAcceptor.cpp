@@ -6,13 +6,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <grpcpp/server_posix.h>
 #include <spdlog/spdlog.h>
 
@@ -25,6 +29,15 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 namespace {
+
+constexpr std::chrono::seconds kFirstBytesTimeout{10};
+
+// A connection accepted and waiting for its client's first bytes.
+struct Waiting {
+  explicit Waiting(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+  tcp::socket socket;
+  net::steady_timer timer;
+};
 
 struct Listener {
   Listener(net::io_context& ioc, const std::string& name) : acceptor(ioc), pacer(acceptor.get_executor(), name) {}
@@ -66,6 +79,8 @@ class GrpcAcceptor::Impl {
   HandedOverConnections* connections = nullptr;
   size_t max_connections = 0;
   std::atomic<uint64_t> rejected{0};
+  // Connections waiting for their first bytes (the acceptor's thread only).
+  std::unordered_set<std::shared_ptr<Waiting>> waiting;
   uint16_t port = 0;
   bool stopped = false;
 
@@ -101,7 +116,8 @@ class GrpcAcceptor::Impl {
   // that the limit is there to save. The connections are checked only at
   // the limit, where it costs one fstat per connection remembered.
   void Serve(tcp::socket socket) {
-    if (connections->Remembered() >= max_connections && connections->Open() >= max_connections) {
+    if (waiting.size() + connections->Remembered() >= max_connections &&
+        waiting.size() + connections->Open() >= max_connections) {
       const uint64_t n = rejected.fetch_add(1, std::memory_order_relaxed) + 1;
       if (n == 1 || n % 1000 == 0) {
         spdlog::warn("grpc: {} open connections, the limit (--grpc-max-connections); {} connection(s) closed "
@@ -110,7 +126,28 @@ class GrpcAcceptor::Impl {
       }
       return;  // the socket closes as it goes
     }
-    HandOver(std::move(socket));
+    AwaitFirstBytes(std::move(socket));
+  }
+
+  // A gRPC client sends its HTTP/2 preface as soon as it connects. gRPC
+  // applies no handshake deadline to a descriptor handed over (its own
+  // acceptor's is 120 s), so a connection that sends nothing within
+  // kFirstBytesTimeout is closed here, never handed over: silent connections
+  // cannot hold the limit's slots for good.
+  void AwaitFirstBytes(tcp::socket socket) {
+    auto entry = std::make_shared<Waiting>(std::move(socket));
+    waiting.insert(entry);
+    entry->timer.expires_after(kFirstBytesTimeout);
+    entry->timer.async_wait([entry](const boost::system::error_code& ec) {
+      boost::system::error_code ignored;
+      if (!ec) entry->socket.cancel(ignored);  // the wait below ends operation_aborted
+    });
+    entry->socket.async_wait(tcp::socket::wait_read, [this, entry](const boost::system::error_code& ec) {
+      entry->timer.cancel();
+      waiting.erase(entry);
+      if (!ec) HandOver(std::move(entry->socket));
+      // else: silent too long, or Stop(): the socket closes with entry
+    });
   }
 
   // gRPC takes the descriptor (non-blocking, as its own acceptor's are) and
@@ -177,6 +214,10 @@ void GrpcAcceptor::Stop() {
     for (auto& listener : s.listeners) {
       listener->pacer.Cancel();
       listener->acceptor.close(ignored);
+    }
+    for (const auto& entry : s.waiting) {
+      entry->timer.cancel();
+      entry->socket.cancel(ignored);
     }
   });
   if (s.thread.joinable()) {
