@@ -65,7 +65,8 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
 void AddGrpcFlags(CLI::App& app, Flags& f) {
   app.add_option("--grpc-port", f.grpc_port, "Port of the KServe v2 gRPC endpoint")
       ->capture_default_str();
-  app.add_option("--grpc-address", f.grpc_address, "Address the gRPC endpoint binds to")
+  app.add_option("--grpc-address", f.grpc_address,
+                 "Address the gRPC endpoint binds to: an IP address, or a host name (every address it resolves to)")
       ->capture_default_str();
   app.add_option("--grpc-thread-count", f.grpc_thread_count,
                  "gRPC completion-queue threads (one queue each). They never run inference")
