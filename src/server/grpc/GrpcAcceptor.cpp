@@ -31,6 +31,10 @@ using tcp = net::ip::tcp;
 namespace {
 
 constexpr std::chrono::seconds kFirstBytesTimeout{10};
+// At the limit, the connections handed over are checked at most this often:
+// a flood of connections then costs one check per interval, not one per
+// connection.
+constexpr std::chrono::milliseconds kCheckInterval{100};
 
 // A connection accepted and waiting for its client's first bytes.
 struct Waiting {
@@ -81,6 +85,7 @@ class GrpcAcceptor::Impl {
   std::atomic<uint64_t> rejected{0};
   // Connections waiting for their first bytes (the acceptor's thread only).
   std::unordered_set<std::shared_ptr<Waiting>> waiting;
+  std::chrono::steady_clock::time_point next_check{};  // the acceptor's thread only
   uint16_t port = 0;
   bool stopped = false;
 
@@ -111,13 +116,22 @@ class GrpcAcceptor::Impl {
     });
   }
 
+  // Whether max_connections are open. The connections handed over are
+  // checked (one fstat each) only when the entries reach the limit, and then
+  // at most once per kCheckInterval.
+  bool AtLimit() {
+    if (waiting.size() + connections->Remembered() < max_connections) return false;
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_check) return true;
+    next_check = now + kCheckInterval;
+    return waiting.size() + connections->Open() >= max_connections;
+  }
+
   // A connection over max_connections is closed at once, unanswered, as the
   // HTTPS and metrics ports do: an answer would need the HTTP/2 (or TLS) work
-  // that the limit is there to save. The connections are checked only at
-  // the limit, where it costs one fstat per connection remembered.
+  // that the limit is there to save.
   void Serve(tcp::socket socket) {
-    if (waiting.size() + connections->Remembered() >= max_connections &&
-        waiting.size() + connections->Open() >= max_connections) {
+    if (AtLimit()) {
       const uint64_t n = rejected.fetch_add(1, std::memory_order_relaxed) + 1;
       if (n == 1 || n % 1000 == 0) {
         spdlog::warn("grpc: {} open connections, the limit (--grpc-max-connections); {} connection(s) closed "
