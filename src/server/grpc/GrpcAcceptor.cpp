@@ -52,7 +52,9 @@ struct Listener {
 // The addresses to listen on: `address` itself when it is an IP address,
 // else what it resolves to, in the resolver's order, each once.
 Result<std::vector<net::ip::address>> Addresses(net::io_context& ioc, std::string address) {
-  if (address.size() > 2 && address.front() == '[' && address.back() == ']') address = address.substr(1, address.size() - 2);
+  if (address.size() > 2 && address.front() == '[' && address.back() == ']') {
+    address = address.substr(1, address.size() - 2);
+  }
   boost::system::error_code ec;
   const net::ip::address ip = net::ip::make_address(address, ec);
   if (!ec) return std::vector<net::ip::address>{ip};

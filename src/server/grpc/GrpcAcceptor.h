@@ -3,7 +3,9 @@
 // connection and hands its descriptor to gRPC (grpc::AddInsecureChannelFromFd),
 // pacing itself as the HTTP and metrics listeners do (common::AcceptPacer)
 // when accepting fails for want of descriptors, and holding the connections
-// it handed over to max_connections (one more is closed at once, unanswered).
+// it handed over to max_connections (one more is closed at once, unanswered);
+// a connection is handed over once its client has sent something, and closed
+// if it sends nothing for 10 s.
 // gRPC 1.51's own acceptor logs one "Failed accept4" on EMFILE and never
 // accepts on that port again. A TLS port keeps gRPC's acceptor: 1.51 hands
 // only plaintext descriptors over.

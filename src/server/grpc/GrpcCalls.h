@@ -16,8 +16,8 @@
 #include <grpcpp/support/status.h>
 
 #include "core/AccessLogRecord.h"
-#include "server/grpc/HandedOverConnections.h"
 #include "core/InferenceRequest.h"
+#include "server/grpc/HandedOverConnections.h"
 
 namespace ortserve::grpcfe {
 
