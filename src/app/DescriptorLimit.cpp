@@ -57,7 +57,7 @@ std::optional<std::string> ConnectionLimitWarning(uint64_t connections, uint64_t
          "descriptor limit of " + std::to_string(soft_limit) +
          " (RLIMIT_NOFILE): under a full load accepts fail (and pause) before the limits answer. Raise the hard "
          "limit (ulimit -Hn, LimitNOFILE=, the container's nofile) or lower --http-max-connections / "
-         "--metrics-max-connections (docs/limits.md)";
+         "--grpc-max-connections / --metrics-max-connections (docs/limits.md)";
 }
 
 }  // namespace ortserve::app

@@ -65,7 +65,8 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
 void AddGrpcFlags(CLI::App& app, Flags& f) {
   app.add_option("--grpc-port", f.grpc_port, "Port of the KServe v2 gRPC endpoint")
       ->capture_default_str();
-  app.add_option("--grpc-address", f.grpc_address, "Address the gRPC endpoint binds to")
+  app.add_option("--grpc-address", f.grpc_address,
+                 "Address the gRPC endpoint binds to: an IP address, or a host name (every address it resolves to)")
       ->capture_default_str();
   app.add_option("--grpc-thread-count", f.grpc_thread_count,
                  "gRPC completion-queue threads (one queue each). They never run inference")
@@ -77,6 +78,13 @@ void AddGrpcFlags(CLI::App& app, Flags& f) {
                  "Most calls (HTTP/2 streams) one gRPC connection may have open at once; a client queues "
                  "more on its side. Triton sets no limit; 128 is above what its clients open on one connection")
       ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--grpc-max-connections", f.grpc_max_connections,
+                 "Most gRPC client connections open at once (the HTTP port's default). One more is closed at "
+                 "once, unanswered (its client sees UNAVAILABLE), and counted in "
+                 "ortserve_connections_rejected_total{protocol=\"grpc\"}. Not applied with --grpc-use-ssl, "
+                 "where gRPC accepts the connections itself (docs/limits.md)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--grpc-max-buffered-bytes", f.grpc_max_buffered_bytes,
                  "Memory the gRPC library may hold for the whole server, in bytes: messages being received "

@@ -10,6 +10,7 @@
 
 #include "app/TritonFlags.h"
 #include "repository/ModelRepository.h"
+#include "server/grpc/GrpcServer.h"
 #include "server/http/HttpServer.h"
 #include "server/metrics/MetricsServer.h"
 
@@ -29,6 +30,7 @@ struct Flags {
   int grpc_thread_count = 2;
   uint64_t grpc_max_message_size = 64ull << 20;
   int grpc_max_concurrent_streams = 128;
+  size_t grpc_max_connections = GrpcServerOptions{}.max_connections;
   uint64_t grpc_max_buffered_bytes = 1ull << 30;
   uint16_t metrics_port = 8002;
   std::string metrics_address = "0.0.0.0";

@@ -123,7 +123,8 @@ void RaiseAndCheckDescriptorLimit(const Flags& flags) {
   } else {
     spdlog::info("descriptor limit (RLIMIT_NOFILE): soft {}, hard {}", shown(limit.soft), shown(limit.hard));
   }
-  const uint64_t connections = flags.http_max_connections + (flags.allow_metrics ? flags.metrics_max_connections : 0);
+  const uint64_t connections = flags.http_max_connections + flags.grpc_max_connections +
+                               (flags.allow_metrics ? flags.metrics_max_connections : 0);
   if (auto warning = ConnectionLimitWarning(connections, limit.soft)) spdlog::warn("{}", *warning);
 }
 
@@ -259,6 +260,7 @@ GrpcServerOptions GrpcOptions(const Flags& flags, const Observability& o, auth::
   options.completion_queue_threads = flags.grpc_thread_count;
   options.max_message_bytes = flags.grpc_max_message_size;
   options.max_concurrent_streams = flags.grpc_max_concurrent_streams;
+  options.max_connections = flags.grpc_max_connections;
   options.max_buffered_bytes = flags.grpc_max_buffered_bytes;
   options.max_tensor_elements = flags.max_tensor_elements;
   options.strict_readiness = flags.strict_readiness;
@@ -335,6 +337,13 @@ Status StartMetrics(const Flags& flags, const std::string& malloc_name, Server* 
       .http_open_connections = [h = s->http.get()] { return h->OpenConnections(); },
       .http_rejected_connections = [h = s->http.get()] { return h->RejectedConnections(); },
       .grpc_active_calls = [g = s->grpc.get()] { return g->ActiveCalls(); },
+      .grpc_open_connections = s->grpc->CountsConnections()
+                                   ? std::function<size_t()>([g = s->grpc.get()] { return g->OpenConnections(); })
+                                   : nullptr,
+      .grpc_rejected_connections =
+          s->grpc->CountsConnections()
+              ? std::function<uint64_t()>([g = s->grpc.get()] { return g->RejectedConnections(); })
+              : nullptr,
       .quota_rejections = s->quotas ? std::function<std::vector<common::ClientQuotas::RejectedCount>()>(
                                           [q = s->quotas] { return q->Rejected(); })
                                     : nullptr,

@@ -11,7 +11,10 @@
     the client reads again;
   - out of descriptors (EMFILE), the gRPC port pauses accepting, logs a line
     per interval, and serves again once connections close (gRPC's own
-    acceptor stopped for good).
+    acceptor stopped for good);
+  - at --grpc-max-connections open connections, one more is closed at once:
+    idle connections cannot take every descriptor (a host name as
+    --grpc-address included); a connection that sends nothing is closed.
 
 The clients speak raw HTTP/2 (hostile_grpc_clients.py): grpcio only sends
 whole messages. Memory is the server's RSS (VmHWM, the peak, where the kernel
@@ -25,7 +28,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from harness import Server, make_test_models, start_server
+from harness import Server, make_test_models, metric, start_server
 from hostile_clients import (MODEL, close_all, cpu_ns, nofile_command, open_connections, reset_peak_rss,
                              sanitizer_runtime, status_kib)
 from hostile_grpc_clients import EXPAND, UnfinishedCalls, UnreadStream, advertised_max_streams, expand_request
@@ -48,6 +51,9 @@ UNREAD_REQUESTS = 3000
 UNREAD_BOUND = 400 * MiB
 # Descriptors of the server whose soft and hard limits are both this low.
 NOFILE = 64
+MAX_CONNECTIONS = 8
+# What a gRPC client sends first: the HTTP/2 preface and an empty SETTINGS frame.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +112,30 @@ def infer_ok_once_released(srv, within_s: float = 60) -> None:
             if error.status() != "StatusCode.RESOURCE_EXHAUSTED" or time.monotonic() > deadline:
                 raise
         time.sleep(0.5)
+
+
+def grpc_serves(srv, bound_s: float) -> bool:
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            infer_ok(srv)
+            return True
+        except Exception:  # noqa: BLE001 - not yet: the port is still out of descriptors/connections
+            time.sleep(0.5)
+    return False
+
+
+def closed_by_server(sock) -> bool:
+    """Whether the server closes `sock` before its timeout (what it sends
+    first is read and dropped)."""
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
 
 
 def test_connections_announce_their_stream_limit(srv, restricted):
@@ -174,17 +204,6 @@ class DescriptorLimitedServer(Server):
         return nofile_command(super().command(), NOFILE)
 
 
-def grpc_serves(srv, bound_s: float) -> bool:
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        try:
-            infer_ok(srv)
-            return True
-        except Exception:  # noqa: BLE001 - not yet: the port is still out of descriptors
-            time.sleep(0.5)
-    return False
-
-
 def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir):
     srv = DescriptorLimitedServer(repo, log_dir / "hostile_grpc_emfile.log").start()
     try:
@@ -207,3 +226,43 @@ def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir)
         assert grpc_serves(srv, 30), srv.log_tail(5)
     finally:
         srv.stop()
+
+
+def test_connections_past_the_limit_are_closed_until_one_closes(repo, log_dir):
+    # A host name is accepted by ortserve too (gRPC's acceptor has no limit).
+    srv = start_server(repo, log_dir, "hostile_grpc_connections",
+                       extra_args=("--grpc-max-connections", str(MAX_CONNECTIONS), "--grpc-address", "localhost"))
+    try:
+        srv.wait_models_ready([MODEL])
+        socks = open_connections(srv.grpc_port, MAX_CONNECTIONS)
+        try:
+            for sock in socks:  # idle HTTP/2 connections: gRPC keeps them
+                sock.sendall(HTTP2_PREFACE)
+            # The backlog is served in order: the idle connections first.
+            with pytest.raises(InferenceServerException) as refused:
+                infer_ok(srv)
+            assert refused.value.status() == "StatusCode.UNAVAILABLE", refused.value
+            assert metric(srv, "ortserve_connections_rejected_total", protocol="grpc") >= 1
+            assert metric(srv, "ortserve_open_connections", protocol="grpc") == MAX_CONNECTIONS
+            socks.pop().close()
+            # gRPC closes its end when it reads the end of the stream; the
+            # bound only turns a hang into a failure.
+            assert grpc_serves(srv, 30), srv.log_tail(5)
+        finally:
+            close_all(socks)
+        assert grpc_serves(srv, 30), srv.log_tail(5)
+        assert "the limit (--grpc-max-connections)" in srv.log_text()
+    finally:
+        srv.stop()
+
+
+def test_a_connection_that_sends_nothing_is_closed(srv):
+    # gRPC sets no deadline on a connection it is handed (its own acceptor's is
+    # 120 s): without one of ortserve's, it stayed open for good.
+    (sock,) = open_connections(srv.grpc_port, 1)
+    try:
+        sock.settimeout(60)  # the server's deadline is 10 s; this only ends a hang
+        assert closed_by_server(sock), "the server kept a silent connection open"
+    finally:
+        close_all([sock])
+    infer_ok(srv)

@@ -170,6 +170,28 @@ def test_grpc_over_rate_gets_resource_exhausted(srv):
     assert len(calm) > 20 and set(calm) == {200}, calm
 
 
+def test_grpc_client_without_the_header_is_its_ip_address(tmp_path_factory, log_dir):
+    # gRPC names a connection ortserve's acceptor handed over "fd:<n>", not
+    # by its peer: every such client was once one client, "fd".
+    path = tmp_path_factory.mktemp("quotas_ip") / "quotas.json"
+    path.write_text(json.dumps({"clients": {"127.0.0.1": {"rate": 0.001, "burst": 1}}}))
+    repo = make_test_models.build_test_repository(tmp_path_factory.mktemp("quota_ip_models"), [MODEL])
+    server = start_server(repo, log_dir, "quotas_ip", extra_args=("--client-quota-config", str(path)))
+    try:
+        server.wait_models_ready([MODEL])
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        inp = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+        inp.set_data_from_numpy(np.zeros((1, 4), dtype=np.float32))
+        client.infer(MODEL, [inp])  # the burst
+        with pytest.raises(InferenceServerException) as refused:
+            client.infer(MODEL, [inp])
+        assert refused.value.status() == "StatusCode.RESOURCE_EXHAUSTED", refused.value
+        client.close()
+        assert metric(server, "ortserve_quota_rejected_total", client="127.0.0.1", model=MODEL) == 1
+    finally:
+        server.stop()
+
+
 def test_grpc_stream_refusals_come_on_the_stream(srv):
     client = grpcclient.InferenceServerClient(srv.grpc_url)
     inp = grpcclient.InferInput("INPUT0", [1, 4], "FP32")

@@ -160,6 +160,8 @@ TEST(RenderMetrics, WholeExpositionParsesAndCarriesTheCounters) {
   sources.allocator = "jemalloc 5.3.0";
   sources.http_open_connections = [] { return size_t{4}; };
   sources.grpc_active_calls = [] { return size_t{2}; };
+  sources.grpc_open_connections = [] { return size_t{6}; };
+  sources.grpc_rejected_connections = [] { return uint64_t{9}; };
   sources.trace_export = [] {
     return tracing::TraceExportCounters{
         .exported = 7, .dropped_buffer_full = 3, .dropped_export_failed = 5, .failed_exports = 1, .buffered = 2};
@@ -190,6 +192,8 @@ TEST(RenderMetrics, WholeExpositionParsesAndCarriesTheCounters) {
   EXPECT_EQ(s["ortserve_model_state{model=\"broken\",version=\"\",state=\"READY\"}"], "0");
   EXPECT_EQ(s["ortserve_model_state{" + m + ",state=\"READY\"}"], "1");
   EXPECT_EQ(s["ortserve_open_connections{protocol=\"http\"}"], "4");
+  EXPECT_EQ(s["ortserve_open_connections{protocol=\"grpc\"}"], "6");
+  EXPECT_EQ(s["ortserve_connections_rejected_total{protocol=\"grpc\"}"], "9");
   EXPECT_EQ(s["ortserve_active_calls{protocol=\"grpc\"}"], "2");
   EXPECT_EQ(s["ortserve_trace_spans_exported_total"], "7");
   EXPECT_EQ(s["ortserve_trace_spans_dropped_total{reason=\"buffer_full\"}"], "3");

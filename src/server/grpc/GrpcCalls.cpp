@@ -1,5 +1,6 @@
 #include "server/grpc/GrpcCalls.h"
 
+#include <charconv>
 #include <optional>
 #include <string>
 
@@ -47,12 +48,20 @@ std::optional<std::string> TraceparentOf(const grpc::ServerContext& ctx) {
   return traceparent;
 }
 
-std::string ClientIdOf(const grpc::ServerContext& ctx, const std::string& header) {
+std::string ClientIdOf(const grpc::ServerContext& ctx, const std::string& header,
+                       const HandedOverConnections& connections) {
   if (!header.empty()) {
     if (auto it = ctx.client_metadata().find(header); it != ctx.client_metadata().end() && !it->second.empty())
       return std::string(it->second.data(), it->second.size());
   }
   std::string peer = ctx.peer();
+  if (peer.compare(0, 3, "fd:") == 0) {
+    int fd = -1;
+    const char* digits = peer.data() + 3;
+    if (std::from_chars(digits, peer.data() + peer.size(), fd).ec == std::errc()) {
+      if (std::optional<std::string> ip = connections.PeerOf(fd)) return std::move(*ip);
+    }
+  }
   if (size_t colon = peer.find(':'); colon != std::string::npos && peer.compare(0, 3, "ipv") == 0)
     peer.erase(0, colon + 1);
   if (size_t colon = peer.rfind(':'); colon != std::string::npos && peer.find(':') == colon) peer.erase(colon);

@@ -17,6 +17,7 @@
 
 #include "core/AccessLogRecord.h"
 #include "core/InferenceRequest.h"
+#include "server/grpc/HandedOverConnections.h"
 
 namespace ortserve::grpcfe {
 
@@ -64,8 +65,10 @@ std::optional<std::string> TraceparentOf(const grpc::ServerContext& ctx);
 
 // The call's client id for quotas: the metadata value of `header` (lowercase;
 // empty: none), else the peer's IP address (gRPC's peer() without the
-// "ipv4:"/"ipv6:" scheme and the port).
-std::string ClientIdOf(const grpc::ServerContext& ctx, const std::string& header);
+// "ipv4:"/"ipv6:" scheme and the port; for a connection ortserve accepted,
+// which gRPC calls "fd:<n>", the address the acceptor kept in `connections`).
+std::string ClientIdOf(const grpc::ServerContext& ctx, const std::string& header,
+                       const HandedOverConnections& connections);
 
 // The access-log record of one answered infer request: a ModelInfer call
 // ("grpc") or one ModelStreamInfer response ("grpc-stream"). `response` is

@@ -224,10 +224,11 @@ class GrpcServer::Impl {
 
     grpc::ServerBuilder builder;
     int bound_port = 0;
-    // Plaintext on an IP address: ortserve's own accept loop (GrpcAcceptor.h
-    // says why); TLS or a host name: gRPC's.
-    if (!options.tls.enabled && !options.tls.mutual && grpcfe::GrpcAcceptor::TakesAddress(options.address)) {
-      auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port);
+    // Plaintext: ortserve's own accept loop (GrpcAcceptor.h says why); TLS:
+    // gRPC's.
+    if (counts_connections()) {
+      auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port, options.max_connections,
+                                                   &core_.connections());
       if (!acceptor.ok()) return acceptor.status();
       acceptor_ = std::move(acceptor).value();
       bound_port = acceptor_->port();
@@ -271,6 +272,13 @@ class GrpcServer::Impl {
 
   uint16_t port() const { return port_; }
   size_t active_calls() const { return core_.active_calls(); }
+  bool counts_connections() const {
+    const GrpcServerOptions& options = core_.options();
+    return !options.tls.enabled && !options.tls.mutual;
+  }
+  size_t open_connections() { return core_.connections().Open(); }
+  // The acceptor lives from Start() to the destructor (Stop() only stops it).
+  uint64_t rejected_connections() const { return acceptor_ ? acceptor_->RejectedConnections() : 0; }
 
   void StopAccepting() { core_.SetStopping(); }
   void MarkNotReady() { core_.SetNotReady(); }
@@ -379,6 +387,7 @@ Result<std::unique_ptr<GrpcServer>> GrpcServer::Create(GrpcServerOptions options
     return InvalidArgument("--grpc-max-concurrent-streams must be at least 1, got " +
                            std::to_string(options.max_concurrent_streams));
   }
+  if (options.max_connections < 1) return InvalidArgument("--grpc-max-connections must be at least 1, got 0");
   if (options.max_buffered_bytes < options.max_message_bytes) {
     return InvalidArgument("--grpc-max-buffered-bytes (" + std::to_string(options.max_buffered_bytes) +
                            ") must be at least --grpc-max-message-size (" +
@@ -402,5 +411,8 @@ void GrpcServer::StopAccepting() { impl_->StopAccepting(); }
 void GrpcServer::MarkNotReady() { impl_->MarkNotReady(); }
 void GrpcServer::Stop(std::chrono::milliseconds drain) { impl_->Stop(drain); }
 size_t GrpcServer::ActiveCalls() const { return impl_->active_calls(); }
+bool GrpcServer::CountsConnections() const { return impl_->counts_connections(); }
+size_t GrpcServer::OpenConnections() const { return impl_->open_connections(); }
+uint64_t GrpcServer::RejectedConnections() const { return impl_->rejected_connections(); }
 
 }  // namespace ortserve

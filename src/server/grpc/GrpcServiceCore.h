@@ -16,6 +16,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "server/common/InferAdmission.h"
 #include "server/grpc/GrpcServer.h"
+#include "server/grpc/HandedOverConnections.h"
 
 namespace ortserve {
 namespace grpcfe {
@@ -56,6 +57,9 @@ class GrpcServiceCore {
   ModelRepository& repository() { return *repository_; }
   const GrpcServerOptions& options() const { return options_; }
   common::SharedMemoryRegistry& shared_memory() { return *shared_memory_; }
+  // The connections ortserve's acceptor handed to gRPC (empty when gRPC
+  // accepts them itself).
+  HandedOverConnections& connections() { return connections_; }
 
   // ModelInfer and ModelStreamInfer requests go through it; its in-flight
   // count is what Stop() drains.
@@ -105,6 +109,7 @@ class GrpcServiceCore {
   AsyncService service_;
   grpc::AsyncGenericService generic_service_;
   common::InferAdmission admission_;
+  HandedOverConnections connections_;
 
   std::mutex calls_mu_;
   std::condition_variable calls_cv_;

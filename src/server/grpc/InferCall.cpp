@@ -155,7 +155,7 @@ class GenericCall final : public CallBase {
       shm_outputs_ = std::move(bound).value();
     }
     std::string client;
-    if (admission.quotas()) client = ClientIdOf(ctx_, core_->options().quotas.client_id_header);
+    if (admission.quotas()) client = ClientIdOf(ctx_, core_->options().quotas.client_id_header, core_->connections());
     common::InferAdmission::QuotaCheck quota{.client = client, .rejection = {}};
     Status admitted = admission.Admit(
         std::move(request), cancelled_, report_.trace,

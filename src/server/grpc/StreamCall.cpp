@@ -63,7 +63,9 @@ class StreamCall final : public CallBase {
         MarkStarted();
         // Every request on the stream continues the stream's trace context.
         if (core_->admission().tracing()) traceparent_ = TraceparentOf(ctx_);
-        if (core_->admission().quotas()) client_id_ = ClientIdOf(ctx_, core_->options().quotas.client_id_header);
+        if (core_->admission().quotas()) {
+          client_id_ = ClientIdOf(ctx_, core_->options().quotas.client_id_header, core_->connections());
+        }
         refs_.fetch_add(1, std::memory_order_relaxed);  // the done notification
         if (grpc::Status denied = core_->CheckAccess(auth::ApiGroup::kInference, ctx_); !denied.ok()) {
           // The read loop's reference passes to this Finish.

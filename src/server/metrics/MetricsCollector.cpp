@@ -94,15 +94,28 @@ void RenderServer(PrometheusText& out, const MetricsSources& sources) {
              uint64_t{1});
   RenderProcess(out);
 
-  if (sources.http_open_connections) {
-    out.Family("ortserve_open_connections", "gauge", "Client connections open right now on the HTTP endpoint.");
-    out.Sample("ortserve_open_connections", {{"protocol", "http"}},
-               static_cast<uint64_t>(sources.http_open_connections()));
+  if (sources.http_open_connections || sources.grpc_open_connections) {
+    out.Family("ortserve_open_connections", "gauge",
+               "Client connections open right now on the HTTP endpoint and (plaintext) the gRPC endpoint.");
+    if (sources.http_open_connections) {
+      out.Sample("ortserve_open_connections", {{"protocol", "http"}},
+                 static_cast<uint64_t>(sources.http_open_connections()));
+    }
+    if (sources.grpc_open_connections) {
+      out.Sample("ortserve_open_connections", {{"protocol", "grpc"}},
+                 static_cast<uint64_t>(sources.grpc_open_connections()));
+    }
   }
-  if (sources.http_rejected_connections) {
+  if (sources.http_rejected_connections || sources.grpc_rejected_connections) {
     out.Family("ortserve_connections_rejected_total", "counter",
-               "Connections refused because the endpoint had its limit open (--http-max-connections).");
-    out.Sample("ortserve_connections_rejected_total", {{"protocol", "http"}}, sources.http_rejected_connections());
+               "Connections refused because the endpoint had its limit open (--http-max-connections, "
+               "--grpc-max-connections).");
+    if (sources.http_rejected_connections) {
+      out.Sample("ortserve_connections_rejected_total", {{"protocol", "http"}}, sources.http_rejected_connections());
+    }
+    if (sources.grpc_rejected_connections) {
+      out.Sample("ortserve_connections_rejected_total", {{"protocol", "grpc"}}, sources.grpc_rejected_connections());
+    }
   }
   if (sources.grpc_active_calls) {
     out.Family("ortserve_active_calls", "gauge",

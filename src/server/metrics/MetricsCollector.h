@@ -28,6 +28,9 @@ struct MetricsSources {
   std::function<size_t()> http_open_connections;
   std::function<uint64_t()> http_rejected_connections;
   std::function<size_t()> grpc_active_calls;
+  // Empty where gRPC accepts the port's connections itself (TLS).
+  std::function<size_t()> grpc_open_connections;
+  std::function<uint64_t()> grpc_rejected_connections;
   // ortserve_quota_rejected_total; empty (no quotas): no series.
   std::function<std::vector<common::ClientQuotas::RejectedCount>()> quota_rejections;
   std::function<size_t()> quota_tracked_clients;
