@@ -7,6 +7,8 @@ server-backed tests are skipped; the offline model checks still run.
 """
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 
 import grpc
@@ -210,3 +212,29 @@ def collector():
     c = OtlpCollector()
     yield c
     c.stop()
+
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory):
+    """A throwaway CA, a server certificate for 127.0.0.1/localhost and a
+    client certificate, by the openssl CLI: {ca, server_cert, server_key,
+    client_cert, client_key, dir} PEM paths."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl CLI is needed to generate test certificates")
+    d = tmp_path_factory.mktemp("certs")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+             "-subj", "/CN=ortserve test CA", cwd=d)
+    (d / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
+    for who in ("server", "client"):
+        _openssl("req", *ec, "-keyout", f"{who}.key", "-out", f"{who}.csr",
+                 "-subj", f"/CN=ortserve test {who}", cwd=d)
+        _openssl("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-days", "2", "-extfile", f"{who}.ext", "-out", f"{who}.pem", cwd=d)
+    return {"ca": d / "ca.pem", "server_cert": d / "server.pem", "server_key": d / "server.key",
+            "client_cert": d / "client.pem", "client_key": d / "client.key", "dir": d}

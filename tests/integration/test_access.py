@@ -2,8 +2,8 @@
 --grpc-restricted-protocol (Triton's syntax), explicit model control refused
 without authentication by default, HTTPS with optional client certificates,
 and gRPC TLS / mutual TLS. Certificates are generated per test session with
-the openssl CLI (a throwaway CA, a server certificate for 127.0.0.1/localhost
-and a client certificate).
+the openssl CLI (conftest.py's `certs`: a throwaway CA, a server certificate
+for 127.0.0.1/localhost and a client certificate).
 """
 from __future__ import annotations
 
@@ -40,30 +40,6 @@ MODELS = ["add_sub_fp32"]
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory):
     return make_test_models.build_test_repository(tmp_path_factory.mktemp("access_models"), MODELS)
-
-
-def _openssl(*args, cwd):
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory):
-    """{ca, server_cert, server_key, client_cert, client_key} PEM paths."""
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl CLI is needed to generate test certificates")
-    d = tmp_path_factory.mktemp("certs")
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
-             "-subj", "/CN=ortserve test CA", cwd=d)
-    (d / "server.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
-    (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    for who in ("server", "client"):
-        _openssl("req", *ec, "-keyout", f"{who}.key", "-out", f"{who}.csr",
-                 "-subj", f"/CN=ortserve test {who}", cwd=d)
-        _openssl("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-                 "-CAcreateserial", "-days", "2", "-extfile", f"{who}.ext", "-out", f"{who}.pem", cwd=d)
-    return {"ca": d / "ca.pem", "server_cert": d / "server.pem", "server_key": d / "server.key",
-            "client_cert": d / "client.pem", "client_key": d / "client.key", "dir": d}
 
 
 @pytest.fixture(scope="module")

@@ -19,11 +19,13 @@
 
 #include "core/ThreadName.h"
 #include "repository/ModelRepository.h"
+#include "server/common/Liveness.h"
 #include "server/common/ModelMetadata.h"
 #include "server/common/StatisticsSnapshot.h"
 #include "server/grpc/GrpcAcceptor.h"
 #include "server/grpc/GrpcCalls.h"
 #include "server/grpc/GrpcInferCodec.h"
+#include "server/grpc/GrpcLogBridge.h"
 #include "server/grpc/GrpcServiceCore.h"
 
 namespace ortserve {
@@ -32,7 +34,7 @@ namespace grpcfe {
 // ---- GrpcServiceCore ------------------------------------------------------------------
 
 bool GrpcServiceCore::ServerReady() const {
-  if (!admission_.ready()) return false;
+  if (!admission_.ready() || common::NotLiveReason()) return false;
   return !options_.strict_readiness || repository_->AllModelsReady();
 }
 
@@ -79,7 +81,7 @@ bool GrpcServiceCore::ModelControlLocked() const {
 
 grpc::Status GrpcServiceCore::ServerLive(const inference::ServerLiveRequest&,
                                          inference::ServerLiveResponse* response) {
-  response->set_live(true);
+  response->set_live(!common::NotLiveReason());
   return grpc::Status::OK;
 }
 
@@ -225,7 +227,8 @@ class GrpcServer::Impl {
     grpc::ServerBuilder builder;
     int bound_port = 0;
     // Plaintext: ortserve's own accept loop (GrpcAcceptor.h says why); TLS:
-    // gRPC's.
+    // gRPC's, watched through its log (GrpcLogBridge.h).
+    grpcfe::RouteGrpcLogs(!counts_connections());
     if (counts_connections()) {
       auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port, options.max_connections,
                                                    &core_.connections());

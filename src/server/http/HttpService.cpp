@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include "server/common/Liveness.h"
 #include "server/http/Compression.h"
 #include "server/http/HttpStatus.h"
 #include "server/http/DriftJson.h"
@@ -151,7 +152,7 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
 
   if (p[1] == "health" && n == 3 && (p[2] == "live" || p[2] == "ready")) {
     if (!get) return reply(MethodNotAllowed(request, "GET"));
-    return reply(p[2] == "live" ? EmptyResponse(200) : Ready());
+    return reply(p[2] == "live" ? Live() : Ready());
   }
 
   if (p[1] == "logging" && n == 2) {
@@ -237,9 +238,15 @@ std::optional<HttpResponse> HttpService::AccessRefusal(const HttpRequest& reques
                        options_.access_policy->RefusalMessage(*group, verdict));
 }
 
+HttpResponse HttpService::Live() {
+  if (std::optional<std::string> reason = common::NotLiveReason()) return ErrorResponse(503, *reason);
+  return EmptyResponse(200);
+}
+
 HttpResponse HttpService::Ready() {
   // Triton answers a not-ready server with 400; tritonclient checks for 200.
   if (!admission_->ready()) return ErrorResponse(400, "server is shutting down");
+  if (std::optional<std::string> reason = common::NotLiveReason()) return ErrorResponse(400, *reason);
   if (options_.strict_readiness && !repository_->AllModelsReady())
     return ErrorResponse(400, "not every model in the repository is ready (strict readiness)");
   return EmptyResponse(200);

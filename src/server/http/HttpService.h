@@ -164,6 +164,7 @@ class HttpService {
   // Triton's logging and trace extensions (LoggingJson.h, TraceSettingJson.h).
   HttpResponse HandleLogging(const HttpRequest& request);
   HttpResponse HandleTraceSetting(const HttpRequest& request, const std::string& model);
+  HttpResponse Live();
   HttpResponse Ready();
   // The 401/403 of a request to a restricted API group without the right
   // header; nullopt when it may go on.
