@@ -164,6 +164,9 @@ class ModelRepositoryImpl final : public ModelRepository {
     ModelLoadStats stats;
     stats.loads = loader_.LoadCounts();
     stats.cold_start = on_demand_.ColdStarts();
+    stats.evictions = loader_.Evictions();
+    stats.memory_budget = options_.memory_budget;
+    stats.memory = table_.Memory();
     return stats;
   }
 

@@ -59,6 +59,13 @@ class ServedModel final : public Model, private RequestCompleter {
   size_t QueueDepth() const override { return scheduler_ ? scheduler_->QueueDepth() : 0; }
   size_t BusyInstances() const override { return scheduler_ ? scheduler_->BusyInstances() : 0; }
   const InputDrift* drift() const override { return drift_.get(); }
+  // Requests inside this model now: from Infer until answered (queued,
+  // running, or handed to a fallback not yet). Approximate under
+  // concurrency; exact once the model stopped taking requests.
+  uint64_t InFlight() const { return in_flight_.load(std::memory_order_acquire); }
+  // The arrival time of the latest request, in Clock's nanoseconds since its
+  // epoch; the time the model started serving before any request came.
+  int64_t LastUsedNs() const { return last_used_ns_.load(std::memory_order_relaxed); }
 
   // What the model's scheduler answers through.
   RequestCompleter* completer() { return this; }
@@ -82,6 +89,8 @@ class ServedModel final : public Model, private RequestCompleter {
   // Stores a computed answer under the key its miss left.
   void StoreInCache(const ResponseCacheKey& key, const InferenceResponse& response);
   void ScheduleWithFallback(std::unique_ptr<InferenceRequest> request, std::shared_ptr<InferenceRequest> kept);
+  // A request of Serve is answered or handed on: no longer in flight here.
+  void Left() { in_flight_.fetch_sub(1, std::memory_order_acq_rel); }
   // Answers a request this model refused, counted as `outcome`.
   void Refuse(CompletionCallback done, Clock::time_point arrival, Status status, RequestOutcome outcome);
   // RequestCompleter: shapes the response and answers the client.
@@ -97,6 +106,8 @@ class ServedModel final : public Model, private RequestCompleter {
   const uint64_t cache_owner_;                             // this version's entries in cache_
   const std::shared_ptr<InputDrift> drift_;                // null: no drift statistics
   std::atomic<ModelState> state_{ModelState::kLoading};
+  std::atomic<uint64_t> in_flight_{0};
+  std::atomic<int64_t> last_used_ns_{0};  // a relaxed store per request, no lock
   std::unique_ptr<Scheduler> scheduler_;  // set once by Start, before READY
 };
 
