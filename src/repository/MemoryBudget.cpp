@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 namespace ortserve {
@@ -82,7 +83,9 @@ Result<uint64_t> ParseByteSize(const std::string& text) {
   if (digits == 0 || digits > 15 || unit == 0) {
     return InvalidArgument("'" + text + "' is not a byte size (a whole number with an optional K, M or G suffix)");
   }
-  return std::stoull(text.substr(0, digits)) * unit;
+  const uint64_t count = std::stoull(text.substr(0, digits));
+  if (count > UINT64_MAX / unit) return InvalidArgument("'" + text + "' is too large a byte size");
+  return count * unit;
 }
 
 uint64_t EstimateResidentBytes(const std::filesystem::path& version_dir, bool ensemble) {
