@@ -66,6 +66,11 @@ class ServedModel final : public Model, private RequestCompleter {
   // The arrival time of the latest request, in Clock's nanoseconds since its
   // epoch; the time the model started serving before any request came.
   int64_t LastUsedNs() const { return last_used_ns_.load(std::memory_order_relaxed); }
+  // Counts as used at `now` (a request on its way to Infer: the repository's
+  // on-demand check saw it), so that the memory budget evicts it last.
+  void Touch(Clock::time_point now) {
+    last_used_ns_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+  }
 
   // What the model's scheduler answers through.
   RequestCompleter* completer() { return this; }

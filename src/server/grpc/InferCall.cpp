@@ -173,7 +173,13 @@ class GenericCall final : public CallBase {
     if (quota.rejection) {
       return FinishWithError(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, quota.rejection->message));
     }
-    if (!admitted.ok()) return FinishWithError(admitted);
+    if (!admitted.ok()) {
+      // Evicted (memory budget) after Start looked: wait for its reload; the message is still here.
+      if (++load_waits_ < kMaxLoadWaits && core_->repository().NeedsLoad(message_->model_name())) {
+        return AwaitModelLoad();
+      }
+      return FinishWithError(admitted);
+    }
   }
 
   void Respond() {
