@@ -177,7 +177,8 @@ def run_on_demand(binary, repo, args, work):
         srv.stop()
 
 
-OVERHEAD = 384 * 1024  # the per-version cost besides its files (src/repository/MemoryBudget.h)
+# A version's accounted cost: OVERHEAD + FILE_FACTOR x its folder's bytes (src/repository/MemoryBudget.h).
+OVERHEAD, FILE_FACTOR = 1536 * 1024, 1.5
 
 
 def expected(i, x):
@@ -186,7 +187,8 @@ def expected(i, x):
 
 
 def model_cost(repo):
-    return OVERHEAD + sum(f.stat().st_size for f in (Path(repo) / "m000" / "1").iterdir())
+    files = sum(f.stat().st_size for f in (Path(repo) / "m000" / "1").iterdir())
+    return OVERHEAD + int(FILE_FACTOR * files)
 
 
 def empty_rss(binary, flags, work):

@@ -26,11 +26,13 @@ from test_load_on_demand import expected, infer, loads
 from test_model_control import wait_for, write_addk
 
 ON_DEMAND = "--model-load-on-demand=true"
-OVERHEAD = 384 * 1024  # the per-version cost besides its files (repository/MemoryBudget.h)
+# A version's accounted cost: OVERHEAD + FILE_FACTOR x its folder's bytes (repository/MemoryBudget.h).
+OVERHEAD, FILE_FACTOR = 1536 * 1024, 1.5
 
 
 def version_cost(model_dir, version=1):
-    return OVERHEAD + sum(f.stat().st_size for f in (model_dir / str(version)).rglob("*") if f.is_file())
+    files = sum(f.stat().st_size for f in (model_dir / str(version)).rglob("*") if f.is_file())
+    return OVERHEAD + int(FILE_FACTOR * files)
 
 
 def budget_repo(tmp_path, names):
