@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "config/ConfigParse.h"
 #include "config/EnsembleGraph.h"
@@ -67,6 +68,9 @@ void PlanThreads(const RepositoryOptions& options, std::vector<PreparedModel>& p
     }
   }
 }
+
+constexpr int kEvictRetries = 50;
+constexpr auto kEvictRetryPause = std::chrono::milliseconds(2);
 
 void ShutDown(const ModelTable::Retired& models) {
   for (const auto& m : models) m->Shutdown();  // waits for their in-flight requests
@@ -329,8 +333,11 @@ Status ModelLoader::MakeRoom(const PreparedModel& p, const std::set<std::string>
     need += cost > old ? cost - old : 0;
   }
   std::vector<std::string> pinned = options_->startup_models;  // '*' names no model
-  // A victim may turn out to be in use by the time it is unloaded: plan again.
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  // A victim may turn out to be in use by the time it is unloaded (a request
+  // between its lookup and Infer, or a metrics scrape, holds it a moment):
+  // plan again, a little later, for up to about kEvictRetries x kEvictRetryPause.
+  for (int attempt = 0; attempt < kEvictRetries; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(kEvictRetryPause);
     std::map<std::string, std::vector<std::string>> composing;
     std::vector<ResidentModel> resident = table_->Residents(pinned, &composing);
     // Held for this load: its models, and the models their ensembles compose.
@@ -348,7 +355,9 @@ Status ModelLoader::MakeRoom(const PreparedModel& p, const std::set<std::string>
     bool all = true;
     for (const std::string& victim : *victims) {
       bool ensembles_gone = true;  // an ensemble in use keeps its composing models
-      for (const std::string& ensemble : composing[victim]) ensembles_gone = EvictNow(ensemble, p.name) && ensembles_gone;
+      for (const std::string& ensemble : composing[victim]) {
+        ensembles_gone = EvictNow(ensemble, p.name) && ensembles_gone;
+      }
       all = ensembles_gone && EvictNow(victim, p.name) && all;
     }
     if (all) return Status::Ok();

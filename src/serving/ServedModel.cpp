@@ -127,8 +127,8 @@ bool ServedModel::AnsweredFromCache(std::unique_ptr<InferenceRequest>& request) 
   stats_.CountOutcome(RequestOutcome::kSuccess);
   CompletionCallback done = std::move(request->on_complete);
   request.reset();
-  if (done) done(std::move(response));
   Left();
+  if (done) done(std::move(response));
   return true;
 }
 
@@ -169,8 +169,8 @@ void ServedModel::Refuse(CompletionCallback done, Clock::time_point arrival, Sta
   const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - arrival);
   stats_.fail.Add(static_cast<uint64_t>(std::max<int64_t>(0, elapsed.count())));
   stats_.CountOutcome(outcome);
-  if (done) done(std::move(status));
   Left();
+  if (done) done(std::move(status));
 }
 
 void ServedModel::Complete(std::unique_ptr<InferenceRequest> request, Result<InferenceResponse> result) {
@@ -180,8 +180,8 @@ void ServedModel::Complete(std::unique_ptr<InferenceRequest> request, Result<Inf
   if (result.ok() && !request->cache_key.empty()) StoreInCache(request->cache_key, result.value());
   CompletionCallback done = std::move(request->on_complete);
   request.reset();  // the inputs are no longer needed: release them before answering
-  if (done) done(std::move(result));
   Left();
+  if (done) done(std::move(result));
 }
 
 }  // namespace ortserve

@@ -94,7 +94,11 @@ class ServedModel final : public Model, private RequestCompleter {
   // Stores a computed answer under the key its miss left.
   void StoreInCache(const ResponseCacheKey& key, const InferenceResponse& response);
   void ScheduleWithFallback(std::unique_ptr<InferenceRequest> request, std::shared_ptr<InferenceRequest> kept);
-  // A request of Serve is answered or handed on: no longer in flight here.
+  // A request of Serve is about to be answered or was handed on: no longer
+  // in flight here. Called before the answer goes out, so that a client's
+  // next request never finds this model still busy with the last one; an
+  // eviction that follows still waits for the answer (Shutdown waits for the
+  // scheduler's threads; a caller answering on its own thread holds the model).
   void Left() { in_flight_.fetch_sub(1, std::memory_order_acq_rel); }
   // Answers a request this model refused, counted as `outcome`.
   void Refuse(CompletionCallback done, Clock::time_point arrival, Status status, RequestOutcome outcome);
