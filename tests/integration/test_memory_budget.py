@@ -180,3 +180,69 @@ def test_concurrent_first_requests_under_the_budget_cause_one_load(tmp_path, lau
     assert loads(srv) == 3
     assert evictions(srv) == 1
     assert ready(srv) == {"b", "c"}
+
+
+def rss_kib(srv):
+    for line in open(f"/proc/{srv.proc.pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.scale
+def test_200_models_zipf_at_concurrency_16_under_a_budget_that_fits_20(tmp_path, launch):
+    count = 200
+    repo = tmp_path / "models"
+    for i in range(count):
+        write_addk(repo, f"m{i:03d}", {1: float(i)})
+    cost = version_cost(repo / "m000")
+    budget = 20 * cost
+    srv = launch(repo, extra_args=(ON_DEMAND, f"--model-memory-budget={budget}"))
+    rss_start = rss_kib(srv)
+    weights = 1.0 / np.arange(1, count + 1) ** 1.1
+    picks = np.random.default_rng(5).choice(count, size=3000, p=weights / weights.sum())
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    peaks = []
+
+    def one(i):
+        m = int(picks[i])
+        client = httpclient.InferenceServerClient(srv.url) if i % 2 else grpcclient.InferenceServerClient(
+            srv.grpc_url)
+        # addk with k = m: the answer is x + m (onnxruntime agrees: test_load_on_demand).
+        np.testing.assert_allclose(infer(client, f"m{m:03d}", x), x + m, rtol=1e-6)
+        if i % 100 == 0:
+            peaks.append((rss_kib(srv), sum(memory(srv).values())))
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        list(pool.map(one, range(len(picks))))
+    np.testing.assert_allclose(infer(httpclient.InferenceServerClient(srv.url), "m007", x),
+                               expected(repo, "m007", x), rtol=1e-6)
+    assert all(accounted <= budget for _, accounted in peaks), peaks
+    # VmRSS: the estimate is within about a quarter of the growth (docs/many-models.md).
+    margin_kib = budget / 1024 * 0.25 + 16 * 1024
+    assert max(rss for rss, _ in peaks) <= rss_start + budget / 1024 + margin_kib, (rss_start, peaks)
+    assert loads(srv) - evictions(srv) == len(ready(srv)) == len(memory(srv))
+    assert evictions(srv) > 0
+    assert srv.log_text().count("evicted to make room") == evictions(srv)
+
+
+@pytest.mark.scale
+def test_1000_load_evict_cycles_keep_rss_stable(tmp_path, launch):
+    repo = budget_repo(tmp_path, ["a", "b"])
+    cost = version_cost(repo / "a")
+    srv = launch(repo, extra_args=(ON_DEMAND, f"--model-memory-budget={cost + cost // 2}"))
+    http = httpclient.InferenceServerClient(srv.url)
+    x = np.ones((1, 4), np.float32)
+
+    def cycles(n):
+        for _ in range(n):
+            for name in ("a", "b"):
+                infer(http, name, x)
+
+    cycles(50)
+    before = rss_kib(srv)
+    cycles(1000)
+    after = rss_kib(srv)
+    assert evictions(srv) == 2 * 1050 - 1
+    np.testing.assert_allclose(infer(http, "a", x), expected(repo, "a", x), rtol=1e-6)
+    assert after <= before * 1.05, (before, after)
