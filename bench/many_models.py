@@ -21,7 +21,8 @@ ortserve_model_loads_total{reason="on_demand"} checked to equal the model count.
 
     .venv/bin/python bench/many_models.py --models 200 --budget-fits 20 --requests 4000 --concurrency 16
 
---budget-fits N (on demand, --model-memory-budget = N models' accounted cost): --requests
+--budget-fits N (on demand, --model-memory-budget = N models' accounted cost; N >= --models:
+every model is loaded first, the all-loaded baseline): --requests
 requests with Zipf popularity (--zipf-s) over all the models from --concurrency clients,
 every output checked; VmRSS sampled throughout against the empty-repository VmRSS plus
 the budget; p50/p99; evictions and loads from the metrics (loads - evictions must equal
@@ -178,7 +179,7 @@ def run_on_demand(binary, repo, args, work):
 
 
 # A version's accounted cost: OVERHEAD + FILE_FACTOR x its folder's bytes (src/repository/MemoryBudget.h).
-OVERHEAD, FILE_FACTOR = 1536 * 1024, 1.5
+OVERHEAD, FILE_FACTOR = 384 * 1024, 1.25
 
 
 def expected(i, x):
@@ -243,6 +244,8 @@ def run_budget(binary, repo, args, work):
     srv = Ortserve(binary, repo, work / "ortserve-budget.log", flags)
     try:
         srv.wait_ready()
+        if args.budget_fits >= args.models:  # the baseline: every model loaded before the mix
+            first_requests(srv.url, args.models)
         peak, accounted_peak, done = [0], [0.0], threading.Event()
 
         def sample():

@@ -227,7 +227,7 @@ void AddModelFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--model-memory-budget", f.model_memory_budget,
                  "Bytes (K, M, G suffixes: KiB, MiB, GiB) the loaded model versions may hold together, each "
-                 "costed at 1.5 x its version folder's bytes plus 1.5 MiB (ortserve_model_memory_bytes). A load that "
+                 "costed at 1.25 x its version folder's bytes plus 384 KiB (ortserve_model_memory_bytes). A load that "
                  "would exceed it first unloads the least recently used idle models; pinned models (parameter "
                  "pinned \"true\", --load-model), models with requests or open sequences, and composing models of "
                  "an ensemble in use stay. When nothing can go, the load fails with 503 / UNAVAILABLE naming the "

@@ -57,8 +57,8 @@ Result<uint64_t> ParseByteSize(const std::string& text);
 // kResidentFileFactor, plus kResidentVersionOverhead per version (session,
 // arenas, the scheduler's threads). An ensemble (no files) costs nothing.
 // docs/many-models.md gives the measurements behind the constants.
-inline constexpr uint64_t kResidentVersionOverhead = 1536 * 1024;
-inline constexpr double kResidentFileFactor = 1.5;
+inline constexpr uint64_t kResidentVersionOverhead = 384 * 1024;
+inline constexpr double kResidentFileFactor = 1.25;
 uint64_t EstimateResidentBytes(const std::filesystem::path& version_dir, bool ensemble);
 
 }  // namespace ortserve

@@ -27,7 +27,7 @@ from test_model_control import wait_for, write_addk
 
 ON_DEMAND = "--model-load-on-demand=true"
 # A version's accounted cost: OVERHEAD + FILE_FACTOR x its folder's bytes (repository/MemoryBudget.h).
-OVERHEAD, FILE_FACTOR = 1536 * 1024, 1.5
+OVERHEAD, FILE_FACTOR = 384 * 1024, 1.25
 
 
 def version_cost(model_dir, version=1):
@@ -93,15 +93,17 @@ def test_five_models_cycle_under_a_budget_that_fits_two(tmp_path, launch):
     infer(http, "b", x)
     assert ready(srv) == {"e", "b"}
 
-    # Concurrent clients over all five: every answer right, counts consistent.
+    # Two concurrent clients over all five: every answer right, counts
+    # consistent. (Two: with room for two models, a third client's load
+    # could find both busy and be refused, as the next test shows.)
     def one(i):
         name = names[(i * 7) % 5]
         client = httpclient.InferenceServerClient(srv.url) if i % 2 else grpcclient.InferenceServerClient(
             srv.grpc_url)
         np.testing.assert_allclose(infer(client, name, x), expected(repo, name, x), rtol=1e-6)
 
-    with concurrent.futures.ThreadPoolExecutor(6) as pool:
-        list(pool.map(one, range(60)))
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        list(pool.map(one, range(40)))
     assert sum(memory(srv).values()) <= budget
     assert loads(srv) - evictions(srv) == len(ready(srv)) == len(memory(srv))
     assert srv.log_text().count("evicted to make room") == evictions(srv)

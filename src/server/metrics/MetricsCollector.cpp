@@ -381,8 +381,8 @@ void RenderModelLoads(PrometheusText& out, const ModelLoadStats& loads) {
   out.Family("ortserve_model_memory_budget_bytes", "gauge", "--model-memory-budget in bytes (0: no budget).");
   out.Sample("ortserve_model_memory_budget_bytes", {}, loads.memory_budget);
   out.Family("ortserve_model_memory_bytes", "gauge",
-             "Resident cost accounted to each loaded model version (1.5 x its version folder's bytes plus 1.5 "
-             "MiB; docs/many-models.md).");
+             "Resident cost accounted to each loaded model version (1.25 x its version folder's bytes plus "
+             "384 KiB; docs/many-models.md).");
   for (const VersionMemory& m : loads.memory) {
     out.Sample("ortserve_model_memory_bytes", {{"model", m.model}, {"version", m.version}}, m.bytes);
   }
