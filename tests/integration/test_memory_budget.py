@@ -220,8 +220,9 @@ def test_200_models_zipf_at_concurrency_16_under_a_budget_that_fits_20(tmp_path,
     np.testing.assert_allclose(infer(httpclient.InferenceServerClient(srv.url), "m007", x),
                                expected(repo, "m007", x), rtol=1e-6)
     assert all(accounted <= budget for _, accounted in peaks), peaks
-    # VmRSS: the estimate is within about a quarter of the growth (docs/many-models.md).
-    margin_kib = budget / 1024 * 0.25 + 16 * 1024
+    # VmRSS: the empty server's, the ~25 MiB the process grows once its first
+    # models run, and the budget give or take the estimate's error (docs/many-models.md).
+    margin_kib = budget / 1024 * 0.25 + 32 * 1024
     assert max(rss for rss, _ in peaks) <= rss_start + budget / 1024 + margin_kib, (rss_start, peaks)
     assert loads(srv) - evictions(srv) == len(ready(srv)) == len(memory(srv))
     assert evictions(srv) > 0
