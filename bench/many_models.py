@@ -33,12 +33,12 @@ the models resident); the accounted memory never over the budget.
 --cycles N: two models and a budget that fits one; requests alternate between them, so
 each one loads one model and evicts the other: VmRSS after a warm-up of 50 cycles and
 after N more."""
-import re
-import threading
 import argparse
 import concurrent.futures
 import random
+import re
 import tempfile
+import threading
 import time
 from pathlib import Path
 
