@@ -59,7 +59,7 @@ class ServedModel final : public Model, private RequestCompleter {
   size_t QueueDepth() const override { return scheduler_ ? scheduler_->QueueDepth() : 0; }
   size_t BusyInstances() const override { return scheduler_ ? scheduler_->BusyInstances() : 0; }
   const InputDrift* drift() const override { return drift_.get(); }
-  // Requests inside this model now: from Infer until answered (queued,
+  // Requests inside this model now: from Infer until their answer goes out (queued,
   // running, or handed to a fallback not yet). Approximate under
   // concurrency; exact once the model stopped taking requests.
   uint64_t InFlight() const { return in_flight_.load(std::memory_order_acquire); }
