@@ -167,6 +167,17 @@ bench-pipeline: build
 bench-int8: build
 	$(PY) bench/int8_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(INT8_BENCH_ARGS)
 
+# Many models per node (bench/many_models.py): on demand, then under a memory
+# budget that fits 20 of 200 models (Zipf mix at concurrency 16, outputs and
+# metrics checked, VmRSS against the budget), then 1,000 load/evict cycles
+# (VmRSS before and after). MANY_MODELS_ARGS are added to each run.
+.PHONY: bench-many-models
+bench-many-models: build
+	$(PY) bench/many_models.py --ortserve-bin $(BUILD_DIR)/ortserve --models 200 --on-demand $(MANY_MODELS_ARGS)
+	$(PY) bench/many_models.py --ortserve-bin $(BUILD_DIR)/ortserve --models 200 --budget-fits 20 \
+	  --requests 4000 --concurrency 16 $(MANY_MODELS_ARGS)
+	$(PY) bench/many_models.py --ortserve-bin $(BUILD_DIR)/ortserve --cycles 1000 $(MANY_MODELS_ARGS)
+
 # System shared memory against the same 1 MiB load over the wire (perf_analyzer).
 .PHONY: bench-shm
 bench-shm: build

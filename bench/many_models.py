@@ -17,11 +17,28 @@ uses over --idle-secs, and the latency of --requests requests (JSON over HTTP, b
 none loaded against an empty repository (the cost of an idle-but-listed model), the cold
 start of each model's first request (p50/p99, one model after another, outputs checked),
 VmRSS once all are loaded, and then the --requests mix over the loaded models, with
-ortserve_model_loads_total{reason="on_demand"} checked to equal the model count."""
+ortserve_model_loads_total{reason="on_demand"} checked to equal the model count.
+
+    .venv/bin/python bench/many_models.py --models 200 --budget-fits 20 --requests 4000 --concurrency 16
+
+--budget-fits N (on demand, --model-memory-budget = N models' accounted cost; N >= --models:
+every model is loaded first, the all-loaded baseline): --requests
+requests with Zipf popularity (--zipf-s) over all the models from --concurrency clients,
+every output checked; VmRSS sampled throughout against the empty-repository VmRSS plus
+the budget; p50/p99; evictions and loads from the metrics (loads - evictions must equal
+the models resident); the accounted memory never over the budget.
+
+    .venv/bin/python bench/many_models.py --cycles 1000
+
+--cycles N: two models and a budget that fits one; requests alternate between them, so
+each one loads one model and evicts the other: VmRSS after a warm-up of 50 cycles and
+after N more."""
 import argparse
 import concurrent.futures
 import random
+import re
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -161,6 +178,136 @@ def run_on_demand(binary, repo, args, work):
         srv.stop()
 
 
+# A version's accounted cost: OVERHEAD + FILE_FACTOR x its folder's bytes (src/repository/MemoryBudget.h).
+OVERHEAD, FILE_FACTOR = 384 * 1024, 1.25
+
+
+def expected(i, x):
+    inits = {t.name: numpy_helper.to_array(t) for t in small_mlp(i).graph.initializer}
+    return np.maximum(x @ inits["w0"] + inits["b0"], 0) @ inits["w1"] + inits["b1"]
+
+
+def model_cost(repo):
+    files = sum(f.stat().st_size for f in (Path(repo) / "m000" / "1").iterdir())
+    return OVERHEAD + int(FILE_FACTOR * files)
+
+
+def empty_rss(binary, flags, work):
+    (work / "empty").mkdir(exist_ok=True)
+    empty = Ortserve(binary, work / "empty", work / "ortserve-empty.log", flags)
+    try:
+        empty.wait_ready()
+        time.sleep(1.0)
+        return empty.rss_kib()
+    finally:
+        empty.stop()
+
+
+def accounted_memory(srv):
+    text = requests.get(f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=10).text
+    return sum(float(v) for v in re.findall(r"^ortserve_model_memory_bytes\{[^}]*\} (\S+)$", text, re.M))
+
+
+def zipf_mix(url, count, n_requests, concurrency, s):
+    """n_requests requests, model i+1 with weight 1/(i+1)^s; each output checked. Latencies (s), sorted."""
+    weights = 1.0 / np.arange(1, count + 1) ** s
+    picks = np.random.default_rng(7).choice(count, size=n_requests, p=weights / weights.sum())
+    x = np.full((1, WIDTH), 0.25, np.float32)
+    body = {"inputs": [{"name": "INPUT0", "shape": [1, WIDTH], "datatype": "FP32", "data": x.ravel().tolist()}]}
+    wants = {}
+    local = threading.local()
+
+    def one(i):
+        if not hasattr(local, "s"):
+            local.s = requests.Session()
+        m = int(picks[i])
+        t0 = time.perf_counter()
+        r = local.s.post(f"http://{url}/v2/models/m{m:03d}/infer", json=body, timeout=120)
+        took = time.perf_counter() - t0
+        if r.status_code != 200:
+            raise SystemExit(f"m{m:03d}: HTTP {r.status_code} {r.text}")
+        want = wants.setdefault(m, expected(m, x))
+        got = np.array(r.json()["outputs"][0]["data"], np.float32).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        return took
+
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        return sorted(pool.map(one, range(n_requests)))
+
+
+def run_budget(binary, repo, args, work):
+    cost = model_cost(repo)
+    budget = args.budget_fits * cost
+    flags = ["--thread-budget", str(args.thread_budget), "--model-load-on-demand=true",
+             f"--model-memory-budget={budget}"]
+    rss_empty = empty_rss(binary, flags, work)
+    srv = Ortserve(binary, repo, work / "ortserve-budget.log", flags)
+    try:
+        srv.wait_ready()
+        if args.budget_fits >= args.models:  # the baseline: every model loaded before the mix
+            first_requests(srv.url, args.models)
+        peak, accounted_peak, done = [0], [0.0], threading.Event()
+
+        def sample():
+            while not done.wait(0.2):
+                peak[0] = max(peak[0], srv.rss_kib())
+                accounted_peak[0] = max(accounted_peak[0], accounted_memory(srv))
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            lat = zipf_mix(srv.url, args.models, args.requests, args.concurrency, args.zipf_s)
+        finally:
+            done.set()
+            sampler.join()
+        loads = srv.metric_sum('ortserve_model_loads_total{reason="on_demand"}')
+        evictions = srv.metric_sum("ortserve_model_evictions_total")
+        resident = len(re.findall(r"^ortserve_model_memory_bytes\{", requests.get(
+            f"http://127.0.0.1:{srv.metrics_port}/metrics", timeout=10).text, re.M))
+        p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000  # noqa: E731
+        print(f"budget: {args.models} models, budget {budget / 1024:.0f} KiB (fits {args.budget_fits} at "
+              f"{cost / 1024:.0f} KiB each); {args.requests} requests, Zipf s={args.zipf_s}, concurrency "
+              f"{args.concurrency}, all outputs checked: p50 {p(0.50):.1f} ms, p99 {p(0.99):.1f} ms; "
+              f"on-demand loads {loads:.0f}, evictions {evictions:.0f}, resident at the end {resident}; "
+              f"accounted peak {accounted_peak[0] / 1024:.0f} KiB; VmRSS empty repository "
+              f"{rss_empty / 1024:.1f} MiB, peak {peak[0] / 1024:.1f} MiB (empty + budget = "
+              f"{(rss_empty + budget / 1024) / 1024:.1f} MiB); load {loadavg()}", flush=True)
+        if int(loads - evictions) != resident or accounted_peak[0] > budget:
+            raise SystemExit("loads - evictions != resident models, or the accounted memory went over the budget")
+    finally:
+        srv.stop()
+
+
+def run_cycles(binary, repo, args, work):
+    budget = model_cost(repo) + model_cost(repo) // 2
+    flags = ["--thread-budget", str(args.thread_budget), "--model-load-on-demand=true",
+             f"--model-memory-budget={budget}"]
+    srv = Ortserve(binary, repo, work / "ortserve-cycles.log", flags)
+    body = {"inputs": [{"name": "INPUT0", "shape": [1, WIDTH], "datatype": "FP32", "data": [0.25] * WIDTH}]}
+    session = requests.Session()
+
+    def cycles(n):
+        for i in range(n):
+            for m in (0, 1):
+                session.post(f"http://{srv.url}/v2/models/m{m:03d}/infer", json=body, timeout=60).raise_for_status()
+
+    try:
+        srv.wait_ready()
+        cycles(50)
+        rss_before = srv.rss_kib()
+        t0 = time.perf_counter()
+        cycles(args.cycles)
+        took = time.perf_counter() - t0
+        rss_after = srv.rss_kib()
+        evictions = srv.metric_sum("ortserve_model_evictions_total")
+        print(f"cycles: {args.cycles} load/evict cycles of two models (budget fits one) in {took:.1f} s; "
+              f"evictions {evictions:.0f}; VmRSS after 50 warm-up cycles {rss_before / 1024:.1f} MiB, after "
+              f"{args.cycles} more {rss_after / 1024:.1f} MiB ({(rss_after - rss_before) / rss_before * 100:+.1f}%); "
+              f"load {loadavg()}", flush=True)
+    finally:
+        srv.stop()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ortserve-bin", default=str(ROOT / "build" / "ortserve"))
@@ -172,14 +319,26 @@ def main():
     ap.add_argument("--idle-secs", type=float, default=10.0)
     ap.add_argument("--on-demand", action="store_true",
                     help="measure --model-load-on-demand instead of the --modes")
+    ap.add_argument("--budget-fits", type=int, default=0,
+                    help="measure --model-memory-budget fitting this many models under a Zipf mix")
+    ap.add_argument("--zipf-s", type=float, default=1.1)
+    ap.add_argument("--cycles", type=int, default=0, help="measure this many load/evict cycles (RSS before/after)")
     args = ap.parse_args()
+    if args.cycles:
+        args.models = 2
+        args.modes = ""
     with tempfile.TemporaryDirectory(prefix="ortserve-many-") as tmp:
         work = Path(tmp)
         write_repo(work / "repo", args.models)
         try:
+            special = args.on_demand or args.budget_fits or args.cycles
             if args.on_demand:
                 run_on_demand(args.ortserve_bin, work / "repo", args, work)
-            for mode in [] if args.on_demand else args.modes.split(","):
+            if args.budget_fits:
+                run_budget(args.ortserve_bin, work / "repo", args, work)
+            if args.cycles:
+                run_cycles(args.ortserve_bin, work / "repo", args, work)
+            for mode in [] if special else args.modes.split(","):
                 run_mode(args.ortserve_bin, work / "repo", mode, args, work)
         finally:
             Procs.stop_all()

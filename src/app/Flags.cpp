@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "repository/MemoryBudget.h"
 #include "repository/ModelSigning.h"
 #include "repository/SigningKeys.h"
 
@@ -232,6 +233,15 @@ void AddModelFlags(CLI::App& app, Flags& f) {
                  "after it; the load goes on)")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
+  app.add_option("--model-memory-budget", f.model_memory_budget,
+                 "Bytes (K, M, G suffixes: KiB, MiB, GiB) the loaded model versions may hold together, each "
+                 "costed at 1.25 x its version folder's bytes plus 384 KiB (ortserve_model_memory_bytes). A load that "
+                 "would exceed it first unloads the least recently used idle models; pinned models (parameter "
+                 "pinned \"true\", --load-model), models with requests or open sequences, and composing models of "
+                 "an ensemble in use stay. When nothing can go, the load fails with 503 / UNAVAILABLE naming the "
+                 "budget. Evicted models reload on their next request with --model-load-on-demand; without it "
+                 "they stay unloaded. 0: no budget")
+      ->capture_default_str();
   app.add_option("--model-cache-dir", f.model_cache_dir,
                  "Directory for TensorRT engine and timing caches, shared by all instances of a "
                  "model and kept across restarts (empty: <temp dir>/ortserve-model-cache). When set, CPU "
@@ -347,6 +357,8 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
     return InvalidArgument("--load-model needs --model-control-mode=explicit (in mode '" + flags.model_control_mode +
                            "' every model loads)");
   }
+  Result<uint64_t> memory_budget = ParseByteSize(flags.model_memory_budget);
+  if (!memory_budget.ok()) return InvalidArgument("--model-memory-budget: " + memory_budget.status().message());
   const SignaturePolicy signature_policy = ParseSignaturePolicy(flags.model_signature_policy).value();
   if (signature_policy != SignaturePolicy::kOff) {
     if (flags.model_signing_public_keys.empty() && flags.model_signing_certificate_chains.empty()) {
@@ -373,7 +385,8 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
                                        .public_key_files = flags.model_signing_public_keys,
                                        .certificate_chain_files = flags.model_signing_certificate_chains},
                            .load_on_demand = flags.model_load_on_demand,
-                           .load_wait = std::chrono::seconds(flags.model_load_wait_secs)};
+                           .load_wait = std::chrono::seconds(flags.model_load_wait_secs),
+                           .memory_budget = memory_budget.value()};
 }
 
 int DefaultHttpThreads(int cpus) {

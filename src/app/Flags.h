@@ -68,6 +68,7 @@ struct Flags {
   std::vector<std::string> load_models;
   bool model_load_on_demand = false;
   int model_load_wait_secs = 60;
+  std::string model_memory_budget = "0";  // bytes, K/M/G suffixes; 0: none
   std::string model_cache_dir;
   std::vector<std::string> op_libraries;  // --op-library
   std::string model_signature_policy = "off";         // --model-signature-policy

@@ -8,6 +8,7 @@
 #include <future>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "config/ConfigParse.h"
 #include "config/EnsembleGraph.h"
@@ -67,6 +68,9 @@ void PlanThreads(const RepositoryOptions& options, std::vector<PreparedModel>& p
     }
   }
 }
+
+constexpr int kEvictRetries = 50;
+constexpr auto kEvictRetryPause = std::chrono::milliseconds(2);
 
 void ShutDown(const ModelTable::Retired& models) {
   for (const auto& m : models) m->Shutdown();  // waits for their in-flight requests
@@ -238,7 +242,7 @@ Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* load
   PreparedModel p = Prepare(name);
   LoadComposingModels(p, loading, reason);
   ShutDown(table_->Publish(p));
-  return LoadCandidates(p, reason);
+  return LoadCandidates(p, reason, loading);
 }
 
 void ModelLoader::LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading, LoadReason reason) {
@@ -311,7 +315,91 @@ ThreadPlanEntry ModelLoader::RuntimePlan(const Candidate& c) const {
   return plan.entries.front();
 }
 
-Status ModelLoader::LoadCandidates(const PreparedModel& p, LoadReason reason) {
+uint64_t ModelLoader::ResidentCost(const Candidate& c) {
+  const fs::path version_dir = c.model_path.empty() ? c.model_dir / std::to_string(c.version)
+                                                    : fs::path(c.model_path).parent_path();
+  return EstimateResidentBytes(version_dir, IsEnsemble(c.config));
+}
+
+Status ModelLoader::MakeRoom(const PreparedModel& p, const std::set<std::string>* loading) {
+  if (options_->memory_budget == 0 || p.candidates.empty()) return Status::Ok();
+  std::map<int64_t, uint64_t> replaced;  // versions of `p` the new loads replace
+  for (const VersionMemory& m : table_->Memory()) {
+    if (m.model == p.name) replaced[std::stoll(m.version)] = m.bytes;
+  }
+  uint64_t need = 0;
+  for (const Candidate& c : p.candidates) {
+    const uint64_t cost = ResidentCost(c), old = replaced.count(c.version) ? replaced[c.version] : 0;
+    need += cost > old ? cost - old : 0;
+  }
+  std::vector<std::string> pinned = options_->startup_models;  // '*' names no model
+  // A victim may turn out to be in use by the time it is unloaded (a request
+  // between its lookup and Infer, or a metrics scrape, holds it a moment):
+  // plan again, a little later, for up to about kEvictRetries x kEvictRetryPause.
+  for (int attempt = 0; attempt < kEvictRetries; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(kEvictRetryPause);
+    std::map<std::string, std::vector<std::string>> composing;
+    std::vector<ResidentModel> resident = table_->Residents(pinned, &composing);
+    // Held for this load: its models, and the models their ensembles compose.
+    auto part_of_load = [&](const std::string& name) { return name == p.name || (loading && loading->count(name)); };
+    for (ResidentModel& r : resident) {
+      const auto& ensembles = composing[r.name];
+      r.loading = part_of_load(r.name) || std::any_of(ensembles.begin(), ensembles.end(), part_of_load);
+    }
+    Result<std::vector<std::string>> victims = PlanEviction(options_->memory_budget, p.name, need, resident);
+    if (!victims.ok()) {
+      spdlog::warn("model '{}' not loaded: {}", p.name, victims.status().message());
+      return victims.status();
+    }
+    if (victims->empty()) return Status::Ok();
+    bool all = true;
+    for (const std::string& victim : *victims) {
+      bool ensembles_gone = true;  // an ensemble in use keeps its composing models
+      for (const std::string& ensemble : composing[victim]) {
+        ensembles_gone = EvictNow(ensemble, p.name) && ensembles_gone;
+      }
+      all = ensembles_gone && EvictNow(victim, p.name) && all;
+    }
+    if (all) return Status::Ok();
+  }
+  return Unavailable("model memory budget " + FormatBytes(options_->memory_budget) + " exhausted: loading '" +
+                     p.name + "' needs " + FormatBytes(need) + " and the models it would evict stayed in use");
+}
+
+bool ModelLoader::EvictNow(const std::string& name, const std::string& for_model) {
+  uint64_t bytes = 0;
+  bool loaded = false;
+  for (const VersionMemory& m : table_->Memory()) {
+    if (m.model != name) continue;
+    loaded = true;
+    bytes += m.bytes;
+  }
+  if (!loaded) return true;  // gone already (an ensemble evicted with another victim)
+  std::shared_ptr<ServedModel> latest = table_->LatestReady(name);
+  const double idle_s =
+      latest ? std::chrono::duration<double>(Clock::now().time_since_epoch() -
+                                             Clock::duration(latest->LastUsedNs())).count()
+             : 0.0;
+  latest.reset();  // BeginEvict wants the table's reference alone
+  std::optional<ModelTable::Retired> retired = table_->BeginEvict(name);
+  if (!retired) return false;
+  spdlog::info("model '{}' evicted to make room for '{}' (model memory budget {}): {} resident, idle {:.1f} s", name,
+               for_model, FormatBytes(options_->memory_budget), FormatBytes(bytes), idle_s);
+  ShutDown(*retired);
+  table_->FinishEvict(name);
+  ensembles_failed_.erase(name);
+  evictions_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+Status ModelLoader::LoadCandidates(const PreparedModel& p, LoadReason reason, const std::set<std::string>* loading) {
+  if (Status room = MakeRoom(p, loading); !room.ok()) {
+    for (const Candidate& c : p.candidates) {
+      bool kept = false;
+      (void)table_->Install(c, room, &kept);
+    }
+    return room;
+  }
   if (!p.candidates.empty()) loads_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
   std::vector<std::string> failures;
   if (!p.failure.empty()) failures.push_back(p.failure);
@@ -321,7 +409,7 @@ Status ModelLoader::LoadCandidates(const PreparedModel& p, LoadReason reason) {
     auto loaded = BuildModel(c, plan, context_);
     const Status status = loaded.status();
     bool kept = false;
-    std::shared_ptr<ServedModel> old = table_->Install(c, std::move(loaded), &kept);
+    std::shared_ptr<ServedModel> old = table_->Install(c, std::move(loaded), &kept, ResidentCost(c));
     if (!status.ok()) {
       spdlog::error("model '{}' version {} {}: {}", c.name, c.version,
                     kept ? "failed to reload; the previous load keeps serving" : "is UNAVAILABLE", status.message());

@@ -47,6 +47,8 @@ class ModelLoader {
   void LoadOnDemand(const std::string& name, std::function<void(Status)> done) ORTSERVE_EXCLUDES(mu_);
   // Model loads so far, by LoadReason.
   std::array<uint64_t, kLoadReasonCount> LoadCounts() const;
+  // Models evicted so far (memory budget).
+  uint64_t Evictions() const { return evictions_.load(std::memory_order_relaxed); }
   // PrepareModel with the repository's options (any thread: it only reads).
   PreparedModel Prepare(const std::string& name) const;
   // Stops the thread; queued jobs are cancelled (their `done` answers
@@ -81,7 +83,19 @@ class ModelLoader {
   // Loads and warms each candidate of the published `p` beside whatever
   // serves now, then swaps it in. OK when every candidate and version of
   // `p` is READY; otherwise the failures, named by version.
-  Status LoadCandidates(const PreparedModel& p, LoadReason reason);
+  // Under --model-memory-budget, each candidate is first made room for
+  // (MakeRoom); when it cannot be, none loads and the budget's kUnavailable
+  // is returned. `loading`: the models of this load (not evicted for it).
+  Status LoadCandidates(const PreparedModel& p, LoadReason reason, const std::set<std::string>* loading = nullptr);
+  // Evicts least recently used idle models until `p`'s candidates fit in the
+  // budget (MemoryBudget.h's PlanEviction); a loaded ensemble composing an
+  // evicted model is evicted with it (it could not serve without it).
+  Status MakeRoom(const PreparedModel& p, const std::set<std::string>* loading);
+  // Unloads `name` to make room for `for_model`; false when it turned out
+  // to be in use (ModelTable::BeginEvict).
+  bool EvictNow(const std::string& name, const std::string& for_model);
+  // The estimated resident cost of loading `c` (MemoryBudget.h).
+  static uint64_t ResidentCost(const Candidate& c);
   ThreadPlanEntry RuntimePlan(const Candidate& c) const;
 
   const RepositoryOptions* const options_;
@@ -91,6 +105,7 @@ class ModelLoader {
   // retries them). Loader thread only.
   std::set<std::string> ensembles_failed_;
   std::array<std::atomic<uint64_t>, kLoadReasonCount> loads_{};
+  std::atomic<uint64_t> evictions_{0};
 
   Mutex mu_;
   std::condition_variable cv_;

@@ -164,11 +164,19 @@ class ModelRepositoryImpl final : public ModelRepository {
     ModelLoadStats stats;
     stats.loads = loader_.LoadCounts();
     stats.cold_start = on_demand_.ColdStarts();
+    stats.evictions = loader_.Evictions();
+    stats.memory_budget = options_.memory_budget;
+    stats.memory = table_.Memory();
     return stats;
   }
 
   bool NeedsLoad(const std::string& name) const override {
-    if (!options_.load_on_demand || !IsModelName(name) || table_.LatestReady(name)) return false;
+    if (!options_.load_on_demand || !IsModelName(name)) return false;
+    if (std::shared_ptr<ServedModel> loaded = table_.LatestReady(name)) {
+      // A request on its way: the memory budget evicts this model last.
+      if (options_.memory_budget > 0) loaded->Touch(Clock::now());
+      return false;
+    }
     std::error_code ec;
     return std::filesystem::is_directory(std::filesystem::path(options_.repository_path) / name, ec);
   }

@@ -95,6 +95,10 @@ struct RepositoryOptions {
   bool load_on_demand = false;
   // --model-load-wait-secs: the longest a request waits for such a load.
   std::chrono::milliseconds load_wait = std::chrono::seconds(60);
+  // --model-memory-budget: the bytes loaded versions may hold together
+  // (their resident cost, repository/MemoryBudget.h); a load that would
+  // exceed it first unloads the least recently used idle models. 0: none.
+  uint64_t memory_budget = 0;
 };
 
 // Why a model was loaded (ortserve_model_loads_total{reason}).
@@ -102,12 +106,24 @@ enum class LoadReason { kStartup, kPoll, kExplicit, kOnDemand };
 inline constexpr size_t kLoadReasonCount = 4;
 const char* LoadReasonName(LoadReason reason);  // "startup", "poll", "explicit", "on_demand"
 
+// The resident cost of one loaded version (ortserve_model_memory_bytes).
+struct VersionMemory {
+  std::string model;
+  std::string version;
+  uint64_t bytes = 0;
+};
+
 struct ModelLoadStats {
   // Model loads (one per model, whatever its version count) by LoadReason.
   std::array<uint64_t, kLoadReasonCount> loads{};
   // Cold starts: from the first request for a model not loaded until its
   // on-demand load ended, in nanoseconds.
   Histogram::Snapshot cold_start;
+  // Models unloaded to make room under --model-memory-budget.
+  uint64_t evictions = 0;
+  // --model-memory-budget in bytes (0: none), and what each loaded version costs.
+  uint64_t memory_budget = 0;
+  std::vector<VersionMemory> memory;
 };
 
 class ModelRepository {

@@ -3,7 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
+
+#include "config/EnsembleGraph.h"
 
 namespace ortserve {
 
@@ -184,9 +187,9 @@ ModelTable::Retired ModelTable::Publish(PreparedModel& p) {
   Retired retired;
   WriterLock lock(mu_);
   ModelRecord& record = models_[p.name];
+  if (record.unloaded) record.reason.clear();  // "unloaded", or evicted by the memory budget
   record.unloaded = false;
   record.dir_stamp = p.dir_stamp;
-  if (record.reason == "unloaded") record.reason.clear();
   if (!p.failure.empty()) {
     PublishFailure(p, record, &retired);
   } else {
@@ -264,13 +267,13 @@ void ModelTable::PublishVersions(PreparedModel& p, ModelRecord& record, Retired*
 }
 
 std::shared_ptr<ServedModel> ModelTable::Install(const Candidate& c, Result<std::shared_ptr<ServedModel>> loaded,
-                                                 bool* kept) {
+                                                 bool* kept, uint64_t bytes) {
   *kept = false;
   WriterLock lock(mu_);
   VersionRecord& v = models_[c.name].versions[c.version];
   if (loaded.ok()) {
     std::shared_ptr<ServedModel> old = std::move(v.model);
-    v = VersionRecord{ModelState::kReady, "", std::move(loaded).value(), c.stamp};
+    v = VersionRecord{ModelState::kReady, "", std::move(loaded).value(), c.stamp, bytes};
     return old;
   }
   if (v.state == ModelState::kReady) {
@@ -313,6 +316,96 @@ void ModelTable::FinishUnload(const std::string& name, bool forget) {
   record = ModelRecord{};
   record.reason = "unloaded";
   record.unloaded = true;
+}
+
+std::vector<VersionMemory> ModelTable::Memory() const {
+  ReaderLock lock(mu_);
+  std::vector<VersionMemory> out;
+  for (const auto& [name, record] : models_) {
+    for (const auto& [number, v] : record.versions) {
+      if (v.model) out.push_back({name, std::to_string(number), v.bytes});
+    }
+  }
+  return out;
+}
+
+namespace {
+
+bool PinnedByConfig(const inference::ModelConfig& config) {
+  auto it = config.parameters().find("pinned");
+  return it != config.parameters().end() && it->second.string_value() == "true";
+}
+
+}  // namespace
+
+std::vector<ResidentModel> ModelTable::Residents(const std::vector<std::string>& pinned_names,
+                                                 std::map<std::string, std::vector<std::string>>* composing) const {
+  std::map<std::string, ResidentModel> by_name;
+  std::map<std::string, std::string> held_by;  // composing model -> an ensemble in use
+  ReaderLock lock(mu_);
+  for (const auto& [name, record] : models_) {
+    for (const auto& [number, v] : record.versions) {
+      if (!v.model) continue;
+      ResidentModel& r = by_name[name];
+      r.name = name;
+      r.bytes += v.bytes;
+      r.last_used_ns = std::max(r.last_used_ns, v.model->LastUsedNs());
+      r.requests += v.model->InFlight();
+      r.open_sequences += v.model->stats().sequences.active.load(std::memory_order_relaxed);
+      r.pinned = r.pinned || PinnedByConfig(v.model->config()) ||
+                 std::find(pinned_names.begin(), pinned_names.end(), name) != pinned_names.end();
+      if (!IsEnsemble(v.model->config())) continue;
+      for (const auto& step : v.model->config().ensemble_scheduling().step()) {
+        (*composing)[step.model_name()].push_back(name);
+        if (v.model->InFlight() > 0) held_by[step.model_name()] = name;
+      }
+    }
+  }
+  std::vector<ResidentModel> out;
+  for (auto& [name, r] : by_name) {
+    if (auto held = held_by.find(name); held != held_by.end()) r.ensemble_in_use = held->second;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::optional<ModelTable::Retired> ModelTable::BeginEvict(const std::string& name) {
+  WriterLock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return std::nullopt;
+  bool any = false;
+  for (const auto& [number, v] : it->second.versions) {
+    if (!v.model) continue;
+    any = true;
+    // Only the table holds it: whoever looked it up has let go, and a
+    // request it handed in is counted in flight before that (the fence
+    // pairs with the holder's release of its reference).
+    if (v.model.use_count() > 1) return std::nullopt;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (v.model->InFlight() > 0 || v.model->stats().sequences.active.load(std::memory_order_relaxed) > 0) {
+      return std::nullopt;
+    }
+  }
+  if (!any) return std::nullopt;
+  Retired retired;
+  for (auto& [number, v] : it->second.versions) {
+    if (v.model) retired.push_back(v.model);
+    v.state = ModelState::kUnloading;
+    v.reason = "unloading to make room (model memory budget)";
+  }
+  it->second.canary.reset();
+  it->second.rollout.reset();
+  return retired;
+}
+
+void ModelTable::FinishEvict(const std::string& name) {
+  WriterLock lock(mu_);
+  ModelRecord& record = models_[name];
+  std::string stamp = std::move(record.dir_stamp);
+  record = ModelRecord{};
+  record.reason = "unloaded to make room (model memory budget)";
+  record.unloaded = true;
+  record.dir_stamp = std::move(stamp);
 }
 
 ModelTable::Retired ModelTable::TakeAllForShutdown() {

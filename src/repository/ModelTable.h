@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/Mutex.h"
+#include "repository/MemoryBudget.h"
 #include "repository/ModelPreparation.h"
 #include "repository/ModelRepository.h"
 #include "serving/ServedModel.h"
@@ -51,6 +52,14 @@ class ModelTable {
   bool AllReady() const ORTSERVE_EXCLUDES(mu_);
   // The directory stamp of every model known at its last sync.
   std::map<std::string, std::string> DirStamps() const ORTSERVE_EXCLUDES(mu_);
+  // The resident cost of every loaded version (ortserve_model_memory_bytes).
+  std::vector<VersionMemory> Memory() const ORTSERVE_EXCLUDES(mu_);
+  // Every model with a loaded version, as the eviction policy sees it
+  // (MemoryBudget.h). `pinned_names`: --load-model's names. `composing`
+  // gets, per model, the loaded ensembles whose steps name it.
+  std::vector<ResidentModel> Residents(const std::vector<std::string>& pinned_names,
+                                       std::map<std::string, std::vector<std::string>>* composing) const
+      ORTSERVE_EXCLUDES(mu_);
 
   // ---- transitions (the loader thread)
   // Applies what preparing found, before any session is created: failures,
@@ -61,8 +70,9 @@ class ModelTable {
   // The outcome of loading `c`: READY with the new model (the replaced one is
   // returned), or the failure -- kept as a reason while an older load serves
   // (then `kept` is set).
-  std::shared_ptr<ServedModel> Install(const Candidate& c, Result<std::shared_ptr<ServedModel>> loaded, bool* kept)
-      ORTSERVE_EXCLUDES(mu_);
+  // `bytes`: the loaded version's resident cost.
+  std::shared_ptr<ServedModel> Install(const Candidate& c, Result<std::shared_ptr<ServedModel>> loaded, bool* kept,
+                                       uint64_t bytes = 0) ORTSERVE_EXCLUDES(mu_);
   // A model named at startup (--load-model) that has no directory.
   void MarkMissing(const std::string& name, std::string reason) ORTSERVE_EXCLUDES(mu_);
   // Every version of `name` leaves service (UNLOADING); nullopt for a model
@@ -71,6 +81,15 @@ class ModelTable {
   // After the retired models drained: forget the model (its directory is
   // gone) or record it as unloaded.
   void FinishUnload(const std::string& name, bool forget) ORTSERVE_EXCLUDES(mu_);
+  // Eviction (memory budget): as BeginUnload, but only while no version is
+  // in use -- no request inside it, no open sequence, and no one else
+  // holding it (a request between its lookup and Infer) -- checked under
+  // the lock that every lookup takes, so no request finds it afterwards.
+  // nullopt when it is in use or not loaded.
+  std::optional<Retired> BeginEvict(const std::string& name) ORTSERVE_EXCLUDES(mu_);
+  // After the evicted versions drained: unloaded, its directory stamp kept
+  // (a poll does not take it for a changed model).
+  void FinishEvict(const std::string& name) ORTSERVE_EXCLUDES(mu_);
   // Shutdown: every model, READY versions marked UNLOADING.
   Retired TakeAllForShutdown() ORTSERVE_EXCLUDES(mu_);
 
@@ -80,6 +99,7 @@ class ModelTable {
     std::string reason;
     std::shared_ptr<ServedModel> model;
     std::string stamp;  // config + model file the serving model was loaded from
+    uint64_t bytes = 0;  // resident cost of `model` (MemoryBudget.h)
   };
   struct ModelRecord {
     std::string reason;  // failure before any version could be considered

@@ -50,6 +50,7 @@ ServedModel::~ServedModel() { Shutdown(); }
 
 void ServedModel::Start(std::unique_ptr<Scheduler> scheduler) {
   scheduler_ = std::move(scheduler);
+  last_used_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   state_.store(ModelState::kReady, std::memory_order_release);
 }
 
@@ -88,6 +89,8 @@ Status ServedModel::Admit(InferenceRequest& request) const {
 
 void ServedModel::Serve(std::unique_ptr<InferenceRequest> request, bool may_fall_back) {
   if (!request) return;
+  last_used_ns_.store(request->arrival_time.time_since_epoch().count(), std::memory_order_relaxed);
+  in_flight_.fetch_add(1, std::memory_order_acq_rel);
   // The request as the client sent it, for the fallback: kept before the
   // reshape, and only by a model that has one.
   std::shared_ptr<InferenceRequest> kept = may_fall_back ? FallbackRouter::Keep(*request) : nullptr;
@@ -124,6 +127,7 @@ bool ServedModel::AnsweredFromCache(std::unique_ptr<InferenceRequest>& request) 
   stats_.CountOutcome(RequestOutcome::kSuccess);
   CompletionCallback done = std::move(request->on_complete);
   request.reset();
+  Left();
   if (done) done(std::move(response));
   return true;
 }
@@ -141,7 +145,7 @@ void ServedModel::ScheduleWithFallback(std::unique_ptr<InferenceRequest> request
                                        std::shared_ptr<InferenceRequest> kept) {
   kept->on_complete = std::move(request->on_complete);
   if (scheduler_->ExpectedToMissDeadline(*request) && fallback_->HandOn(kept, FallbackReason::kExpectedWait)) {
-    return;
+    return Left();
   }
   // A failed run is retried once on the fallback. The callback runs on a
   // worker of this model's scheduler, which this model outlives.
@@ -155,7 +159,7 @@ void ServedModel::ScheduleWithFallback(std::unique_ptr<InferenceRequest> request
   const Clock::time_point arrival = request->arrival_time;
   Status full = scheduler_->TrySubmit(request);
   if (full.ok()) return;
-  if (fallback_->HandOn(kept, FallbackReason::kQueueFull)) return;
+  if (fallback_->HandOn(kept, FallbackReason::kQueueFull)) return Left();
   // No fallback to take it: answered as the scheduler answers a full queue.
   Refuse(std::move(kept->on_complete), arrival, std::move(full), RequestOutcome::kRejected);
 }
@@ -165,6 +169,7 @@ void ServedModel::Refuse(CompletionCallback done, Clock::time_point arrival, Sta
   const auto elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - arrival);
   stats_.fail.Add(static_cast<uint64_t>(std::max<int64_t>(0, elapsed.count())));
   stats_.CountOutcome(outcome);
+  Left();
   if (done) done(std::move(status));
 }
 
@@ -175,6 +180,7 @@ void ServedModel::Complete(std::unique_ptr<InferenceRequest> request, Result<Inf
   if (result.ok() && !request->cache_key.empty()) StoreInCache(request->cache_key, result.value());
   CompletionCallback done = std::move(request->on_complete);
   request.reset();  // the inputs are no longer needed: release them before answering
+  Left();
   if (done) done(std::move(result));
 }
 

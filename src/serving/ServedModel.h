@@ -59,6 +59,18 @@ class ServedModel final : public Model, private RequestCompleter {
   size_t QueueDepth() const override { return scheduler_ ? scheduler_->QueueDepth() : 0; }
   size_t BusyInstances() const override { return scheduler_ ? scheduler_->BusyInstances() : 0; }
   const InputDrift* drift() const override { return drift_.get(); }
+  // Requests inside this model now: from Infer until their answer goes out (queued,
+  // running, or handed to a fallback not yet). Approximate under
+  // concurrency; exact once the model stopped taking requests.
+  uint64_t InFlight() const { return in_flight_.load(std::memory_order_acquire); }
+  // The arrival time of the latest request, in Clock's nanoseconds since its
+  // epoch; the time the model started serving before any request came.
+  int64_t LastUsedNs() const { return last_used_ns_.load(std::memory_order_relaxed); }
+  // Counts as used at `now` (a request on its way to Infer: the repository's
+  // on-demand check saw it), so that the memory budget evicts it last.
+  void Touch(Clock::time_point now) {
+    last_used_ns_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+  }
 
   // What the model's scheduler answers through.
   RequestCompleter* completer() { return this; }
@@ -82,6 +94,12 @@ class ServedModel final : public Model, private RequestCompleter {
   // Stores a computed answer under the key its miss left.
   void StoreInCache(const ResponseCacheKey& key, const InferenceResponse& response);
   void ScheduleWithFallback(std::unique_ptr<InferenceRequest> request, std::shared_ptr<InferenceRequest> kept);
+  // A request of Serve is about to be answered or was handed on: no longer
+  // in flight here. Called before the answer goes out, so that a client's
+  // next request never finds this model still busy with the last one; an
+  // eviction that follows still waits for the answer (Shutdown waits for the
+  // scheduler's threads; a caller answering on its own thread holds the model).
+  void Left() { in_flight_.fetch_sub(1, std::memory_order_acq_rel); }
   // Answers a request this model refused, counted as `outcome`.
   void Refuse(CompletionCallback done, Clock::time_point arrival, Status status, RequestOutcome outcome);
   // RequestCompleter: shapes the response and answers the client.
@@ -97,6 +115,8 @@ class ServedModel final : public Model, private RequestCompleter {
   const uint64_t cache_owner_;                             // this version's entries in cache_
   const std::shared_ptr<InputDrift> drift_;                // null: no drift statistics
   std::atomic<ModelState> state_{ModelState::kLoading};
+  std::atomic<uint64_t> in_flight_{0};
+  std::atomic<int64_t> last_used_ns_{0};  // a relaxed store per request, no lock
   std::unique_ptr<Scheduler> scheduler_;  // set once by Start, before READY
 };
 

@@ -111,6 +111,27 @@ TEST_P(ServedModelTest, RequestedOutputsComeInRequestedOrder) {
 
 // ---- statistics -------------------------------------------------------------------
 
+// The memory budget's view (repository/MemoryBudget.h): a request counts in
+// flight from Infer until it is answered, a refused one too, and its arrival
+// is the model's last use.
+TEST_P(ServedModelTest, InFlightCountsRequestsUntilAnsweredAndLastUseIsTheLatestArrival) {
+  Start(BatchingOptions());
+  EXPECT_EQ(served_->InFlight(), 0u);
+  model_->Hold();
+  auto held = Request("held", 1, 4, 0);
+  const Clock::time_point arrival = held->arrival_time;
+  Submit(std::move(held));
+  ASSERT_TRUE(model_->WaitForRuns(1));
+  EXPECT_EQ(served_->InFlight(), 1u);  // running
+  EXPECT_EQ(served_->LastUsedNs(), arrival.time_since_epoch().count());
+  Submit(Request("refused", 9, 4, 0));  // over max_batch_size: answered at once
+  ASSERT_TRUE(done_.Done("refused"));
+  EXPECT_EQ(served_->InFlight(), 1u);
+  model_->Release(1);
+  ExpectAddOne("held", 1, 4, 0);
+  EXPECT_EQ(served_->InFlight(), 0u);
+}
+
 TEST_P(ServedModelTest, StatisticsFollowTriton) {
   Start(BatchingOptions());
   model_->AdvanceDuringRun(clock_.get(), 7us);  // the only time that passes

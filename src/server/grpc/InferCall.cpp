@@ -55,6 +55,10 @@ class GenericCall final : public CallBase {
       case kLoaded:
         core_->admission().in_flight().Done();
         if (!load_status_.ok()) return FinishWithError(load_status_);
+        // Evicted again (memory budget) before this call reached it: one more load.
+        if (++load_waits_ < kMaxLoadWaits && core_->repository().NeedsLoad(message_->model_name())) {
+          return AwaitModelLoad();
+        }
         Admit();
         return;
       case kFinish:
@@ -169,7 +173,13 @@ class GenericCall final : public CallBase {
     if (quota.rejection) {
       return FinishWithError(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, quota.rejection->message));
     }
-    if (!admitted.ok()) return FinishWithError(admitted);
+    if (!admitted.ok()) {
+      // Evicted (memory budget) after Start looked: wait for its reload; the message is still here.
+      if (++load_waits_ < kMaxLoadWaits && core_->repository().NeedsLoad(message_->model_name())) {
+        return AwaitModelLoad();
+      }
+      return FinishWithError(admitted);
+    }
   }
 
   void Respond() {
@@ -230,6 +240,8 @@ class GenericCall final : public CallBase {
   Tag done_tag_{this, kDone};
   Tag loaded_tag_{this, kLoaded};
   Status load_status_;  // the on-demand load's outcome (kLoaded)
+  static constexpr int kMaxLoadWaits = 3;
+  int load_waits_ = 0;  // loads this call waited for
   grpc::Alarm load_alarm_;  // its own: alarm_ wakes the queue for the result
 };
 

@@ -138,8 +138,12 @@ struct HttpService::LoadWait {
   }
 };
 
+// A model loaded for a request can be evicted again (memory budget) before
+// the request looks it up; it then waits for the next load, this often at most.
+constexpr int kMaxLoadWaits = 3;
+
 void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model, const std::string& version,
-                                 InferArrival arrival) {
+                                 InferArrival arrival, int attempt) {
   auto wait = std::make_shared<LoadWait>();
   wait->request = std::move(request);
   wait->model = model;
@@ -148,12 +152,15 @@ void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model,
   admission_->in_flight().Add();
   wait->admission = admission_;
   auto post = wait->arrival.context.post;
-  repository_->WhenLoaded(model, Clock::time_point::max(), [this, wait, post](Status loaded) {
+  repository_->WhenLoaded(model, Clock::time_point::max(), [this, wait, post, attempt](Status loaded) {
     // Back on the connection's thread (dropped when the client left).
-    post([this, wait, loaded] {
+    post([this, wait, loaded, attempt] {
       if (!loaded.ok()) return FailInfer(loaded, wait->model, wait->version, wait->arrival);
       if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
         return FailInfer(accepting, wait->model, wait->version, wait->arrival);
+      if (attempt + 1 < kMaxLoadWaits && repository_->NeedsLoad(wait->model)) {
+        return AwaitModelLoad(wait->request, wait->model, wait->version, std::move(wait->arrival), attempt + 1);
+      }
       DecodeInfer(wait->request, wait->model, wait->version, std::move(wait->arrival));
     });
   });

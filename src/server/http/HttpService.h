@@ -141,8 +141,11 @@ class HttpService {
                    RequestContext context);
   // --model-load-on-demand: parks the request off the connection's thread
   // until its model's load ends, then goes on with it there (DecodeInfer).
+  // `attempt`: how many loads this request waited for already (a model
+  // evicted again before the request reached it waits for one more, at
+  // most kMaxLoadWaits in all).
   void AwaitModelLoad(HttpRequest& request, const std::string& model, const std::string& version,
-                      InferArrival arrival);
+                      InferArrival arrival, int attempt = 0);
   // The body decoded (inflated first when compressed) and admitted.
   void DecodeInfer(HttpRequest& request, const std::string& model, const std::string& version, InferArrival arrival);
   // A compressed body: its model looked up first, then inflated here up to

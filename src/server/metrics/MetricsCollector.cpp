@@ -387,6 +387,18 @@ void RenderModelLoads(PrometheusText& out, const ModelLoadStats& loads) {
   out.Family("ortserve_model_cold_start_seconds", "histogram",
              "--model-load-on-demand: from the first request for a model not loaded until its load succeeded.");
   out.HistogramSamples("ortserve_model_cold_start_seconds", {}, loads.cold_start, 1e9);
+  out.Family("ortserve_model_evictions_total", "counter",
+             "Models unloaded to make room for a load under --model-memory-budget (least recently used idle "
+             "first; the log names each).");
+  out.Sample("ortserve_model_evictions_total", {}, loads.evictions);
+  out.Family("ortserve_model_memory_budget_bytes", "gauge", "--model-memory-budget in bytes (0: no budget).");
+  out.Sample("ortserve_model_memory_budget_bytes", {}, loads.memory_budget);
+  out.Family("ortserve_model_memory_bytes", "gauge",
+             "Resident cost accounted to each loaded model version (1.25 x its version folder's bytes plus "
+             "384 KiB; docs/many-models.md).");
+  for (const VersionMemory& m : loads.memory) {
+    out.Sample("ortserve_model_memory_bytes", {{"model", m.model}, {"version", m.version}}, m.bytes);
+  }
 }
 
 }  // namespace
