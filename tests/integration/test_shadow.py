@@ -123,6 +123,17 @@ def test_version_differing_by_a_known_amount_counts_mismatches_per_output(launch
                   output="shifted", le="1") == n
     assert metric(srv, "ortserve_shadow_max_abs_difference_sum", model="shifted", version="1",
                   output="shifted") == pytest.approx(n * SHIFT, rel=1e-4)
+    # The same as JSON, with the largest differences seen.
+    view = srv.get("/v2/models/shifted/shadow").json()
+    assert [v["version"] for v in view["versions"]] == ["1"], view
+    v = view["versions"][0]
+    assert (v["shadow_version"], v["compared"], v["dropped"], v["failed"]) == ("2", n, 0, 0), v
+    outputs = {o["name"]: o for o in v["outputs"]}
+    assert outputs["shifted"]["mismatches"] == n
+    assert outputs["shifted"]["max_abs_difference"] == pytest.approx(SHIFT, rel=1e-5)
+    # [batch, 4] has a class dimension: the shift keeps every row's top-1.
+    assert outputs["same"]["max_abs_difference"] == 0 and outputs["shifted"]["top1_agreement"] == 1
+    assert srv.get("/v2/models/nowhere/shadow").status_code == 404
     # The shadow runs ran on version 2, which no client asked.
     assert version_successes(srv, "shifted", 2) == n
     # A request naming the shadow version is answered by it, and not shadowed.
