@@ -138,7 +138,9 @@ Status PrepareShadow(const std::vector<int64_t>& load, Candidate* common, Prepar
   const ShadowConfig& s = *shadow.value();
   const std::string named = std::string("parameter '") + kShadowVersionParameter + "' value '" +
                             std::to_string(s.version) + "'";
-  if (IsEnsemble(common->config)) return Unavailable(named + ": an ensemble cannot be shadowed; set it on a composing model");
+  if (IsEnsemble(common->config)) {
+    return Unavailable(named + ": an ensemble cannot be shadowed; set it on a composing model");
+  }
   if (common->config.has_sequence_batching()) {
     return Unavailable(named + ": a model with sequence batching cannot be shadowed (its requests carry state)");
   }

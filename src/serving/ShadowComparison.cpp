@@ -30,7 +30,8 @@ bool ShadowSampler::Take() {
   return std::floor(static_cast<double>(n + 1) * fraction_) > std::floor(static_cast<double>(n) * fraction_);
 }
 
-ShadowComparison::OutputFigures::OutputFigures(std::string n) : name(std::move(n)), abs_difference(DifferenceBuckets()) {}
+ShadowComparison::OutputFigures::OutputFigures(std::string n)
+    : name(std::move(n)), abs_difference(DifferenceBuckets()) {}
 
 ShadowComparison::ShadowComparison(std::string model, std::string version, const ShadowConfig& config,
                                    std::vector<std::string> outputs, size_t max_in_flight, Submit submit)
