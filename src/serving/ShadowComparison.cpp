@@ -87,13 +87,15 @@ void ShadowComparison::Run(std::shared_ptr<InferenceRequest> copy, std::vector<T
 
 void ShadowComparison::Finish(const std::vector<Tensor>& served, Result<InferenceResponse> result) {
   if (result.ok()) {
-    Compare(served, result->outputs);
+    Record(served, result->outputs);
   } else {
-    failed_.fetch_add(1, std::memory_order_relaxed);
     MutexLock lock(mu_);
     last_failure_ = result.status().message();
   }
+  // The run is over before it shows in the counts: whoever waits for a count
+  // finds room for the next shadow run.
   in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+  (result.ok() ? compared_ : failed_).fetch_add(1, std::memory_order_relaxed);
 }
 
 ShadowComparison::OutputFigures* ShadowComparison::FiguresOf(const std::string& output) {
@@ -105,6 +107,11 @@ ShadowComparison::OutputFigures* ShadowComparison::FiguresOf(const std::string& 
 }
 
 void ShadowComparison::Compare(const std::vector<Tensor>& served, const std::vector<Tensor>& shadow) {
+  Record(served, shadow);
+  compared_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ShadowComparison::Record(const std::vector<Tensor>& served, const std::vector<Tensor>& shadow) {
   MutexLock lock(mu_);
   for (const Tensor& expected : served) {
     OutputFigures& f = *FiguresOf(expected.name);
@@ -128,7 +135,6 @@ void ShadowComparison::Compare(const std::vector<Tensor>& served, const std::vec
     f.max_rel = std::max(f.max_rel, report.max_rel_error);
     f.abs_difference.Observe(Scaled(report.max_abs_error));
   }
-  compared_.fetch_add(1, std::memory_order_relaxed);
 }
 
 ShadowSummary ShadowComparison::Snapshot() const {

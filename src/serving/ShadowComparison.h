@@ -116,6 +116,8 @@ class ShadowComparison : public std::enable_shared_from_this<ShadowComparison> {
     std::string last_mismatch;
   };
   void Finish(const std::vector<Tensor>& served, Result<InferenceResponse> result) ORTSERVE_EXCLUDES(mu_);
+  // Compare's figures, without the count.
+  void Record(const std::vector<Tensor>& served, const std::vector<Tensor>& shadow) ORTSERVE_EXCLUDES(mu_);
   OutputFigures* FiguresOf(const std::string& output) ORTSERVE_REQUIRES(mu_);
 
   const std::string model_;
