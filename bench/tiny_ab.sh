@@ -9,11 +9,19 @@
 #
 #   bench/tiny_ab.sh OLD_BIN NEW_BIN [ROUNDS] [WORK]   (defaults: 5, bench/work)
 # WORK holds bench/lib/make_bench_models.py's output (run it first). Env:
-# WRK_CONNECTIONS (32), WRK_SECONDS (5), THREAD_BUDGET (2), NEW_CONFIG_APPEND
+# WRK_CONNECTIONS (32), WRK_SECONDS (5), THREAD_BUDGET (2), AB_PORT (18591), NEW_CONFIG_APPEND
 # (text appended to tiny's config.pbtxt for the NEW runs only: with the same
 # binary twice, an A/B of a config feature, e.g. drift statistics:
 #   NEW_CONFIG_APPEND='parameters { key: "drift_baseline_requests" value { string_value: "1000" } }' \
 #     bench/tiny_ab.sh build/ortserve build/ortserve).
+# BOTH_CONFIG_APPEND (text appended to tiny's config.pbtxt on both sides) and
+# AB_COPY_VERSION (a version number: tiny's version 1 is copied as that
+# version on both sides), for features that need two loaded versions, e.g.
+# the shadow comparison's bookkeeping at a negligible fraction:
+#   AB_COPY_VERSION=2 BOTH_CONFIG_APPEND='version_policy { all { } }' \
+#   NEW_CONFIG_APPEND='parameters { key: "shadow_version" value { string_value: "2" } }
+#     parameters { key: "shadow_fraction" value { string_value: "0.000001" } }' \
+#     bench/tiny_ab.sh build/ortserve build/ortserve
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OLD=${1:?old ortserve binary}
@@ -22,12 +30,16 @@ ROUNDS=${3:-5}
 WORK=${4:-$ROOT/bench/work}
 CONNECTIONS=${WRK_CONNECTIONS:-32}
 DURATION=${WRK_SECONDS:-5}
-PORT=18591
+PORT=${AB_PORT:-18591}  # AB_PORT: another base port (three ports from it)
 REPO=$(mktemp -d)
 trap 'rm -rf "$REPO"' EXIT
 mkdir "$REPO/old" "$REPO/new"
 cp -r "$WORK/repo/tiny" "$REPO/old/tiny"
 cp -r "$WORK/repo/tiny" "$REPO/new/tiny"
+for side in old new; do
+  if [ -n "${BOTH_CONFIG_APPEND:-}" ]; then printf '\n%s\n' "$BOTH_CONFIG_APPEND" >> "$REPO/$side/tiny/config.pbtxt"; fi
+  if [ -n "${AB_COPY_VERSION:-}" ]; then cp -r "$REPO/$side/tiny/1" "$REPO/$side/tiny/$AB_COPY_VERSION"; fi
+done
 if [ -n "${NEW_CONFIG_APPEND:-}" ]; then printf '\n%s\n' "$NEW_CONFIG_APPEND" >> "$REPO/new/tiny/config.pbtxt"; fi
 TICKS=$(getconf CLK_TCK)
 

@@ -10,6 +10,7 @@
 #include "config/GpuConfig.h"
 #include "config/ReferenceConfig.h"
 #include "config/RolloutConfig.h"
+#include "config/ShadowConfig.h"
 #include "config/RuntimeConfig.h"
 #include "config/SequenceConfig.h"
 #include "config/ShapeBucketConfig.h"
@@ -141,6 +142,7 @@ bool IsKnownParameter(const std::string& key) {
       kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
   return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key) ||
          IsRolloutParameter(key) || IsReferenceParameter(key) || IsDriftParameter(key) ||
+         IsShadowParameter(key) ||
          key.starts_with(kSessionConfigPrefix);
 }
 

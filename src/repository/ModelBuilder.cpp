@@ -181,6 +181,23 @@ std::shared_ptr<InputDrift> DriftFor(const Candidate& c) {
   return std::make_shared<InputDrift>(c.config, *c.drift, c.drift_reference);
 }
 
+// The version's shadow comparison: null without shadow_* parameters and for
+// the shadow version itself. Shadow runs of this version in flight are
+// bounded by the shadow version's instance count (the same config), so that
+// they never queue more than one run per instance.
+std::shared_ptr<ShadowComparison> ShadowFor(const Candidate& c, const ModelBuildContext& context) {
+  if (!c.shadow || c.shadow->version == c.version || !context.models) return nullptr;
+  std::vector<std::string> outputs;
+  for (const auto& output : c.config.output()) outputs.push_back(output.name());
+  ShadowComparison::Submit submit = [models = context.models, name = c.name,
+                                     version = c.shadow->version](std::unique_ptr<InferenceRequest>& request) {
+    auto target = std::dynamic_pointer_cast<ServedModel>(models->Ready(name, version));
+    return target && target->TryShadow(request);
+  };
+  return std::make_shared<ShadowComparison>(c.name, std::to_string(c.version), *c.shadow, std::move(outputs),
+                                            c.instances.size(), std::move(submit));
+}
+
 // An ensemble: its steps checked against the composing models' complete
 // configs (as Triton, once they are loaded), then its scheduler.
 Result<std::shared_ptr<ServedModel>> BuildEnsemble(const Candidate& c, const ModelBuildContext& context,
@@ -268,7 +285,7 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
 
   const std::vector<std::string> outputs = instances.value().front()->OutputNames();
   auto model = std::make_shared<ServedModel>(c.config, std::to_string(c.version), outputs, context.fallbacks,
-                                             c.labels, std::move(cache).value(), DriftFor(c));
+                                             c.labels, std::move(cache).value(), DriftFor(c), ShadowFor(c, context));
   auto scheduler = MakeScheduler(c, plan, context, std::move(instances).value(), model.get());
   if (!scheduler.ok()) return scheduler.status();
   const auto elapsed = std::chrono::steady_clock::now() - start;

@@ -129,6 +129,40 @@ Status PrepareDrift(const fs::path& dir, Candidate* common) {
   return Status::Ok();
 }
 
+// The shadow_* parameters into `common` and `p`, checked against the model
+// and the versions version_policy loads (`load`).
+Status PrepareShadow(const std::vector<int64_t>& load, Candidate* common, PreparedModel* p) {
+  auto shadow = ShadowConfig::FromConfig(common->config);
+  if (!shadow.ok()) return shadow.status();
+  if (!shadow.value()) return Status::Ok();
+  const ShadowConfig& s = *shadow.value();
+  const std::string named = std::string("parameter '") + kShadowVersionParameter + "' value '" +
+                            std::to_string(s.version) + "'";
+  if (IsEnsemble(common->config)) {
+    return Unavailable(named + ": an ensemble cannot be shadowed; set it on a composing model");
+  }
+  if (common->config.has_sequence_batching()) {
+    return Unavailable(named + ": a model with sequence batching cannot be shadowed (its requests carry state)");
+  }
+  if (std::find(load.begin(), load.end(), s.version) == load.end()) {
+    std::vector<std::string> loaded;
+    for (int64_t v : load) loaded.push_back(std::to_string(v));
+    return Unavailable(named + ": version_policy does not load that version (it loads " + Join(loaded) + ")");
+  }
+  if (load.size() < 2) return Unavailable(named + ": no other version is loaded to serve the requests it shadows");
+  if (p->canary) {
+    for (const VersionWeight& w : p->canary->weights()) {
+      if (w.version == s.version && w.weight > 0) {
+        return Unavailable(named + ": version_weights gives the shadow version a weight; a shadow version "
+                           "answers only requests that name it");
+      }
+    }
+  }
+  common->shadow = s;
+  p->shadow_version = s.version;
+  return Status::Ok();
+}
+
 // Whether this server's ONNX Runtime has the CUDA provider (read once).
 bool HasCudaProvider() {
   static const bool has = [] {
@@ -344,6 +378,10 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   }
   if (selection.load.empty()) {
     p.failure = "version_policy selects no version";
+    return p;
+  }
+  if (Status shadow = PrepareShadow(selection.load, &common, &p); !shadow.ok()) {
+    p.failure = shadow.message();
     return p;
   }
   auto labels = OutputLabels::Read(common.config, dir);

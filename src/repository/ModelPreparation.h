@@ -15,6 +15,7 @@
 #include "config/DriftConfig.h"
 #include "config/RolloutConfig.h"
 #include "config/RuntimeConfig.h"
+#include "config/ShadowConfig.h"
 #include "model_config.pb.h"
 #include "repository/ModelRepository.h"
 #include "repository/ThreadPlan.h"
@@ -43,6 +44,7 @@ struct Candidate {
   std::optional<ThreadPlanEntry> plan;  // set by the startup plan
   std::optional<DriftConfig> drift;     // drift_* parameters (config/DriftConfig.h)
   std::shared_ptr<const DriftProfile> drift_reference;  // drift_reference's profile, read and checked
+  std::optional<ShadowConfig> shadow;   // shadow_* parameters (config/ShadowConfig.h)
 };
 
 // What preparing one model directory found.
@@ -54,6 +56,7 @@ struct PreparedModel {
   std::vector<Candidate> candidates;
   std::shared_ptr<WeightedVersionPicker> canary;
   std::optional<RolloutConfig> rollout;  // rollout_* parameters (config/RolloutConfig.h)
+  int64_t shadow_version = 0;            // shadow_version; 0: none
 };
 
 // Prepares <repository>/<name>. Config problems and missing files are

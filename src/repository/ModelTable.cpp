@@ -34,6 +34,7 @@ std::optional<RolloutPair> ModelTable::RolloutPairOf(const ModelRecord& record, 
   int64_t numbers[2] = {0, 0};
   int n = 0;
   for (auto v = record.versions.rbegin(); v != record.versions.rend() && n < 2; ++v) {
+    if (v->first == record.shadow_version) continue;  // takes no part in the rollout
     if (v->second.state == ModelState::kLoading && n == 0) *hold = true;
     if (v->second.state != ModelState::kReady || !v->second.model) continue;
     found[n] = &v->second;
@@ -55,7 +56,8 @@ std::optional<RolloutPair> ModelTable::ActiveRolloutPair(const ModelRecord& reco
 // With a rollout on two READY versions, the candidate takes its share; the
 // rest goes by version_weights among the other versions when the config sets
 // them, else to the stable version. Otherwise: version_weights, else the
-// newest READY version.
+// newest READY version. The shadow version answers none of them while any
+// other version is READY.
 Result<std::shared_ptr<Model>> ModelTable::FindUnversioned(const std::string& name, const ModelRecord& record) const {
   const std::optional<RolloutPair> pair = ActiveRolloutPair(record);
   if (pair && record.rollout->RouteToCandidate(Clock::now(), *pair)) {
@@ -65,13 +67,19 @@ Result<std::shared_ptr<Model>> ModelTable::FindUnversioned(const std::string& na
     auto picked = record.canary->Pick([&](int64_t v) {
       auto found = record.versions.find(v);
       return found != record.versions.end() && found->second.state == ModelState::kReady &&
-             !(pair && v == pair->candidate_version);
+             !(pair && v == pair->candidate_version) && v != record.shadow_version;
     });
     if (picked) return std::shared_ptr<Model>(record.versions.at(*picked).model);
   }
   if (pair) return std::shared_ptr<Model>(record.versions.at(pair->stable_version).model);
   for (auto v = record.versions.rbegin(); v != record.versions.rend(); ++v) {
-    if (v->second.state == ModelState::kReady) return std::shared_ptr<Model>(v->second.model);
+    if (v->second.state == ModelState::kReady && v->first != record.shadow_version) {
+      return std::shared_ptr<Model>(v->second.model);
+    }
+  }
+  if (auto shadow = record.versions.find(record.shadow_version);
+      shadow != record.versions.end() && shadow->second.state == ModelState::kReady) {
+    return std::shared_ptr<Model>(shadow->second.model);
   }
   std::string reason = record.reason;
   for (auto v = record.versions.rbegin(); reason.empty() && v != record.versions.rend(); ++v) {
@@ -215,6 +223,7 @@ void ModelTable::PublishFailure(PreparedModel& p, ModelRecord& record, Retired* 
     record.reason = p.failure;
     record.canary.reset();
     record.rollout.reset();
+    record.shadow_version = 0;
   }
   p.candidates.clear();
 }
@@ -222,6 +231,7 @@ void ModelTable::PublishFailure(PreparedModel& p, ModelRecord& record, Retired* 
 void ModelTable::PublishVersions(PreparedModel& p, ModelRecord& record, Retired* retired) {
   record.reason.clear();
   record.canary = p.canary;
+  record.shadow_version = p.shadow_version;
   if (!p.rollout) {
     record.rollout.reset();
   } else if (record.rollout) {

@@ -109,6 +109,9 @@ class ModelTable {
     // Progressive canary between the two newest READY versions; null: none.
     // Kept across loads (its event counters), restarted by each.
     std::shared_ptr<VersionRollout> rollout;
+    // shadow_version (0: none): answers only requests naming it, unless no
+    // other version is READY.
+    int64_t shadow_version = 0;
     bool unloaded = false;  // by request: not counted by AllReady
     std::string dir_stamp;  // DirectoryStamp at the last sync (poll)
   };

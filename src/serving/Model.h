@@ -8,6 +8,7 @@
 #include "core/InferenceRequest.h"
 #include "core/ModelStatistics.h"
 #include "serving/InputDrift.h"  // what the front ends read of drift()
+#include "serving/ShadowComparison.h"  // and of shadow()
 #include "model_config.pb.h"  // generated from proto/model_config.proto (Triton's ModelConfig)
 
 namespace ortserve {
@@ -36,6 +37,9 @@ class Model {
   virtual size_t BusyInstances() const { return 0; }
   // Its input drift statistics (serving/InputDrift.h); null: not configured.
   virtual const InputDrift* drift() const { return nullptr; }
+  // Its shadow comparison (serving/ShadowComparison.h); null: its requests
+  // are not shadowed.
+  virtual const ShadowComparison* shadow() const { return nullptr; }
 };
 
 }  // namespace ortserve

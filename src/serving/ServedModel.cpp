@@ -35,7 +35,7 @@ uint64_t NanosSince(Clock::time_point start) {
 ServedModel::ServedModel(inference::ModelConfig config, std::string version,
                          std::vector<std::string> instance_outputs, std::shared_ptr<const FallbackLookup> fallbacks,
                          std::shared_ptr<const OutputLabels> labels, std::shared_ptr<ResponseCache> cache,
-                         std::shared_ptr<InputDrift> drift)
+                         std::shared_ptr<InputDrift> drift, std::shared_ptr<ShadowComparison> shadow)
     : config_(std::make_shared<const inference::ModelConfig>(std::move(config))),
       version_(std::move(version)),
       stats_(config_->max_batch_size()),
@@ -44,7 +44,8 @@ ServedModel::ServedModel(inference::ModelConfig config, std::string version,
       fallback_(MakeRouter(config_.get(), &stats_, std::move(fallbacks))),
       cache_(std::move(cache)),
       cache_owner_(cache_ ? ResponseCache::NewOwnerId() : 0),
-      drift_(std::move(drift)) {}
+      drift_(std::move(drift)),
+      shadow_(std::move(shadow)) {}
 
 ServedModel::~ServedModel() { Shutdown(); }
 
@@ -79,11 +80,11 @@ Status ServedModel::Readiness() const {
   return Status::Ok();
 }
 
-Status ServedModel::Admit(InferenceRequest& request) const {
+Status ServedModel::Admit(InferenceRequest& request, bool observe_drift) const {
   ORTSERVE_RETURN_IF_ERROR(Readiness());
   ORTSERVE_RETURN_IF_ERROR(ValidateRequest(*config_, request));
   ORTSERVE_RETURN_IF_ERROR(ApplyInputReshape(*config_, &request));
-  if (drift_) drift_->Observe(request);  // the client's values, not the bucket's padding
+  if (drift_ && observe_drift) drift_->Observe(request);  // the client's values, not the bucket's padding
   return buckets_ ? buckets_->Pad(&request) : Status::Ok();
 }
 
@@ -94,13 +95,29 @@ void ServedModel::Serve(std::unique_ptr<InferenceRequest> request, bool may_fall
   // The request as the client sent it, for the fallback: kept before the
   // reshape, and only by a model that has one.
   std::shared_ptr<InferenceRequest> kept = may_fall_back ? FallbackRouter::Keep(*request) : nullptr;
+  // Likewise the copy to shadow, when sampled: before the reshape.
+  std::shared_ptr<InferenceRequest> shadow_copy = shadow_ ? shadow_->Sample(*request) : nullptr;
   if (Status admitted = Admit(*request); !admitted.ok()) {
     const RequestOutcome outcome = OutcomeOfFailure(admitted);  // invalid_input, or rejected when not ready
     return Refuse(std::move(request->on_complete), request->arrival_time, std::move(admitted), outcome);
   }
-  if (cache_ && AnsweredFromCache(request)) return;
+  if (cache_ && AnsweredFromCache(request)) return;  // a cached answer is not shadowed
+  if (shadow_copy) shadow_->Attach(*request, std::move(shadow_copy));
   if (!kept) return scheduler_->Submit(std::move(request));
   ScheduleWithFallback(std::move(request), std::move(kept));
+}
+
+bool ServedModel::TryShadow(std::unique_ptr<InferenceRequest>& request) {
+  if (!request || !Readiness().ok()) return false;
+  // Behind every client request of this version when it has priority levels.
+  request->priority = config_->dynamic_batching().priority_levels();
+  if (Status admitted = Admit(*request, /*observe_drift=*/false); !admitted.ok()) {
+    const RequestOutcome outcome = OutcomeOfFailure(admitted);
+    Refuse(std::move(request->on_complete), request->arrival_time, std::move(admitted), outcome);
+    request.reset();
+    return true;
+  }
+  return scheduler_->TrySubmit(request).ok();
 }
 
 bool ServedModel::AnsweredFromCache(std::unique_ptr<InferenceRequest>& request) {

@@ -4,6 +4,10 @@
 //             input reshape, padding to a shape bucket (ShapeBuckets);
 //   drift     with drift_* parameters: the admitted inputs, before padding,
 //             are counted (InputDrift), whether or not the cache answers;
+//   shadow    with shadow_* parameters, on every version but the shadow one:
+//             a sampled request that is admitted and misses the cache runs
+//             again on the shadow version once its answer was sent
+//             (ShadowComparison);
 //   cache     with `response_cache { enable: true }` and a server cache: an
 //             answer the cache holds is sent at once (ResponseCache);
 //   schedule  the model's Scheduler (the dynamic batcher today), or the
@@ -32,6 +36,7 @@
 #include "serving/Model.h"
 #include "serving/ResponseCache.h"
 #include "serving/ResponseShaper.h"
+#include "serving/ShadowComparison.h"
 #include "serving/ShapeBuckets.h"
 
 namespace ortserve {
@@ -41,10 +46,12 @@ class ServedModel final : public Model, private RequestCompleter {
   // `instance_outputs`: the outputs the instances produce, in their order.
   // `fallbacks` null: the model has no fallback. `labels`: its outputs'
   // classification labels (null: none). `cache` null: its answers are not
-  // cached. `drift` null: no drift statistics.
+  // cached. `drift` null: no drift statistics. `shadow` null: its requests
+  // are not shadowed.
   ServedModel(inference::ModelConfig config, std::string version, std::vector<std::string> instance_outputs,
               std::shared_ptr<const FallbackLookup> fallbacks, std::shared_ptr<const OutputLabels> labels = nullptr,
-              std::shared_ptr<ResponseCache> cache = nullptr, std::shared_ptr<InputDrift> drift = nullptr);
+              std::shared_ptr<ResponseCache> cache = nullptr, std::shared_ptr<InputDrift> drift = nullptr,
+              std::shared_ptr<ShadowComparison> shadow = nullptr);
   ~ServedModel() override;
 
   const std::string& name() const override { return config_->name(); }
@@ -59,6 +66,7 @@ class ServedModel final : public Model, private RequestCompleter {
   size_t QueueDepth() const override { return scheduler_ ? scheduler_->QueueDepth() : 0; }
   size_t BusyInstances() const override { return scheduler_ ? scheduler_->BusyInstances() : 0; }
   const InputDrift* drift() const override { return drift_.get(); }
+  const ShadowComparison* shadow() const override { return shadow_.get(); }
   // Requests inside this model now: from Infer until their answer goes out (queued,
   // running, or handed to a fallback not yet). Approximate under
   // concurrency; exact once the model stopped taking requests.
@@ -83,11 +91,18 @@ class ServedModel final : public Model, private RequestCompleter {
   // A request another model handed on (FallbackRouter): served here, never
   // handed on again.
   void InferHandedOn(std::unique_ptr<InferenceRequest> request);
+  // A shadow run (ShadowComparison::Submit's contract): false, leaving the
+  // request with the caller, when not READY or the queue is full. Admitted
+  // as any request but not counted in the drift statistics, never answered
+  // from the cache or handed to a fallback; at the lowest priority level
+  // when the config has priority levels.
+  bool TryShadow(std::unique_ptr<InferenceRequest>& request);
 
  private:
   void Serve(std::unique_ptr<InferenceRequest> request, bool may_fall_back);
-  // Readiness + validation + input reshape + drift statistics + padding to a shape bucket.
-  Status Admit(InferenceRequest& request) const;
+  // Readiness + validation + input reshape + drift statistics (when
+  // `observe_drift`) + padding to a shape bucket.
+  Status Admit(InferenceRequest& request, bool observe_drift = true) const;
   // Answers an admitted request from the cache when it holds its answer
   // (true: `request` is consumed); otherwise leaves the key in the request.
   bool AnsweredFromCache(std::unique_ptr<InferenceRequest>& request);
@@ -114,6 +129,7 @@ class ServedModel final : public Model, private RequestCompleter {
   const std::shared_ptr<ResponseCache> cache_;             // null: answers not cached
   const uint64_t cache_owner_;                             // this version's entries in cache_
   const std::shared_ptr<InputDrift> drift_;                // null: no drift statistics
+  const std::shared_ptr<ShadowComparison> shadow_;         // null: requests not shadowed
   std::atomic<ModelState> state_{ModelState::kLoading};
   std::atomic<uint64_t> in_flight_{0};
   std::atomic<int64_t> last_used_ns_{0};  // a relaxed store per request, no lock

@@ -13,12 +13,9 @@ import re
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
-from onnx import TensorProto, helper
 
-from harness import Reference, make_test_models
-
-demo = make_test_models.demo
-FEATURES, HIDDEN, CLASSES = 32, 64, 10
+from harness import Reference
+from quantization_helpers import CLASSES, FEATURES, quantize_mlp
 
 CONFIG = """
 name: "{name}"
@@ -36,31 +33,10 @@ def params(**kv) -> str:
     return "\n".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}' for k, v in kv.items())
 
 
-def build_mlp():
-    rng = np.random.default_rng(7)
-    w1 = rng.normal(0, 0.5, (FEATURES, HIDDEN)).astype(np.float32)
-    w2 = rng.normal(0, 0.5, (HIDDEN, CLASSES)).astype(np.float32)
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Add", ["h", "b1"], ["hb"]),
-             helper.make_node("Relu", ["hb"], ["r"]), helper.make_node("MatMul", ["r", "w2"], ["o"]),
-             helper.make_node("Add", ["o", "b2"], ["logits"])]
-    return demo.make_model(nodes, [("x", TensorProto.FLOAT, ["batch", FEATURES])],
-                           [("logits", TensorProto.FLOAT, ["batch", CLASSES])],
-                           [demo.const("w1", w1), demo.const("b1", rng.normal(0, 0.1, HIDDEN).astype(np.float32)),
-                            demo.const("w2", w2), demo.const("b2", rng.normal(0, 0.1, CLASSES).astype(np.float32))],
-                           name="mlp")
-
-
 @pytest.fixture(scope="module")
 def quantized(tmp_path_factory):
     """(fp32 path, int8 path): the INT8 file is quantize_dynamic's output."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    d = tmp_path_factory.mktemp("quant")
-    fp32, int8 = d / "model_fp32.onnx", d / "model_int8.onnx"
-    fp32.write_bytes(build_mlp().SerializeToString())
-    quantize_dynamic(str(fp32), str(int8), weight_type=QuantType.QInt8)
-    ops = {n.op_type for n in __import__("onnx").load(str(int8)).graph.node}
-    assert "MatMulInteger" in ops or "DynamicQuantizeLinear" in ops, ops  # quantization applied
-    return fp32, int8
+    return quantize_mlp(tmp_path_factory.mktemp("quant"))
 
 
 def write_int8_model(repo, name, quantized, extra, samples=None):

@@ -11,7 +11,8 @@ include in a copy of src/ and expects it caught):
     it knows nothing of ONNX Runtime;
   - config/, serving/ and pipeline/ know no ONNX Runtime session either: the
     runtime only through its plain value headers (ModelSignature.h,
-    RuntimeOptions.h, ModelInstance.h);
+    RuntimeOptions.h, ModelInstance.h) and its pure output comparison
+    (NumericalComparison.h, which the shadow comparison shares);
   - the front ends (server/) see the model layers only through their public
     headers (repository/ModelRepository.h, serving/Model.h,
     config/ConfigTypes.h), and never ONNX Runtime or the scheduler;
@@ -32,8 +33,10 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
 # The project's own headers each layer may include (by path prefix).
-# The runtime headers that carry values only (no ORT session, no ORT header).
-RUNTIME_VALUES = ("runtime/ModelSignature.h", "runtime/RuntimeOptions.h", "runtime/ModelInstance.h")
+# The runtime headers that carry values or pure functions of tensors only (no
+# ORT session, no ORT header).
+RUNTIME_VALUES = ("runtime/ModelSignature.h", "runtime/RuntimeOptions.h", "runtime/ModelInstance.h",
+                  "runtime/NumericalComparison.h")
 ALLOWED = {
     "core": ("core/",),
     "runtime": ("core/", "runtime/"),

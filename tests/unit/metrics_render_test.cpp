@@ -325,3 +325,67 @@ TEST(MetricsServer, RejectsBadAddressAndBusyPort) {
 
 }  // namespace
 }  // namespace ortserve::metrics
+
+namespace ortserve::metrics {
+namespace {
+
+// A served version whose requests are shadowed: only shadow() matters here.
+class ShadowedModel final : public Model {
+ public:
+  explicit ShadowedModel(std::shared_ptr<ShadowComparison> shadow) : shadow_(std::move(shadow)) {
+    config_.set_name("m");
+  }
+  const std::string& name() const override { return config_.name(); }
+  const std::string& version() const override { return version_; }
+  const inference::ModelConfig& config() const override { return config_; }
+  ModelStatistics& stats() override { return stats_; }
+  bool ready() const override { return true; }
+  void Infer(std::unique_ptr<InferenceRequest>) override {}
+  size_t QueueDepth() const override { return 0; }
+  const ShadowComparison* shadow() const override { return shadow_.get(); }
+
+ private:
+  inference::ModelConfig config_;
+  std::string version_ = "1";
+  ModelStatistics stats_{0};
+  std::shared_ptr<ShadowComparison> shadow_;
+};
+
+Tensor Floats(std::string name, Shape shape, std::vector<float> values) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dtype = DataType::kFp32;
+  t.shape = std::move(shape);
+  t.data = TensorData::Copy(values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+TEST(RenderMetrics, ShadowComparisonPerServingVersionAndOutput) {
+  ShadowConfig config;
+  config.version = 2;
+  config.tolerance = 0.1;
+  auto shadow = std::make_shared<ShadowComparison>("m", "1", config, std::vector<std::string>{"logits", "score"}, 1,
+                                                   nullptr);
+  // logits: 0.5 off and the second row's class moves; score: equal.
+  shadow->Compare({Floats("logits", {2, 2}, {1, 0, 0, 1}), Floats("score", {2, 1}, {3, 4})},
+                  {Floats("logits", {2, 2}, {1.5f, 0, 1, 0.5f}), Floats("score", {2, 1}, {3, 4})});
+  const std::vector<std::shared_ptr<Model>> models{std::make_shared<ShadowedModel>(shadow)};
+  const std::string text = RenderMetrics(MetricsSources{}, {}, models);
+  auto s = ParseStrict(text);
+  EXPECT_EQ(s.at("ortserve_shadow_compared_total{model=\"m\",version=\"1\"}"), "1");
+  EXPECT_EQ(s.at("ortserve_shadow_dropped_total{model=\"m\",version=\"1\"}"), "0");
+  EXPECT_EQ(s.at("ortserve_shadow_failed_total{model=\"m\",version=\"1\"}"), "0");
+  EXPECT_EQ(s.at("ortserve_shadow_mismatch_total{model=\"m\",version=\"1\",output=\"logits\"}"), "1");
+  EXPECT_EQ(s.at("ortserve_shadow_mismatch_total{model=\"m\",version=\"1\",output=\"score\"}"), "0");
+  EXPECT_EQ(s.at("ortserve_shadow_top1_agreement{model=\"m\",version=\"1\",output=\"logits\"}"), "0.5");
+  EXPECT_EQ(s.count("ortserve_shadow_top1_agreement{model=\"m\",version=\"1\",output=\"score\"}"), 0u);
+  EXPECT_EQ(s.at("ortserve_shadow_max_abs_difference_bucket{model=\"m\",version=\"1\",output=\"logits\",le=\"0.1\"}"),
+            "0");
+  EXPECT_EQ(s.at("ortserve_shadow_max_abs_difference_bucket{model=\"m\",version=\"1\",output=\"logits\",le=\"1\"}"),
+            "1");
+  EXPECT_EQ(s.at("ortserve_shadow_max_abs_difference_count{model=\"m\",version=\"1\",output=\"score\"}"), "1");
+  EXPECT_THAT(RenderMetrics(MetricsSources{}, {}, {}), ::testing::Not(HasSubstr("ortserve_shadow_")));
+}
+
+}  // namespace
+}  // namespace ortserve::metrics

@@ -301,5 +301,38 @@ parameters { key: "version_weights" value { string_value: "1:3,2:1" } })");
   for (int i = 0; i < 4; ++i) EXPECT_EQ(repo.GetModel("c", "").value()->version(), "1");
 }
 
+TEST_F(LiveRepository, TheShadowVersionTakesNoUnversionedRequests) {
+  for (const char* v : {"1", "2", "3"}) {
+    AddVersion("s", v);
+    AddVersion("r", v);
+  }
+  WriteConfig("s", R"(version_policy { all { } }
+parameters { key: "shadow_version" value { string_value: "3" } }
+parameters { key: "shadow_fraction" value { string_value: "1" } })");
+  // With a rollout: its stable and candidate are the two newest other versions.
+  WriteConfig("r", R"(version_policy { all { } }
+parameters { key: "shadow_version" value { string_value: "3" } }
+parameters { key: "shadow_fraction" value { string_value: "0.5" } }
+parameters { key: "rollout_steps" value { string_value: "50" } }
+parameters { key: "rollout_step_seconds" value { string_value: "600" } }
+parameters { key: "rollout_max_error_rate" value { string_value: "0.5" } })");
+  auto& repo = Start(ModelControlMode::kExplicit, {"*"});
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(repo.GetModel("s", "").value()->version(), "2");
+  EXPECT_EQ(repo.GetModel("s", "3").value()->version(), "3") << "a named version is never redirected";
+  // Every version but the shadow one shadows its requests.
+  EXPECT_NE(repo.GetModel("s", "1").value()->shadow(), nullptr);
+  EXPECT_NE(repo.GetModel("s", "2").value()->shadow(), nullptr);
+  EXPECT_EQ(repo.GetModel("s", "3").value()->shadow(), nullptr);
+  auto rollout = repo.Rollout("r");
+  ASSERT_TRUE(rollout.ok()) << rollout.status().message();
+  EXPECT_TRUE(rollout->active);
+  EXPECT_EQ(rollout->stable, 1);
+  EXPECT_EQ(rollout->candidate, 2);
+  std::map<std::string, int> counts;
+  for (int i = 0; i < 100; ++i) counts[repo.GetModel("r", "").value()->version()]++;
+  EXPECT_EQ(counts["3"], 0);
+  EXPECT_EQ(counts["1"] + counts["2"], 100);
+}
+
 }  // namespace
 }  // namespace ortserve

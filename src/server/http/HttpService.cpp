@@ -6,6 +6,7 @@
 #include "server/http/Compression.h"
 #include "server/http/HttpStatus.h"
 #include "server/http/DriftJson.h"
+#include "server/http/ShadowJson.h"
 #include "server/http/JsonWriter.h"
 #include "server/http/LoggingJson.h"
 #include "server/http/ModelJson.h"
@@ -64,7 +65,9 @@ std::optional<auth::ApiGroup> HttpApiGroup(const std::vector<std::string>& p) {
   const std::string& action = p[i];
   if (action == "ready") return ApiGroup::kHealth;
   if (action == "config") return ApiGroup::kModelConfig;
-  if (action == "stats" || action == "rollout" || action == "drift") return ApiGroup::kStatistics;
+  if (action == "stats" || action == "rollout" || action == "drift" || action == "shadow") {
+    return ApiGroup::kStatistics;
+  }
   if (action == "infer" || action == "generate" || action == "generate_stream") return ApiGroup::kInference;
   return std::nullopt;
 }
@@ -206,6 +209,10 @@ void HttpService::Handle(HttpRequest request, RequestContext context) {
       if (!status.ok()) return reply(ErrorResponse(status.status()));
       return reply(JsonResponse(RolloutJson(*status)));
     }
+    if (rest == 1 && i == 3 && p[i] == "shadow") {  // every serving version of the model
+      if (!get) return reply(MethodNotAllowed(request, "GET"));
+      return reply(HandleShadow(model));
+    }
     if (rest == 1 && p[i] == "drift") {
       if (!get) return reply(MethodNotAllowed(request, "GET"));
       return reply(HandleDrift(request, model, version));
@@ -296,13 +303,9 @@ HttpResponse HttpService::HandleDrift(const HttpRequest& request, const std::str
     if (!m.ok()) return ErrorResponse(m.status());
     models.push_back(std::move(m).value());
   } else {
-    for (auto& m : repository_->ReadyModels()) {
-      if (m->name() == model) models.push_back(std::move(m));
-    }
-    if (models.empty()) {
-      auto m = repository_->GetModel(model, version);  // why not: GetModel's words
-      return m.ok() ? ErrorResponse(400, "model '" + model + "' has no ready version") : ErrorResponse(m.status());
-    }
+    auto ready = ReadyVersions(model);
+    if (!ready.ok()) return ErrorResponse(ready.status());
+    models = std::move(ready).value();
   }
   if (std::none_of(models.begin(), models.end(), [](const auto& m) { return m->drift() != nullptr; })) {
     return ErrorResponse(400, "model '" + model + "' has no drift statistics: set parameter '" +
@@ -315,6 +318,27 @@ HttpResponse HttpService::HandleDrift(const HttpRequest& request, const std::str
   r.content_type = "text/plain";
   r.body = std::move(text).value();
   return r;
+}
+
+Result<std::vector<std::shared_ptr<Model>>> HttpService::ReadyVersions(const std::string& model) const {
+  std::vector<std::shared_ptr<Model>> models;
+  for (auto& m : repository_->ReadyModels()) {
+    if (m->name() == model) models.push_back(std::move(m));
+  }
+  if (!models.empty()) return models;
+  auto m = repository_->GetModel(model, "");  // why not: GetModel's words
+  if (!m.ok()) return m.status();
+  return InvalidArgument("model '" + model + "' has no ready version");
+}
+
+HttpResponse HttpService::HandleShadow(const std::string& model) {
+  auto models = ReadyVersions(model);
+  if (!models.ok()) return ErrorResponse(models.status());
+  if (std::none_of(models->begin(), models->end(), [](const auto& m) { return m->shadow() != nullptr; })) {
+    return ErrorResponse(400, "model '" + model + "' has no shadow comparison: set parameters '" +
+                                  kShadowVersionParameter + "' and '" + kShadowFractionParameter + "'");
+  }
+  return JsonResponse(ShadowJson(model, models.value()));
 }
 
 HttpResponse HttpService::HandleRepositoryIndex(const HttpRequest& request) {

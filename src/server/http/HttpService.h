@@ -162,6 +162,11 @@ class HttpService {
   HttpResponse HandleStats(const std::string& model, const std::string& version);
   // GET /v2/models/{m}[/versions/{v}]/drift[?format=profile] (DriftJson.h).
   HttpResponse HandleDrift(const HttpRequest& request, const std::string& model, const std::string& version);
+  // GET /v2/models/{m}/shadow (ShadowJson.h).
+  HttpResponse HandleShadow(const std::string& model);
+  // The model's READY versions; the lookup's error (404) for an unknown
+  // model, kInvalidArgument when none is READY.
+  Result<std::vector<std::shared_ptr<Model>>> ReadyVersions(const std::string& model) const;
   HttpResponse HandleRepositoryIndex(const HttpRequest& request);
   void HandleModelControl(const std::string& model, bool load, RequestContext context);
   // Triton's logging and trace extensions (LoggingJson.h, TraceSettingJson.h).

@@ -353,6 +353,60 @@ void RenderInputDrift(PrometheusText& out, const std::vector<ModelView>& models)
   }
 }
 
+// Shadow comparison: per serving version with shadow_* parameters (the
+// `version` label is the version whose answers were compared), per output
+// where per output.
+void RenderShadow(PrometheusText& out, const std::vector<ModelView>& models) {
+  std::vector<std::pair<const ModelView*, ShadowSummary>> shadows;
+  for (const ModelView& m : models) {
+    if (const ShadowComparison* shadow = m.model->shadow()) shadows.emplace_back(&m, shadow->Snapshot());
+  }
+  if (shadows.empty()) return;
+  const std::pair<const char*, const char*> counters[] = {
+      {"ortserve_shadow_compared_total", "Answers of the version compared with the shadow version's (shadow_version)."},
+      {"ortserve_shadow_dropped_total",
+       "Sampled requests not run on the shadow version: shadow runs already in flight, or the shadow version "
+       "not READY or its queue full."},
+      {"ortserve_shadow_failed_total", "Shadow runs the shadow version answered with an error."}};
+  for (size_t i = 0; i < 3; ++i) {
+    out.Family(counters[i].first, "counter", counters[i].second);
+    for (const auto& [m, s] : shadows) {
+      const uint64_t values[] = {s.compared, s.dropped, s.failed};
+      out.Sample(counters[i].first, m->labels, values[i]);
+    }
+  }
+  // Each family's samples together, as the text format requires.
+  auto per_output = [&](const char* name, const char* type, const char* help, const auto& sample) {
+    out.Family(name, type, help);
+    for (const auto& [m, s] : shadows) {
+      for (const ShadowOutputSummary& o : s.outputs) {
+        Labels labels = m->labels;
+        labels.emplace_back("output", o.name);
+        sample(labels, o);
+      }
+    }
+  };
+  per_output("ortserve_shadow_mismatch_total", "counter",
+             "Compared answers whose output differs beyond shadow_tolerance (|shadow - served| > tolerance * "
+             "max(1, |served|)), in a row's top-1 class, or in type, shape or non-floating values.",
+             [&](const Labels& labels, const ShadowOutputSummary& o) {
+               out.Sample("ortserve_shadow_mismatch_total", labels, o.mismatches);
+             });
+  per_output("ortserve_shadow_max_abs_difference", "histogram",
+             "Per compared answer, the largest |shadow - served| over the output's elements.",
+             [&](const Labels& labels, const ShadowOutputSummary& o) {
+               out.HistogramSamples("ortserve_shadow_max_abs_difference", labels, o.abs_difference,
+                                    kShadowDifferenceScale);
+             });
+  per_output("ortserve_shadow_top1_agreement", "gauge",
+             "Share of the compared rows whose top-1 class agrees, for outputs with a class dimension.",
+             [&](const Labels& labels, const ShadowOutputSummary& o) {
+               if (!o.has_classes || o.top1_rows == 0) return;
+               out.Sample("ortserve_shadow_top1_agreement", labels,
+                          static_cast<double>(o.top1_agreeing) / static_cast<double>(o.top1_rows));
+             });
+}
+
 // Progressive canaries: the split of unversioned traffic and the transitions.
 void RenderRollouts(PrometheusText& out, const std::vector<RolloutStatus>& rollouts) {
   if (rollouts.empty()) return;
@@ -431,6 +485,7 @@ std::string RenderMetrics(const MetricsSources& sources, const std::vector<Model
   RenderSequenceMetrics(out, models);
   if (cache) RenderResponseCache(out, *cache, models);
   RenderInputDrift(out, models);
+  RenderShadow(out, models);
   RenderRollouts(out, rollouts);
   if (loads) RenderModelLoads(out, *loads);
   return out.Take();
