@@ -62,7 +62,7 @@ int RunCheck(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("check");
   logger->set_level(flags.log_verbose > 0 ? spdlog::level::debug : spdlog::level::warn);
   spdlog::set_default_logger(logger);
-  auto triton = ApplyTritonFlags(app, flags.triton);
+  auto triton = ApplyTritonFlags(app, flags.triton, flags.log_format == "json");
   if (!triton.ok()) {
     spdlog::critical("{}", triton.status().message());
     return 2;

@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", st.message());
     return 1;
   }
-  auto triton = ApplyTritonFlags(app, flags.triton);
+  auto triton = ApplyTritonFlags(app, flags.triton, flags.log_format == "json");
   if (!triton.ok()) {
     spdlog::critical("{}", triton.status().message());
     return 1;

@@ -98,9 +98,15 @@ def test_every_line_is_json_and_request_lines_carry_the_exported_trace(json_srv,
 
 def test_untraced_lines_carry_no_trace_ids(tmp_path_factory, log_dir):
     repo = make_test_models.build_test_repository(tmp_path_factory.mktemp("json_untraced"), [MODEL])
-    srv = start_server(repo, log_dir, "json_logs_untraced", extra_args=("--log-format=json",))
+    # A deprecated flag: Triton's command-line warning becomes a JSON line too
+    # (every line of the output is parsed), its message Triton's words.
+    srv = start_server(repo, log_dir, "json_logs_untraced",
+                       extra_args=("--log-format=json", "--strict-model-config=false"))
     try:
         srv.wait_models_ready([MODEL])
+        warning = ("Warning: '--strict-model-config' has been deprecated! "
+                   "Please use '--disable-auto-complete-config' instead.")
+        assert [rec["level"] for rec in log_records(srv) if rec["message"] == warning] == ["WARNING"]
         r = requests.post(f"{srv.base}/v2/models/{MODEL}/infer", data=add_sub_body("plain-1"),
                           timeout=HTTP_TIMEOUT_S)
         assert r.status_code == 200, r.text

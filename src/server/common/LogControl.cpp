@@ -196,6 +196,14 @@ void AppendRfc3339Micros(std::chrono::system_clock::time_point time, std::string
   out->append(buf, n + static_cast<size_t>(m));
 }
 
+std::string FormatJsonLogLine(spdlog::level::level_enum level, std::string_view message) {
+  const spdlog::details::log_msg msg(spdlog::source_loc{}, "ortserve", level,
+                                     spdlog::string_view_t(message.data(), message.size()));
+  spdlog::memory_buf_t buf;
+  JsonLineFormatter().format(msg, buf);
+  return std::string(buf.data(), buf.size());
+}
+
 Status LogFileNotChangeable() {
   return Unsupported("log file location can not be updated through network protocol");
 }
