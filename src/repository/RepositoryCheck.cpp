@@ -64,8 +64,6 @@ Status CheckCandidate(const Candidate& c, const std::map<std::string, ModelVerdi
       c, [&](const EnsembleStep& step) { return WouldLoad(done, step.model_name, step.model_version); });
 }
 
-}  // namespace
-
 // --load: creates the candidate's sessions and runs its warm-up, on a plan
 // of its own (the check serves nothing, so no thread budget is shared).
 Status CheckCandidateSessions(const Candidate& c, const RepositoryOptions& options) {
@@ -73,6 +71,8 @@ Status CheckCandidateSessions(const Candidate& c, const RepositoryOptions& optio
   const ThreadPlan plan = ThreadPlan::Compute(options.thread_budget, {PlanRequest(c)}, /*shared_pool=*/false);
   return CheckSessions(c, plan.entries.front());
 }
+
+}  // namespace
 
 std::vector<ModelVerdict> CheckRepository(const RepositoryOptions& options, CheckDepth depth) {
   std::vector<PreparedModel> prepared = PrepareStartupModels(options);

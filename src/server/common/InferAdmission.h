@@ -61,8 +61,8 @@
 #include <spdlog/spdlog.h>
 
 #include "core/AccessLogRecord.h"
-#include "core/LogContext.h"
 #include "core/InferenceRequest.h"
+#include "core/LogContext.h"
 #include "core/Status.h"
 #include "repository/ModelRepository.h"
 #include "server/common/ClientQuotas.h"
