@@ -58,7 +58,7 @@ struct DriftMoments {
   double Variance() const { return count > 0 ? m2 / static_cast<double>(count) : 0.0; }
 };
 
-// Index of the bin of `x` among edges (bin i holds edges[i-1] <= x < edges[i]).
+// Index of the bin of `x` (not NaN) among edges (bin i holds edges[i-1] <= x < edges[i]).
 size_t DriftBin(std::span<const double> edges, double x);
 
 struct DriftInputProfile {
