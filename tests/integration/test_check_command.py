@@ -3,7 +3,10 @@ verdict for every model is the one a server start with the same flags gives
 (READY or not, and the same reasons in Triton's words), the completed config
 is what GET /v2/models/<m>/config answers, the exit status says whether every
 model would load, and no session is created beyond what auto-complete reads
-(a model asking ORT to save its optimized graph gets no file)."""
+(a model asking ORT to save its optimized graph gets no file). `--load` also
+creates the sessions and runs the warm-up, reporting what only those reveal
+as a server start does; `--single-model-name` checks a single model's
+directory as that model."""
 from __future__ import annotations
 
 import json
