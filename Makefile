@@ -183,6 +183,13 @@ bench-many-models: build
 bench-shm: build
 	$(PY) bench/shm_bench.py --binary $(BUILD_DIR)/ortserve $(SHM_BENCH_ARGS)
 
+# Per-client quotas: a client within its quota, alone and while another
+# overloads the server (wrk); its p99 ratio (issue 37's 1.5x) into
+# bench/results/RESULTS-quotas.md. QUOTA_BENCH_ARGS="--seconds 8 --rounds 3".
+.PHONY: bench-quotas
+bench-quotas: build
+	$(PY) bench/quota_latency.py --binary $(BUILD_DIR)/ortserve $(QUOTA_BENCH_ARGS)
+
 # Hostile clients: every bench/hostile_*.py (HTTP and metrics; gRPC), each
 # writing its section of bench/results/RESULTS-hostile.md. ORTSERVE_BEFORE=<a
 # build of main> measures that build too, for before/after tables:

@@ -105,7 +105,8 @@ OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of
                  ("bench/thread_pool_ab.py, weights_memory.py, model_cache_start.py, many_models.py",
                   "RESULTS-efficiency.md", "Runtime efficiency:"),
                  ("make bench-pipeline", "RESULTS-pipeline.md", "Text pipeline at concurrency"),
-                 ("make bench-hostile", "RESULTS-hostile.md", "Hostile clients:")]
+                 ("make bench-hostile", "RESULTS-hostile.md", "Hostile clients:"),
+                 ("make bench-quotas", "RESULTS-quotas.md", "Quotas:")]
 
 
 def other_bench_lines(report_dir):

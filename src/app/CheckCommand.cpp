@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "app/Flags.h"
+#include "app/SingleModelLayout.h"
 #include "repository/RepositoryCheck.h"
 #include "server/http/ModelJson.h"
 #include "server/json/JsonWriter.h"
@@ -53,6 +55,11 @@ int RunCheck(int argc, char** argv) {
                "ortserve check"};
   Flags flags;
   AddFlags(app, flags);
+  bool load = false;
+  app.add_flag("--load", load,
+               "Also create each version's ONNX Runtime sessions and run its warm-up (and reference check), as "
+               "a load does, so that errors only those reveal are reported too; slower, and needs the memory "
+               "(and GPUs) the server would");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -62,7 +69,19 @@ int RunCheck(int argc, char** argv) {
   auto logger = spdlog::stderr_color_mt("check");
   logger->set_level(flags.log_verbose > 0 ? spdlog::level::debug : spdlog::level::warn);
   spdlog::set_default_logger(logger);
-  auto triton = ApplyTritonFlags(app, flags.triton);
+  if (Status st = MapSingleModelRepository(&flags.model_repository, flags.single_model_name); !st.ok()) {
+    spdlog::critical("{}", st.message());
+    return 2;
+  }
+  // The links of a single model's directory go with the check.
+  struct RemoveLinks {
+    bool linked;
+    ~RemoveLinks() {
+      std::error_code ec;
+      if (linked) std::filesystem::remove_all(SingleModelWorkDir(), ec);
+    }
+  } remove_links{flags.model_repository == SingleModelWorkDir()};
+  auto triton = ApplyTritonFlags(app, flags.triton, flags.log_format == "json");
   if (!triton.ok()) {
     spdlog::critical("{}", triton.status().message());
     return 2;
@@ -72,7 +91,8 @@ int RunCheck(int argc, char** argv) {
     spdlog::critical("{}", options.status().message());
     return 2;
   }
-  const std::vector<ModelVerdict> verdicts = CheckRepository(options.value());
+  const std::vector<ModelVerdict> verdicts =
+      CheckRepository(options.value(), load ? CheckDepth::kSessions : CheckDepth::kConfig);
   size_t failing = 0;
   for (const ModelVerdict& v : verdicts) {
     std::cout << VerdictJson(v) << '\n';

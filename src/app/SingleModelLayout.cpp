@@ -1,5 +1,9 @@
 #include "app/SingleModelLayout.h"
 
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <vector>
@@ -83,6 +87,19 @@ Result<std::string> LinkSingleModelRepository(const std::string& dir, const std:
     return Internal("cannot link the single-model directory '" + dir + "': " + link_error.message());
   }
   return work_dir;
+}
+
+std::string SingleModelWorkDir() {
+  return (fs::temp_directory_path() / ("ortserve-single-model-" + std::to_string(getpid()))).string();
+}
+
+Status MapSingleModelRepository(std::string* repository, const std::string& name) {
+  if (name.empty() || !IsSingleModelDirectory(*repository)) return Status::Ok();
+  auto linked = LinkSingleModelRepository(*repository, name, SingleModelWorkDir());
+  if (!linked.ok()) return linked.status();
+  spdlog::info("{} holds a single model: serving it as '{}' (links in {})", *repository, name, linked.value());
+  *repository = linked.value();
+  return Status::Ok();
 }
 
 }  // namespace ortserve::app

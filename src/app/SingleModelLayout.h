@@ -31,4 +31,12 @@ bool IsSingleModelDirectory(const std::string& dir);
 Result<std::string> LinkSingleModelRepository(const std::string& dir, const std::string& name,
                                               const std::string& work_dir);
 
+// --single-model-name (server and `ortserve check`): when `*repository` is a
+// single model's directory and `name` is not empty, links it as model `name`
+// into <temp>/ortserve-single-model-<pid> and points `*repository` there
+// (SingleModelWorkDir()); otherwise leaves it as it is.
+Status MapSingleModelRepository(std::string* repository, const std::string& name);
+// The directory MapSingleModelRepository links into for this process.
+std::string SingleModelWorkDir();
+
 }  // namespace ortserve::app

@@ -6,12 +6,25 @@
 #include <iostream>
 #include <tuple>
 
+#include "server/common/LogControl.h"
+
 namespace ortserve::app {
 namespace {
 
 // Triton prints its command-line warnings to stderr, outside its log, as
-// "Warning: ..."; deployments and Triton's QA grep for these lines.
-void CommandLineWarning(const std::string& text) { std::cerr << "Warning: " << text << std::endl; }
+// "Warning: ..." (std::cerr in its command_line_parser.cc, whatever the log
+// format); deployments and Triton's QA (L0_model_config cli_messages,
+// L0_cmdline_trace) grep the server's output for these texts. In JSON mode
+// the line is a JSON object whose message is that same text, so a grep for
+// Triton's words still finds it.
+void CommandLineWarning(const std::string& text, bool json) {
+  const std::string line = "Warning: " + text;
+  if (json) {
+    std::cerr << common::FormatJsonLogLine(spdlog::level::warn, line) << std::flush;
+  } else {
+    std::cerr << line << std::endl;
+  }
+}
 
 constexpr const char* kGroup = "Triton compatibility";
 
@@ -115,7 +128,7 @@ Status ApplyCacheConfig(const std::string& arg, uint64_t* bytes) {
   return Status::Ok();
 }
 
-Result<uint64_t> ApplyCacheFlags(const CLI::App& app, const TritonFlags& f) {
+Result<uint64_t> ApplyCacheFlags(const CLI::App& app, const TritonFlags& f, bool json_warnings) {
   const bool deprecated_size = app.count("--response-cache-byte-size") > 0;
   if (deprecated_size && !f.cache_config.empty()) {
     return InvalidArgument("Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. "
@@ -128,7 +141,8 @@ Result<uint64_t> ApplyCacheFlags(const CLI::App& app, const TritonFlags& f) {
     CommandLineWarning(
         "'--response-cache-byte-size' has been deprecated! Please use '--cache-config' instead. The equivalent "
         "--cache-config CLI args would be: '--cache-config=local,size=" +
-        std::to_string(bytes) + "'");
+            std::to_string(bytes) + "'",
+        json_warnings);
   }
   for (const std::string& arg : f.cache_config) ORTSERVE_RETURN_IF_ERROR(ApplyCacheConfig(arg, &bytes));
   if (bytes > 0) {
@@ -184,17 +198,18 @@ void AddTritonFlags(CLI::App& app, TritonFlags& f) {
       ->group(kGroup);
 }
 
-Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f) {
+Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f, bool json_warnings) {
   TritonSettings settings;
   AutoCompletePolicy& policy = settings.auto_complete;
   const bool strict_model_config_given = app.count("--strict-model-config") > 0;
   if (strict_model_config_given) {
-    CommandLineWarning("'--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.");
+    CommandLineWarning("'--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.",
+                       json_warnings);
   }
   if (f.disable_auto_complete_config && strict_model_config_given && !f.strict_model_config) {
     CommandLineWarning(
         "Overriding deprecated '--strict-model-config' from False to True in favor of "
-        "'--disable-auto-complete-config'!");
+        "'--disable-auto-complete-config'!", json_warnings);
   }
   if (f.disable_auto_complete_config || f.strict_model_config) {
     policy.enabled = false;
@@ -205,7 +220,7 @@ Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& 
                            "--cache-directory"}) {
     if (app.count(name) > 0) spdlog::info("{}: accepted without effect (see --help)", name);
   }
-  auto cache_bytes = ApplyCacheFlags(app, f);
+  auto cache_bytes = ApplyCacheFlags(app, f, json_warnings);
   if (!cache_bytes.ok()) return cache_bytes.status();
   settings.response_cache_bytes = cache_bytes.value();
   return settings;

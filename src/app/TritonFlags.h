@@ -42,9 +42,12 @@ void AddTritonFlags(CLI::App& app, TritonFlags& f);
 // What the flags set: the auto-complete policy and the response cache. Logs
 // one line per flag that is accepted without effect (and Triton's
 // deprecation warnings for --strict-model-config and
-// --response-cache-byte-size). kInvalidArgument in Triton's words for a
-// malformed --backend-config or --cache-config, a bad default-max-batch-size
-// or cache size, a cache other than 'local', or both cache flags at once.
-Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f);
+// --response-cache-byte-size, on stderr as Triton prints them: "Warning: ..."
+// lines, or with `json_warnings` (--log-format=json) the same text as the
+// message of a JSON log line at level WARNING). kInvalidArgument in Triton's
+// words for a malformed --backend-config or --cache-config, a bad
+// default-max-batch-size or cache size, a cache other than 'local', or both
+// cache flags at once.
+Result<TritonSettings> ApplyTritonFlags(const CLI::App& app, const TritonFlags& f, bool json_warnings = false);
 
 }  // namespace ortserve::app

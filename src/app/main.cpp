@@ -128,20 +128,6 @@ void RaiseAndCheckDescriptorLimit(const Flags& flags) {
   if (auto warning = ConnectionLimitWarning(connections, limit.soft)) spdlog::warn("{}", *warning);
 }
 
-// --single-model-name: a single model's directory (KServe's /mnt/models)
-// is served through a Triton layout of links (SingleModelLayout.h).
-ortserve::Status MapSingleModelDirectory(Flags& flags) {
-  if (flags.single_model_name.empty() || !IsSingleModelDirectory(flags.model_repository)) return Status::Ok();
-  const std::string work_dir =
-      (std::filesystem::temp_directory_path() / ("ortserve-single-model-" + std::to_string(getpid()))).string();
-  auto linked = LinkSingleModelRepository(flags.model_repository, flags.single_model_name, work_dir);
-  if (!linked.ok()) return linked.status();
-  spdlog::info("{} holds a single model: serving it as '{}' (links in {})", flags.model_repository,
-               flags.single_model_name, linked.value());
-  flags.model_repository = linked.value();
-  return Status::Ok();
-}
-
 // What both front ends report completed requests to.
 struct Observability {
   AccessLogSink access_log;
@@ -453,11 +439,11 @@ int main(int argc, char** argv) {
 
   RaiseAndCheckDescriptorLimit(flags);
   ResolveThreadBudget(flags);
-  if (ortserve::Status st = MapSingleModelDirectory(flags); !st.ok()) {
+  if (ortserve::Status st = MapSingleModelRepository(&flags.model_repository, flags.single_model_name); !st.ok()) {
     spdlog::critical("{}", st.message());
     return 1;
   }
-  auto triton = ApplyTritonFlags(app, flags.triton);
+  auto triton = ApplyTritonFlags(app, flags.triton, flags.log_format == "json");
   if (!triton.ok()) {
     spdlog::critical("{}", triton.status().message());
     return 1;

@@ -119,6 +119,30 @@ Status WarmUp(const Candidate& c, const std::vector<WarmupSample>& samples, Inst
   return Status::Ok();
 }
 
+// The part of a load that needs sessions: creates the instances, runs the
+// warm-up on each and checks the first against the reference model.
+Result<Instances> StartInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir,
+                                 const std::shared_ptr<SharedWeights>& cpu_weights,
+                                 std::vector<WarmupSample>* samples) {
+  auto instances = CreateInstances(c, plan, cache_dir, cpu_weights);
+  if (!instances.ok()) return instances.status();
+  auto built = BuildWarmupSamples(c.config, c.model_dir, c.sequence_options ? &c.sequence_options->sequence : nullptr);
+  if (!built.ok()) return Unavailable("warm-up: " + built.status().message());
+  *samples = std::move(built).value();
+  ORTSERVE_RETURN_IF_ERROR(WarmUp(c, *samples, instances.value()));
+  ORTSERVE_RETURN_IF_ERROR(CheckAgainstReference(c, *instances.value().front(), *samples));
+  return instances;
+}
+
+// Why `s` asks for ORT thread pools of its own ("" when it does not).
+std::string OwnPoolReason(const OrtSessionSettings& s) {
+  if (s.own_thread_pool) return "ort_thread_pool own";
+  if (s.intra_op_threads > 0) return "intra_op_thread_count";
+  if (s.execution_mode == ExecutionMode::kParallel) return "execution_mode 1";
+  if (s.allow_spinning) return "allow_spinning";
+  return "";
+}
+
 ComputePolicy MakeComputePolicy(const Candidate& c, const ThreadPlanEntry& plan, const ModelBuildContext& context) {
   ComputePolicy compute;
   compute.slots = context.compute_slots;
@@ -265,6 +289,25 @@ Status CheckEnsembleSteps(const Candidate& c,
   return CheckEnsembleAgainstModels(c.config, configs);
 }
 
+Status CheckSessions(const Candidate& c, const ThreadPlanEntry& plan) {
+  if (IsEnsemble(c.config)) return Status::Ok();
+  std::vector<WarmupSample> samples;
+  auto instances = StartInstances(c, plan, /*cache_dir=*/"", SharedCpuWeights(c), &samples);
+  return instances.status();
+}
+
+ThreadPlanRequest PlanRequest(const Candidate& c) {
+  ThreadPlanRequest r;
+  r.label = c.name + ":" + std::to_string(c.version);
+  r.instances = static_cast<int>(c.instances.size());
+  r.explicit_intra = c.settings.intra_op_threads;
+  r.inter = c.settings.inter_op_threads;
+  r.parallel_execution = c.settings.execution_mode == ExecutionMode::kParallel;
+  r.allow_spinning = c.settings.allow_spinning;
+  r.own_pool_reason = OwnPoolReason(c.settings);
+  return r;
+}
+
 Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const ThreadPlanEntry& plan,
                                                 const ModelBuildContext& context) {
   const auto start = std::chrono::steady_clock::now();
@@ -273,12 +316,9 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   if (!cache.ok()) return cache.status();
   if (IsEnsemble(c.config)) return BuildEnsemble(c, context, std::move(cache).value());
   const std::shared_ptr<SharedWeights> cpu_weights = SharedCpuWeights(c);
-  auto instances = CreateInstances(c, plan, context.model_cache_dir, cpu_weights);
+  std::vector<WarmupSample> samples;
+  auto instances = StartInstances(c, plan, context.model_cache_dir, cpu_weights, &samples);
   if (!instances.ok()) return instances.status();
-  auto samples = BuildWarmupSamples(c.config, c.model_dir, c.sequence_options ? &c.sequence_options->sequence : nullptr);
-  if (!samples.ok()) return Unavailable("warm-up: " + samples.status().message());
-  ORTSERVE_RETURN_IF_ERROR(WarmUp(c, samples.value(), instances.value()));
-  ORTSERVE_RETURN_IF_ERROR(CheckAgainstReference(c, *instances.value().front(), samples.value()));
   if (cpu_weights) ReleaseSharedWeightPages(*cpu_weights);
   for (auto& instance : instances.value()) instance->FinishWarmup();
   const ModelCacheUse cache_use = instances.value().front()->cache_use();

@@ -46,6 +46,15 @@ Status CheckResponseCacheUse(const Candidate& c);
 Status CheckEnsembleSteps(const Candidate& c,
                           const std::function<const inference::ModelConfig*(const EnsembleStep&)>& ready_config);
 
+// The sessions part of BuildModel alone, for `ortserve check --load`:
+// creates the candidate's instances with `plan`'s threads (no optimized-model
+// cache), runs its warm-up on each and its reference check, then drops them.
+// OK for an ensemble (it has no session). The error is BuildModel's.
+Status CheckSessions(const Candidate& candidate, const ThreadPlanEntry& plan);
+
+// What `candidate` asks of the thread plan (ThreadPlan.h).
+ThreadPlanRequest PlanRequest(const Candidate& candidate);
+
 // Builds `candidate` with `plan`'s threads. An ensemble creates no instance
 // (the plan is unused): its steps are checked against its composing models,
 // which must be READY, and it is served by an EnsembleScheduler.

@@ -22,27 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Why a model's config asks for ORT pools of its own ("": it does not).
-std::string OwnPoolReason(const OrtSessionSettings& s) {
-  if (s.own_thread_pool) return "ort_thread_pool own";
-  if (s.intra_op_threads > 0) return "intra_op_thread_count";
-  if (s.execution_mode == ExecutionMode::kParallel) return "execution_mode 1";
-  if (s.allow_spinning) return "allow_spinning";
-  return "";
-}
-
-ThreadPlanRequest PlanRequest(const Candidate& c) {
-  ThreadPlanRequest r;
-  r.label = c.name + ":" + std::to_string(c.version);
-  r.instances = static_cast<int>(c.instances.size());
-  r.explicit_intra = c.settings.intra_op_threads;
-  r.inter = c.settings.inter_op_threads;
-  r.parallel_execution = c.settings.execution_mode == ExecutionMode::kParallel;
-  r.allow_spinning = c.settings.allow_spinning;
-  r.own_pool_reason = OwnPoolReason(c.settings);
-  return r;
-}
-
 // Plans the threads of every candidate at once and logs the plan.
 void PlanThreads(const RepositoryOptions& options, std::vector<PreparedModel>& prepared) {
   std::vector<ThreadPlanRequest> requests;

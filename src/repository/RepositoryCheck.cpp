@@ -7,6 +7,7 @@
 #include "repository/ModelBuilder.h"
 #include "repository/ModelDirectory.h"
 #include "repository/PreparedOrder.h"
+#include "repository/ThreadPlan.h"
 
 namespace ortserve {
 namespace {
@@ -63,9 +64,17 @@ Status CheckCandidate(const Candidate& c, const std::map<std::string, ModelVerdi
       c, [&](const EnsembleStep& step) { return WouldLoad(done, step.model_name, step.model_version); });
 }
 
+// --load: creates the candidate's sessions and runs its warm-up, on a plan
+// of its own (the check serves nothing, so no thread budget is shared).
+Status CheckCandidateSessions(const Candidate& c, const RepositoryOptions& options) {
+  if (IsEnsemble(c.config)) return Status::Ok();
+  const ThreadPlan plan = ThreadPlan::Compute(options.thread_budget, {PlanRequest(c)}, /*shared_pool=*/false);
+  return CheckSessions(c, plan.entries.front());
+}
+
 }  // namespace
 
-std::vector<ModelVerdict> CheckRepository(const RepositoryOptions& options) {
+std::vector<ModelVerdict> CheckRepository(const RepositoryOptions& options, CheckDepth depth) {
   std::vector<PreparedModel> prepared = PrepareStartupModels(options);
   AddComposingModelsOf(prepared, options.repository_path,
                        [&options](const std::string& name) { return Prepare(options, name); });
@@ -81,7 +90,9 @@ std::vector<ModelVerdict> CheckRepository(const RepositoryOptions& options) {
     for (const auto& [version, why] : p.version_failures)
       v.errors.push_back("version " + std::to_string(version) + ": " + why);
     for (const Candidate& c : p.candidates) {
-      if (Status st = CheckCandidate(c, done); !st.ok()) {
+      Status st = CheckCandidate(c, done);
+      if (st.ok() && depth == CheckDepth::kSessions) st = CheckCandidateSessions(c, options);
+      if (!st.ok()) {
         v.errors.push_back("version " + std::to_string(c.version) + ": " + st.message());
         continue;
       }

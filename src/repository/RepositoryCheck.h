@@ -5,9 +5,12 @@
 // here through the same code (PrepareModel, PreparedOrder.h, ModelBuilder's
 // CheckFallback / CheckResponseCacheUse / CheckEnsembleSteps); the only ORT
 // work is auto-complete's reading of each model file's inputs and outputs.
-// Not covered: failures that only creating the sessions or the warm-up
-// reveals (a GPU that is missing, an ORT error at session creation, a
-// configured warm-up that fails).
+// Not covered by default: failures that only creating the sessions or the
+// warm-up reveals (a GPU that is missing, an ORT error at session creation, a
+// configured warm-up that fails); CheckDepth::kSessions (`ortserve check
+// --load`) covers them through the loader's own session step (ModelBuilder's
+// CheckSessions), one version at a time, dropping each version's sessions
+// before the next.
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -29,8 +32,13 @@ struct ModelVerdict {
   bool ok() const { return errors.empty(); }
 };
 
+enum class CheckDepth {
+  kConfig,    // everything before sessions (auto-complete reads the model's inputs and outputs)
+  kSessions,  // also each version's sessions, warm-up and reference check, as a load makes them
+};
+
 // The models a start with `options` would load (all, or --load-model's in
 // explicit mode, with the composing models of ensembles), in load order.
-std::vector<ModelVerdict> CheckRepository(const RepositoryOptions& options);
+std::vector<ModelVerdict> CheckRepository(const RepositoryOptions& options, CheckDepth depth = CheckDepth::kConfig);
 
 }  // namespace ortserve

@@ -2,6 +2,10 @@
 
 #include <exception>
 
+#include <spdlog/spdlog.h>
+
+#include "core/LogContext.h"
+
 namespace ortserve {
 
 BatchRunner::BatchRunner(size_t index, ModelInstance* instance, const DynamicBatcherOptions* options,
@@ -21,6 +25,22 @@ void BatchRunner::Run(std::vector<QueuedRequest>& batch, BatchRun* run) {
   if (compute.slots) lease_.emplace(compute.slots->Acquire(compute.slots_per_run));
   run->start = clock_->Now();
   run->input_end = run->infer_end = run->start;
+  // Lines logged while the batch runs carry its model and version and, for
+  // a batch of one request, that request's id and trace (core/LogContext.h).
+  const InferenceRequest& first = *batch.front().request;
+  LogContext log_context;
+  log_context.model = options_->model_name;
+  log_context.version = options_->model_version;
+  if (batch.size() == 1) {
+    log_context.request_id = first.id;
+    if (first.trace) {
+      log_context.trace_id = first.trace->trace_id;
+      log_context.span_id = first.trace->span_id;
+    }
+  }
+  LogScope log_scope(log_context);
+  // As Triton's ONNX Runtime backend at verbose level 1.
+  spdlog::debug("{}: executing {} request(s)", label_, batch.size());
   std::vector<std::vector<Tensor>> per_request;
   try {
     run->status = StackRunSplit(batch, run, &per_request);

@@ -16,10 +16,12 @@
 // the current window.
 //
 // Cost: Observe reads at most kDriftValuesPerInput elements of each input
-// (evenly strided) and adds them to one of kDriftShards accumulators,
-// chosen per thread, under that shard's own mutex: no allocation, and a
-// lock that another thread takes only when two threads share a shard or a
-// reader merges the shards (Snapshot).
+// (evenly strided; the element type dispatched once per tensor) and adds
+// them to one of kDriftShards accumulators, chosen per thread, under that
+// shard's own mutex: no allocation, and a lock that another thread takes
+// only when two threads share a shard or a reader merges the shards
+// (Snapshot). Per value: a conversion, the sums, and the bin as a
+// branch-free count of the edges below it (DriftBin).
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -56,7 +58,7 @@ struct DriftMoments {
   double Variance() const { return count > 0 ? m2 / static_cast<double>(count) : 0.0; }
 };
 
-// Index of the bin of `x` among edges (bin i holds edges[i-1] <= x < edges[i]).
+// Index of the bin of `x` (not NaN) among edges (bin i holds edges[i-1] <= x < edges[i]).
 size_t DriftBin(std::span<const double> edges, double x);
 
 struct DriftInputProfile {
@@ -112,6 +114,9 @@ class InputDrift {
  private:
   struct Shard;
   void FreezeBaseline();
+  // The config's index of input `name`, sent at `position` of the request;
+  // names_.size() when the config does not list it.
+  size_t InputIndex(const std::string& name, size_t position) const;
 
   std::vector<std::string> names_;  // the config's inputs
   const uint64_t baseline_requests_;

@@ -3,12 +3,16 @@ verdict for every model is the one a server start with the same flags gives
 (READY or not, and the same reasons in Triton's words), the completed config
 is what GET /v2/models/<m>/config answers, the exit status says whether every
 model would load, and no session is created beyond what auto-complete reads
-(a model asking ORT to save its optimized graph gets no file)."""
+(a model asking ORT to save its optimized graph gets no file). `--load` also
+creates the sessions and runs the warm-up, reporting what only those reveal
+as a server start does; `--single-model-name` checks a single model's
+directory as that model."""
 from __future__ import annotations
 
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -126,3 +130,53 @@ def test_check_takes_the_servers_flags(tmp_path):
     assert status == 1 and "must be one of" in verdicts["add_sub_fp32"]["errors"][0], verdicts
     status, _, stderr = run_check(repo, "--no-such-flag")
     assert status == 2, stderr
+
+
+def add_variant(repo: pathlib.Path, name: str, extra: str) -> None:
+    """A copy of add_sub_fp32 named `name`, with `extra` appended to its config."""
+    shutil.copytree(repo / "add_sub_fp32", repo / name)
+    config = (repo / "add_sub_fp32" / "config.pbtxt").read_text()
+    config = config.replace('name: "add_sub_fp32"', f'name: "{name}"')
+    (repo / name / "config.pbtxt").write_text(config + extra)
+
+
+def test_check_load_reports_what_only_sessions_and_warm_up_reveal(tmp_path, log_dir):
+    repo = make_test_models.build_test_repository(tmp_path / "repo", ["add_sub_fp32"])
+    add_variant(repo, "refused_at_create",
+                'parameters { key: "session.session.max_shape_override" value { string_value: "garbage" } }\n')
+    add_variant(repo, "warm_up_fails", 'model_warmup [ { name: "from_file" batch_size: 1 inputs [\n'
+                '  { key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 16 ] input_data_file: "missing" } },\n'
+                '  { key: "INPUT1" value { data_type: TYPE_FP32 dims: [ 16 ] zero_data: true } } ] } ]\n')
+    # Without --load both pass: their failures need a session or the warm-up.
+    status, verdicts, stderr = run_check(repo)
+    assert status == 0 and all(v["would_load"] for v in verdicts.values()), (verdicts, stderr)
+
+    status, verdicts, stderr = run_check(repo, "--load")
+    assert status == 1, stderr
+    assert verdicts["add_sub_fp32"]["would_load"] and verdicts["add_sub_fp32"]["versions"] == [1], verdicts
+    srv = start_server(repo, log_dir, "check_load_parity")
+    try:
+        served = server_verdicts(srv)
+    finally:
+        srv.stop()
+    for name in ("refused_at_create", "warm_up_fails"):
+        assert not verdicts[name]["would_load"] and verdicts[name]["versions"] == [], verdicts[name]
+        assert not served[name][0], served[name]
+        # The same reason as the server's, which names the model's version first.
+        (error,) = verdicts[name]["errors"]
+        assert error.startswith("version 1: ") and error[len("version 1: "):] in served[name][1][0], (error, served)
+    assert "max_shape_override" in verdicts["refused_at_create"]["errors"][0]
+    assert "warm-up" in verdicts["warm_up_fails"]["errors"][0]
+
+
+def test_check_serves_a_single_model_directory_under_its_name(tmp_path):
+    repo = make_test_models.build_test_repository(tmp_path / "repo", ["add_sub_fp32"])
+    single = tmp_path / "mnt_models"  # KServe's /mnt/models: the model file at the top
+    single.mkdir()
+    shutil.copy(repo / "add_sub_fp32" / "1" / "model.onnx", single / "model.onnx")
+    status, verdicts, stderr = run_check(single, "--single-model-name=my_model")
+    assert status == 0, stderr
+    assert list(verdicts) == ["my_model"] and verdicts["my_model"]["versions"] == [1], verdicts
+    # A Triton layout is checked as it is, the flag notwithstanding.
+    status, verdicts, stderr = run_check(repo, "--single-model-name=my_model")
+    assert status == 0 and list(verdicts) == ["add_sub_fp32"], (verdicts, stderr)

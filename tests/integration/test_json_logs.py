@@ -1,7 +1,8 @@
 """--log-format=json (docs/logging.md): every line the server writes (its log
 and, with --access-log, the access log) is one JSON object with time (RFC 3339,
-microseconds), level, thread and message; the lines written for a request carry
-its model, version and id, and, when it is traced, the trace and span id of its
+microseconds), level, thread and message; the lines written for a request, while it is
+handled (front end and batch worker) and at its answer, carry its model,
+version and id, and, when it is traced, the trace and span id of its
 request span as the collector receives it. Bytes that are no UTF-8 arrive as
 U+FFFD; the parser below reads the log strictly."""
 from __future__ import annotations
@@ -78,6 +79,10 @@ def test_every_line_is_json_and_request_lines_carry_the_exported_trace(json_srv,
         # The access log line and the verbose "answered" line (the harness runs --log-verbose 1).
         assert {rec["message"] for rec in mine} >= {"access"}, mine
         assert any("inference request answered" in rec["message"] for rec in mine), mine
+        # Lines written while the request is handled, not only at its answer:
+        # the front end's (admitted) and the batch worker's (executing).
+        assert any("admitted" in rec["message"] for rec in mine), mine
+        assert any("executing 1 request(s)" in rec["message"] for rec in mine), mine
         for rec in mine:
             assert rec["model"] == MODEL and rec["version"] == "1", rec
             assert rec["trace_id"] == span["traceId"] and rec["span_id"] == span["spanId"], (rec, span)
@@ -93,9 +98,15 @@ def test_every_line_is_json_and_request_lines_carry_the_exported_trace(json_srv,
 
 def test_untraced_lines_carry_no_trace_ids(tmp_path_factory, log_dir):
     repo = make_test_models.build_test_repository(tmp_path_factory.mktemp("json_untraced"), [MODEL])
-    srv = start_server(repo, log_dir, "json_logs_untraced", extra_args=("--log-format=json",))
+    # A deprecated flag: Triton's command-line warning becomes a JSON line too
+    # (every line of the output is parsed), its message Triton's words.
+    srv = start_server(repo, log_dir, "json_logs_untraced",
+                       extra_args=("--log-format=json", "--strict-model-config=false"))
     try:
         srv.wait_models_ready([MODEL])
+        warning = ("Warning: '--strict-model-config' has been deprecated! "
+                   "Please use '--disable-auto-complete-config' instead.")
+        assert [rec["level"] for rec in log_records(srv) if rec["message"] == warning] == ["WARNING"]
         r = requests.post(f"{srv.base}/v2/models/{MODEL}/infer", data=add_sub_body("plain-1"),
                           timeout=HTTP_TIMEOUT_S)
         assert r.status_code == 200, r.text

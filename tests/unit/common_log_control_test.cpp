@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -96,9 +97,25 @@ TEST(LogControl, JsonLinesCarryTheRequestScope) {
   ASSERT_TRUE(control.ok()) << control.status().message();
   spdlog::warn("quote \" and \x01 and {}", std::string_view("\xff"));
   {
-    const LogContext context{.model = "m", .version = "2", .request_id = "r1", .trace_id = "abc", .span_id = "def"};
+    LogContext context;
+    context.model = "m";
+    context.version = "2";
+    context.request_id = "r1";
+    context.trace_id.bytes[0] = 0xab;
+    context.trace_id.bytes[15] = 0x01;
+    context.span_id.bytes[7] = 0xef;
     LogScope scope(context);
     spdlog::info("in scope");
+  }
+  {
+    // A request scope keeps its own copy: the request's strings may go away.
+    auto id = std::make_unique<std::string>("a request id longer than the inline buffer");
+    RequestTrace trace;
+    trace.trace_id.bytes[1] = 0x10;
+    trace.span_id.bytes[0] = 0x02;
+    RequestLogScope scope("m2", "3", *id, &trace);
+    id.reset();
+    spdlog::info("handling");
   }
   spdlog::info("after scope");
   const std::string log = ReadAll(path);
@@ -107,8 +124,14 @@ TEST(LogControl, JsonLinesCarryTheRequestScope) {
                       R"("message":"quote \\" and \\u0001 and )" "\xef\xbf\xbd" R"("\}\n)")))
       << log;
   EXPECT_NE(log.find(R"("level":"INFO","thread":)"), std::string::npos) << log;
-  EXPECT_NE(log.find(R"("message":"in scope","model":"m","version":"2","request_id":"r1","trace_id":"abc",)"
-                     R"("span_id":"def"}
+  EXPECT_NE(log.find(R"("message":"in scope","model":"m","version":"2","request_id":"r1",)"
+                     R"("trace_id":"ab000000000000000000000000000001","span_id":"00000000000000ef"}
+)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(R"("message":"handling","model":"m2","version":"3",)"
+                     R"("request_id":"a request id longer than the inline buffer",)"
+                     R"("trace_id":"00100000000000000000000000000000","span_id":"0200000000000000"}
 )"),
             std::string::npos)
       << log;

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <thread>
@@ -65,6 +66,23 @@ TEST(DriftBin, EdgesBelongToTheUpperBin) {
   EXPECT_EQ(DriftBin(edges, 0.5), 1u);
   EXPECT_EQ(DriftBin(edges, 1.0), 2u);
   EXPECT_EQ(DriftBin(edges, 1e9), 2u);
+}
+
+TEST(DriftBin, CountsTheEdgesAtOrBelowAsABinarySearchWould) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> uniform(-10, 10);
+  for (size_t n : {size_t{1}, size_t{11}, size_t{64}, size_t{65}, size_t{101}}) {
+    std::vector<double> edges(n);
+    for (double& e : edges) e = uniform(rng);
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    std::vector<double> probes(edges.begin(), edges.end());  // the edges themselves too
+    for (int i = 0; i < 200; ++i) probes.push_back(uniform(rng) * 1.5);
+    for (double x : probes) {
+      const auto expected = static_cast<size_t>(std::upper_bound(edges.begin(), edges.end(), x) - edges.begin());
+      EXPECT_EQ(DriftBin(edges, x), expected) << n << " edges, x " << x;
+    }
+  }
 }
 
 TEST(DriftProfileText, RoundTrips) {
@@ -226,6 +244,39 @@ TEST(InputDrift, ALoadedProfileIsTheReferenceFromTheStart) {
   EXPECT_LT(*s.inputs[0].psi, 0.05);
   for (int i = 0; i < 1000; ++i) second.Observe(*Request(rng, -0.5, 5));
   EXPECT_GT(*second.Snapshot().inputs[0].psi, 0.2);
+}
+
+TEST(InputDrift, InputsInAnyOrderAndOfEveryTypeAreCounted) {
+  const char* config = R"(name: "m"
+    input { name: "A" data_type: TYPE_INT8 dims: [ 2 ] }
+    input { name: "B" data_type: TYPE_FP16 dims: [ 2 ] }
+    input { name: "C" data_type: TYPE_BOOL dims: [ 2 ] }
+    input { name: "D" data_type: TYPE_UINT64 dims: [ 2 ] })";
+  InputDrift drift(Parse(config), Baseline(1), nullptr);
+  auto typed = [](std::string name, DataType type, std::vector<uint8_t> bytes) {
+    Tensor t;
+    t.name = std::move(name);
+    t.dtype = type;
+    t.shape = {2};
+    t.data = TensorData::Copy(bytes.data(), bytes.size());
+    return t;
+  };
+  InferenceRequest r;
+  // Not in the config's order, with an input the config does not list.
+  r.inputs.push_back(typed("D", DataType::kUint64, {7, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0}));
+  r.inputs.push_back(typed("extra", DataType::kUint8, {1, 2}));
+  r.inputs.push_back(typed("C", DataType::kBool, {0, 5}));
+  r.inputs.push_back(typed("A", DataType::kInt8, {0xfe, 3}));         // -2, 3
+  r.inputs.push_back(typed("B", DataType::kFp16, {0x00, 0x3c, 0x00, 0xc0}));  // 1.0, -2.0
+  drift.Observe(r);
+  const DriftSummary s = drift.Snapshot();
+  ASSERT_FALSE(s.recording);
+  const auto mean = [&](const char* name) { return s.reference->Find(name)->moments.mean; };
+  EXPECT_DOUBLE_EQ(mean("A"), 0.5);
+  EXPECT_DOUBLE_EQ(mean("B"), -0.5);
+  EXPECT_DOUBLE_EQ(mean("C"), 0.5);
+  EXPECT_DOUBLE_EQ(mean("D"), (7.0 + 257.0) / 2);
+  EXPECT_EQ(s.reference->Find("extra"), nullptr);
 }
 
 TEST(InputDrift, ThreadsObservingAtOnceLoseNothing) {

@@ -58,8 +58,11 @@
 #include <string_view>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "core/AccessLogRecord.h"
 #include "core/InferenceRequest.h"
+#include "core/LogContext.h"
 #include "core/Status.h"
 #include "repository/ModelRepository.h"
 #include "server/common/ClientQuotas.h"
@@ -146,6 +149,9 @@ Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFl
     if (!acquired.ok()) return acquired.status();
     ticket = std::move(acquired).value();
   }
+  // From here on the version is the one that serves the request (the
+  // request may have named none): lines logged meanwhile carry it.
+  RequestLogScope log_scope(request->model_name, model.value()->version(), request->id, trace.get());
   request->cancelled = std::move(cancelled);
   request->trace = std::move(trace);
   if (ticket) {
@@ -163,6 +169,8 @@ Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFl
     };
   }
   in_flight_.Add();
+  // Triton logs each request it prepares at verbose level 1 too.
+  spdlog::debug("inference request '{}' for model '{}' admitted", request->id, request->model_name);
   model.value()->Infer(std::move(request));
   return Status::Ok();
 }

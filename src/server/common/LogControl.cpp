@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -107,19 +108,33 @@ class JsonLineFormatter final : public spdlog::formatter {
 
  private:
   static void AppendContext(const LogContext& c, std::string* line) {
-    const auto field = [line](std::string_view key, std::string_view value) {
+    const auto key = [line](std::string_view name) {
       *line += ",\"";
-      *line += key;
+      *line += name;
       *line += "\":";
-      JsonWriter::AppendQuoted(line, value);
     };
-    field("model", c.model);
-    field("version", c.version);
-    field("request_id", c.request_id);
-    if (!c.trace_id.empty()) {
-      field("trace_id", c.trace_id);
-      field("span_id", c.span_id);
+    key("model");
+    JsonWriter::AppendQuoted(line, c.model);
+    key("version");
+    JsonWriter::AppendQuoted(line, c.version);
+    key("request_id");
+    JsonWriter::AppendQuoted(line, c.request_id);
+    if (c.traced()) {
+      key("trace_id");
+      AppendQuotedHex(c.trace_id.bytes, line);
+      key("span_id");
+      AppendQuotedHex(c.span_id.bytes, line);
     }
+  }
+  template <size_t N>
+  static void AppendQuotedHex(const std::array<uint8_t, N>& bytes, std::string* line) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    line->push_back('"');
+    for (uint8_t b : bytes) {
+      line->push_back(kDigits[b >> 4]);
+      line->push_back(kDigits[b & 15]);
+    }
+    line->push_back('"');
   }
 };
 
@@ -181,6 +196,14 @@ void AppendRfc3339Micros(std::chrono::system_clock::time_point time, std::string
   out->append(buf, n + static_cast<size_t>(m));
 }
 
+std::string FormatJsonLogLine(spdlog::level::level_enum level, std::string_view message) {
+  const spdlog::details::log_msg msg(spdlog::source_loc{}, "ortserve", level,
+                                     spdlog::string_view_t(message.data(), message.size()));
+  spdlog::memory_buf_t buf;
+  JsonLineFormatter().format(msg, buf);
+  return std::string(buf.data(), buf.size());
+}
+
 Status LogFileNotChangeable() {
   return Unsupported("log file location can not be updated through network protocol");
 }
@@ -236,6 +259,7 @@ void LogControl::ApplyLocked() {
   // The logger's formatter goes to its sink (which locks around each line),
   // so lines written meanwhile are whole, in the old format or the new.
   spdlog::default_logger_raw()->set_formatter(FormatterFor(settings_.format));
+  RequestLogFieldsWanted().store(settings_.format == LogFormat::kJson, std::memory_order_relaxed);
   spdlog::set_level(LoggerLevel(settings_.verbose_level));
 }
 

@@ -70,6 +70,11 @@ std::string_view JsonLevelName(spdlog::level::level_enum level);
 // "2026-12-02T05:30:26.123456Z" (RFC 3339, UTC, microseconds) appended to `out`.
 void AppendRfc3339Micros(std::chrono::system_clock::time_point time, std::string* out);
 
+// `message` as one --log-format=json line at `level`, "\n" included, as
+// the server log writes it on this thread now (for text written outside the
+// log, such as the command-line warnings).
+std::string FormatJsonLogLine(spdlog::level::level_enum level, std::string_view message);
+
 class LevelFilterSink;
 
 class LogControl {

@@ -13,6 +13,7 @@
 #include <grpcpp/support/proto_buffer_reader.h>
 #include <grpcpp/support/proto_buffer_writer.h>
 
+#include "core/LogContext.h"
 #include "grpc_service.grpc.pb.h"
 #include "server/common/InferAdmission.h"
 #include "server/grpc/GenericCall.h"
@@ -127,6 +128,7 @@ class GenericCall final : public CallBase {
   void Start() {
     common::InferAdmission& admission = core_->admission();
     report_ = StartReport();
+    RequestLogScope log_scope = LogScopeOfCall();
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return FinishWithError(accepting);
     if (core_->repository().NeedsLoad(message_->model_name())) return AwaitModelLoad();
     Admit();
@@ -148,6 +150,7 @@ class GenericCall final : public CallBase {
   }
 
   void Admit() {
+    RequestLogScope log_scope = LogScopeOfCall();
     common::InferAdmission& admission = core_->admission();
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
@@ -183,6 +186,7 @@ class GenericCall final : public CallBase {
   }
 
   void Respond() {
+    RequestLogScope log_scope = LogScopeOfCall();
     if (!result_->ok()) return FinishWithError(result_->status());
     std::optional<SharedMemoryPlacements> placed;
     if (shm_outputs_) {
@@ -201,6 +205,12 @@ class GenericCall final : public CallBase {
         grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(response, &out_, &own_buffer);
     if (!serialized.ok()) return Finish(serialized);
     stream_.WriteAndFinish(out_, grpc::WriteOptions(), grpc::Status::OK, &finish_tag_);
+  }
+
+  // Lines logged on this thread while the call's request is handled carry
+  // it (core/LogContext.h).
+  RequestLogScope LogScopeOfCall() const {
+    return RequestLogScope(message_->model_name(), message_->model_version(), message_->id(), report_.trace.get());
   }
 
   void FinishWithError(const Status& status) { FinishWithError(ToGrpcStatus(status)); }

@@ -12,6 +12,7 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/async_stream.h>
 
+#include "core/LogContext.h"
 #include "grpc_service.grpc.pb.h"
 #include "server/common/InferAdmission.h"
 #include "server/grpc/GrpcCalls.h"
@@ -174,6 +175,9 @@ class StreamCall final : public CallBase {
     Answer answer{message->id(), message->model_name(), message->model_version(),
                   Status(StatusCode::kInternal, "unanswered"), 0, 0, {}, {}};
     answer.report = admission.StartReport(traceparent_, message->model_name());
+    // Lines logged on this thread while the request is handled carry it.
+    RequestLogScope log_scope(message->model_name(), message->model_version(), message->id(),
+                              answer.report.trace.get());
     if (answer.report) answer.bytes_in = message->ByteSizeLong();
     auto fail = [&](Status status) {
       answer.result = std::move(status);
@@ -257,6 +261,7 @@ class StreamCall final : public CallBase {
       return;
     }
     if (resume_reading) StartRead();
+    RequestLogScope log_scope(next->model_name, next->model_version, next->id, next->report.trace.get());
     Encode(*next, &out_);
     if (next->report) LogAccess(*next, out_.ByteSizeLong());
     stream_.Write(out_, &write_tag_);

@@ -6,6 +6,8 @@
 // HTTP infer request, stage by stage"). HttpService.cpp routes to it.
 #include <limits>
 
+#include "core/LogContext.h"
+
 #include "server/http/Compression.h"
 #include "server/http/HttpStatus.h"
 #include "server/http/InferRequestDecoder.h"
@@ -120,6 +122,9 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
                        .accept_encoding = std::move(request.accept_encoding),
                        .context = std::move(context),
                        .client_id = std::move(request.client_id)};
+  // Lines logged while the request is handled on this thread carry it
+  // (core/LogContext.h); its id is known once the body is decoded.
+  RequestLogScope log_scope(model, version, {}, arrival.report.trace.get());
   if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
     return FailInfer(accepting, model, version, arrival);
   if (repository_->NeedsLoad(model)) return AwaitModelLoad(request, model, version, std::move(arrival));
@@ -155,6 +160,7 @@ void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model,
   repository_->WhenLoaded(model, Clock::time_point::max(), [this, wait, post, attempt](Status loaded) {
     // Back on the connection's thread (dropped when the client left).
     post([this, wait, loaded, attempt] {
+      RequestLogScope log_scope(wait->model, wait->version, {}, wait->arrival.report.trace.get());
       if (!loaded.ok()) return FailInfer(loaded, wait->model, wait->version, wait->arrival);
       if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
         return FailInfer(accepting, wait->model, wait->version, wait->arrival);
@@ -204,6 +210,7 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
   job->admission = admission_;
   // Dropped unrun when the client leaves first: nobody waits for the answer.
   inflate_worker_->Submit(job->arrival.context.cancelled, [this, job] {
+    RequestLogScope log_scope(job->model, job->version, {}, job->arrival.report.trace.get());
     auto finished = job->inflater->Run(std::numeric_limits<size_t>::max());
     if (finished.ok()) {
       auto body = std::make_shared<const std::string>(job->inflater->TakeOutput());
@@ -218,6 +225,7 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
     // Admission happens on the connection's thread, as for every request;
     // the service outlives a connection that still runs what it posts.
     job->arrival.context.post([this, job] {
+      RequestLogScope log_scope(job->model, job->version, {}, job->arrival.report.trace.get());
       if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
         return FailInfer(accepting, job->model, job->version, job->arrival);
       AdmitInfer(std::move(job->decoded), job->model, job->version, std::move(job->arrival));
@@ -230,6 +238,7 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
   if (!decoded.ok()) return FailInfer(decoded.status(), model, version, arrival);
 
   InferenceRequest& req = *decoded->request;
+  RequestLogScope log_scope(model, version, req.id, arrival.report.trace.get());
   std::shared_ptr<const common::SharedMemoryOutputs> shm_outputs;
   if (!decoded->shared_memory.empty()) {
     auto bound = common::BindSharedMemory(*shared_memory_, decoded->shared_memory, &req);
@@ -263,9 +272,12 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
       post([reply = std::move(reply), shared, listed, binary_default, accept = std::move(accept),
             shm_outputs = std::move(shm_outputs), report = std::move(report), id = std::move(id), model = std::move(model), version = std::move(version),
             bytes_in] {
+        const InferenceResponse* answered = shared->ok() ? &shared->value() : nullptr;
+        RequestLogScope log_scope(answered ? answered->model_name : model, answered ? answered->model_version : version,
+                                  answered ? answered->id : id, report.trace.get());
         HttpResponse r = EncodeInferResult(*shared, listed, binary_default, accept, shm_outputs.get());
         if (report) {
-          ReportInfer(report, id, model, version, r, bytes_in, shared->ok() ? &shared->value() : nullptr);
+          ReportInfer(report, id, model, version, r, bytes_in, answered);
         }
         reply(std::move(r));
       });

@@ -132,8 +132,14 @@ void CompletionReport::operator()(const AccessLogRecord& record) const {
     traced.trace_id = trace_id;
     traced.span_id = span_id;
   }
-  const LogContext context{.model = record.model, .version = record.version, .request_id = record.request_id,
-                           .trace_id = trace_id, .span_id = span_id};
+  LogContext context;
+  context.model = record.model;
+  context.version = record.version;
+  context.request_id = record.request_id;
+  if (trace) {
+    context.trace_id = trace->trace_id;
+    context.span_id = trace->span_id;
+  }
   LogScope scope(context);
   if (access_log) access_log(traced);
   if (trace) tracer->Finish(*trace, traced);
