@@ -106,7 +106,7 @@ OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of
                   "RESULTS-efficiency.md", "Runtime efficiency:"),
                  ("make bench-pipeline", "RESULTS-pipeline.md", "Text pipeline at concurrency"),
                  ("make bench-hostile", "RESULTS-hostile.md", "Hostile clients:"),
-                 ("make bench-quotas", "RESULTS-quotas.md", "Quotas:")]
+                 ("make bench-quotas", "RESULTS-quotas.md", "Quotas over ")]
 
 
 def other_bench_lines(report_dir):
