@@ -256,8 +256,9 @@ def report(m: dict, args, load_start: float, load_end: float) -> list[str]:
               + "; ".join(f"{p}: {greedy_tool[p]}" for p in m) + f"); {args.rounds} rounds of {args.seconds:g} s "
               f"per phase, alternating, pooled. Accepted/s is the greedy client's answered calls over its run; "
               f"its bucket is full at each run's start (the alone phase refills it), so `burst` more pass per "
-              f"run than the rate alone. Client and server share the machine's 2 cores, so the overload "
-              f"phase also measures the CPU the greedy client and the refusals take from the calm client's "
+              f"run than the rate alone. Client CPU is the greedy process's user+system time over its run "
+              f"(the Python client's start-up included). Client and server share the machine's 2 cores, so "
+              f"the overload phase also measures the CPU the greedy client and the refusals take from the calm client's "
               f"requests."]
     return lines
 
