@@ -258,8 +258,8 @@ def report(m: dict, args, load_start: float, load_end: float) -> list[str]:
               f"its bucket is full at each run's start (the alone phase refills it), so `burst` more pass per "
               f"run than the rate alone. Client CPU is the greedy process's user+system time over its run "
               f"(the Python client's start-up included). Client and server share the machine's 2 cores, so "
-              f"the overload phase also measures the CPU the greedy client and the refusals take from the calm client's "
-              f"requests."]
+              f"the overload phase also measures the CPU the greedy client and the refusals take from the "
+              f"calm client's requests."]
     return lines
 
 
