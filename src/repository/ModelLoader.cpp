@@ -197,7 +197,8 @@ void ModelLoader::LoadAll() {
   PlanThreads(*options_, prepared);
   FallbacksFirst(prepared);
   FailEnsembleCycles(prepared);
-  EnsemblesLast(prepared);
+  FailReferenceCycles(prepared);
+  DependentsLast(prepared);
   // Every model's LOADING/UNAVAILABLE state is published before the first load.
   for (auto& p : prepared) ShutDown(table_->Publish(p));
   for (auto& p : prepared) (void)LoadCandidates(p, LoadReason::kStartup);
@@ -225,11 +226,15 @@ Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* load
 }
 
 void ModelLoader::LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading, LoadReason reason) {
-  for (const std::string& step : ComposingModels(p)) {
+  // On demand, the model its reference_model names loads first too; an
+  // explicit load leaves that to the operator (docs/model-config.md).
+  const std::set<std::string> needed = reason == LoadReason::kOnDemand ? Dependencies(p) : ComposingModels(p);
+  for (const std::string& step : needed) {
     if (table_->LatestReady(step) || !loading->insert(step).second) continue;
-    spdlog::info("model '{}': loading its composing model '{}'", p.name, step);
+    const char* role = ComposingModels(p).count(step) ? "composing" : "reference";
+    spdlog::info("model '{}': loading its {} model '{}'", p.name, role, step);
     if (Status loaded = LoadNow(step, loading, reason); !loaded.ok()) {
-      spdlog::error("model '{}': composing model '{}' failed to load: {}", p.name, step, loaded.message());
+      spdlog::error("model '{}': {} model '{}' failed to load: {}", p.name, role, step, loaded.message());
     }
   }
 }
@@ -276,7 +281,8 @@ void ModelLoader::PollNow() {
       changed.push_back(Prepare(name));
     }
   }
-  EnsemblesLast(changed);
+  FailReferenceCycles(changed);
+  DependentsLast(changed);
   for (auto& p : changed) {
     ShutDown(table_->Publish(p));
     (void)LoadCandidates(p, LoadReason::kPoll);

@@ -69,7 +69,8 @@ class ModelLoader {
 
   std::vector<std::string> StartupModels();
   // Loads `name`; an ensemble's composing models that are not READY are
-  // loaded first (as Triton loads an ensemble's dependencies with it).
+  // loaded first (as Triton loads an ensemble's dependencies with it), and
+  // on demand the model its reference_model names.
   // `loading`: the models this load has started (null: only `name`).
   Status LoadNow(const std::string& name, std::set<std::string>* loading, LoadReason reason);
   void LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading, LoadReason reason);
