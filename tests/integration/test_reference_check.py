@@ -228,3 +228,18 @@ def test_explicit_mode_needs_the_referenced_model_loaded_first(launch, tmp_path,
     assert srv.post("/v2/repository/models/ref_fp32/load").status_code == 200
     assert srv.post("/v2/repository/models/int8/load").status_code == 200
     assert index_entry(srv, "int8")["state"] == "READY"
+
+
+def test_on_demand_load_loads_the_referenced_model_first(launch, tmp_path, quantized):
+    fp32, int8 = quantized
+    repo = tmp_path / "repo"
+    write_model(repo, "ref_fp32", fp32)
+    write_model(repo, "int8", int8, params(reference_model="model:ref_fp32", reference_tolerance="0.5"))
+    srv = launch(repo, extra_args=("--model-load-on-demand=true",))
+    x = np.random.default_rng(9).random((2, FEATURES), dtype=np.float32)
+    inp = httpclient.InferInput("x", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    got = httpclient.InferenceServerClient(srv.url).infer("int8", [inp]).as_numpy("logits")
+    np.testing.assert_allclose(got, Reference().run(int8, {"x": x})["logits"], rtol=1e-5, atol=1e-5)
+    assert index_entry(srv, "ref_fp32")["state"] == "READY"
+    assert "model 'int8': loading its reference model 'ref_fp32'" in srv.log_text()
