@@ -10,6 +10,7 @@
 #include <map>
 
 #include "config/ConfigChecks.h"
+#include "config/EnsembleGraph.h"
 #include "config/ReferenceConfig.h"
 #include "config/RuntimeConfig.h"
 #include "core/Text.h"
@@ -53,6 +54,9 @@ Result<ReferencedModel> FindCompatible(const Candidate& c, const ReferenceConfig
   if (!found) {
     return Unavailable(what + " is not READY (it must be a model of this repository, loaded before this one; with "
                               "--model-control-mode=explicit, load it first)");
+  }
+  if (IsEnsemble(found->config)) {
+    return Unavailable(what + " is an ensemble: it has no model file to compare with; name one of its models");
   }
   Status compatible = CheckReferenceCompatible(c.config, found->config);
   if (!compatible.ok()) return Unavailable(what + " does not match this model: " + compatible.message());

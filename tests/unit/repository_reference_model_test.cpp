@@ -142,6 +142,12 @@ TEST(ReferenceModel, CheckReferencedModelNamesTheMissingOrIncompatibleModel) {
   EXPECT_EQ(asked, 2);
   EXPECT_THAT(other.message(), HasSubstr("model 'b' version 2 does not match this model: it has 0 inputs"));
 
+  Status ensemble = CheckReferencedModel(c, [](const std::string&, int64_t) {
+    return std::optional<ReferencedModel>(
+        ReferencedModel{Parse(std::string("name: \"b\" platform: \"ensemble\"\n") + kIo), 2});
+  });
+  EXPECT_THAT(ensemble.message(), HasSubstr("model 'b' version 2 is an ensemble"));
+
   Status fine = CheckReferencedModel(c, [](const std::string&, int64_t) {
     return std::optional<ReferencedModel>(ReferencedModel{Parse(std::string("name: \"b\"\n") + kIo), 2});
   });
