@@ -102,9 +102,10 @@ class ModelLoader {
   const RepositoryOptions* const options_;
   ModelTable* const table_;
   const ModelBuildContext context_;
-  // Ensembles whose last load failed (a poll that changes the repository
-  // retries them). Loader thread only.
-  std::set<std::string> ensembles_failed_;
+  // Models that need others (ensembles, reference_model "model:<name>")
+  // whose last load failed: a poll that changes the repository retries
+  // them. Loader thread only.
+  std::set<std::string> dependents_failed_;
   std::array<std::atomic<uint64_t>, kLoadReasonCount> loads_{};
   std::atomic<uint64_t> evictions_{0};
 

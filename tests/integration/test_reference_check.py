@@ -243,3 +243,15 @@ def test_on_demand_load_loads_the_referenced_model_first(launch, tmp_path, quant
     np.testing.assert_allclose(got, Reference().run(int8, {"x": x})["logits"], rtol=1e-5, atol=1e-5)
     assert index_entry(srv, "ref_fp32")["state"] == "READY"
     assert "model 'int8': loading its reference model 'ref_fp32'" in srv.log_text()
+
+
+def test_poll_mode_retries_a_model_once_its_reference_arrives(launch, tmp_path, quantized):
+    fp32, int8 = quantized
+    repo, staging = tmp_path / "repo", tmp_path / "staging"
+    write_model(staging, "ref_fp32", fp32)
+    write_model(repo, "int8", int8, params(reference_model="model:ref_fp32", reference_tolerance="0.5"))
+    srv = launch(repo, extra_args=("--model-control-mode=poll", "--repository-poll-secs", "1"))
+    entry = index_entry(srv, "int8")
+    assert entry["state"] == "UNAVAILABLE" and "model 'ref_fp32' is not READY" in entry["reason"], entry
+    (staging / "ref_fp32").rename(repo / "ref_fp32")  # moved in whole
+    srv.wait_models_ready(["ref_fp32", "int8"], timeout_s=60)
