@@ -125,7 +125,7 @@ Status CheckTensor(const char* kind, const ConfigTensor& tensor, const TensorSig
 
 template <typename Io>
 Status CompareIo(const char* kind, const google::protobuf::RepeatedPtrField<Io>& primary,
-                 const google::protobuf::RepeatedPtrField<Io>& fallback) {
+                 const google::protobuf::RepeatedPtrField<Io>& fallback, const std::string& own = "the primary") {
   auto dims_text = [](const Io& io) {
     std::string s = "[";
     for (int i = 0; i < io.dims_size(); ++i) s += (i ? ", " : "") + std::to_string(io.dims(i));
@@ -133,7 +133,7 @@ Status CompareIo(const char* kind, const google::protobuf::RepeatedPtrField<Io>&
   };
   if (primary.size() != fallback.size()) {
     return InvalidArgument(std::string("it has ") + std::to_string(fallback.size()) + " " + kind +
-                           "s, the primary " + std::to_string(primary.size()));
+                           "s, " + own + " " + std::to_string(primary.size()));
   }
   for (const Io& p : primary) {
     const Io* match = nullptr;
@@ -142,12 +142,12 @@ Status CompareIo(const char* kind, const google::protobuf::RepeatedPtrField<Io>&
     if (!match) return InvalidArgument(std::string("it has no ") + kind + " '" + p.name() + "'");
     if (match->data_type() != p.data_type()) {
       return InvalidArgument(std::string(kind) + " '" + p.name() + "' is " +
-                             inference::DataType_Name(match->data_type()) + ", the primary's " +
+                             inference::DataType_Name(match->data_type()) + ", " + own + "'s " +
                              inference::DataType_Name(p.data_type()));
     }
     if (dims_text(*match) != dims_text(p)) {
       return InvalidArgument(std::string(kind) + " '" + p.name() + "' has dims " + dims_text(*match) +
-                             ", the primary's " + dims_text(p));
+                             ", " + own + "'s " + dims_text(p));
     }
   }
   return Status::Ok();
@@ -252,6 +252,15 @@ Status CheckFallbackCompatible(const inference::ModelConfig& primary,
   }
   ORTSERVE_RETURN_IF_ERROR(CompareIo("input", primary.input(), fallback.input()));
   return CompareIo("output", primary.output(), fallback.output());
+}
+
+Status CheckReferenceCompatible(const inference::ModelConfig& model, const inference::ModelConfig& reference) {
+  if ((model.max_batch_size() > 0) != (reference.max_batch_size() > 0)) {
+    return InvalidArgument(std::string("it ") + (reference.max_batch_size() > 0 ? "batches" : "does not batch") +
+                           " and this model " + (model.max_batch_size() > 0 ? "does" : "does not"));
+  }
+  ORTSERVE_RETURN_IF_ERROR(CompareIo("input", model.input(), reference.input(), "this model"));
+  return CompareIo("output", model.output(), reference.output(), "this model");
 }
 
 }  // namespace ortserve

@@ -28,4 +28,10 @@ Status ValidateConfigAgainstSignature(const inference::ModelConfig& config,
 Status CheckFallbackCompatible(const inference::ModelConfig& primary,
                                const inference::ModelConfig& fallback);
 
+// Whether `reference` (a model reference_model names) takes the inputs and
+// gives the outputs of `model`: the same names, data types and dims, in any
+// order, and batching on both or neither. The message names the first
+// difference ("it" is the reference).
+Status CheckReferenceCompatible(const inference::ModelConfig& model, const inference::ModelConfig& reference);
+
 }  // namespace ortserve

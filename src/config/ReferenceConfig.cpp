@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "core/Text.h"
 
@@ -34,6 +35,30 @@ Status CheckPlainName(const std::string& key, const std::string& text, const cha
   return Status::Ok();
 }
 
+// "model:<name>[/<version>]" into `out`, or why not (naming reference_model).
+Status ParseModelReference(const inference::ModelConfig& config, const std::string& text, ReferenceConfig* out) {
+  const std::string key = kReferenceModelParameter;
+  std::string rest = text.substr(std::strlen(kReferenceModelPrefix));
+  const size_t slash = rest.find('/');
+  if (slash != std::string::npos) {
+    const std::string version = rest.substr(slash + 1);
+    const std::optional<int64_t> v = ParseNumber<int64_t>(version);
+    if (!v || *v <= 0 || version.find_first_not_of("0123456789") != std::string::npos) {
+      return Bad(key, text, "the version after '/' must be a positive integer (model:<name>/<version>)");
+    }
+    out->model_version = *v;
+    rest.resize(slash);
+  }
+  if (rest.empty() || rest[0] == '.' || rest.find('\\') != std::string::npos) {
+    return Bad(key, text, "must be model:<name> or model:<name>/<version>, <name> a model directory of the repository");
+  }
+  if (rest == config.name()) {
+    return Bad(key, text, "names the model itself; a reference file of the version folder is named without 'model:'");
+  }
+  out->model_name = rest;
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool IsReferenceParameter(const std::string& key) {
@@ -48,7 +73,9 @@ Result<std::optional<ReferenceConfig>> ReferenceConfig::FromConfig(const inferen
     if (!IsReferenceParameter(key)) continue;
     any = true;
     const std::string& text = value.string_value();
-    if (key == kReferenceModelParameter) {
+    if (key == kReferenceModelParameter && text.rfind(kReferenceModelPrefix, 0) == 0) {
+      ORTSERVE_RETURN_IF_ERROR(ParseModelReference(config, text, &out));
+    } else if (key == kReferenceModelParameter) {
       ORTSERVE_RETURN_IF_ERROR(CheckPlainName(key, text, "version folder"));
       out.model_file = text;
     } else if (key == kReferenceSamplesParameter) {
@@ -65,15 +92,26 @@ Result<std::optional<ReferenceConfig>> ReferenceConfig::FromConfig(const inferen
     }
   }
   if (!any) return std::optional<ReferenceConfig>();
-  if (out.model_file.empty()) {
+  if (out.model_file.empty() && out.model_name.empty()) {
     return InvalidArgument(std::string("parameters reference_samples, reference_tolerance and ") +
-                           "reference_min_agreement need parameter 'reference_model' (the reference model file)");
+                           "reference_min_agreement need parameter 'reference_model' (the reference model file, "
+                           "or model:<name>)");
   }
   if (!out.tolerance && !out.min_agreement) {
     return InvalidArgument("parameter 'reference_model' needs a threshold: 'reference_tolerance' and/or "
                            "'reference_min_agreement'");
   }
   return std::optional<ReferenceConfig>(std::move(out));
+}
+
+std::string ReferenceConfig::Describe() const {
+  if (model_name.empty()) return "'" + model_file + "'";
+  return "model '" + model_name + "'" + (model_version > 0 ? " version " + std::to_string(model_version) : "");
+}
+
+std::string ReferencedModelName(const inference::ModelConfig& config) {
+  auto parsed = ReferenceConfig::FromConfig(config);
+  return parsed.ok() && parsed.value() ? parsed.value()->model_name : std::string();
 }
 
 }  // namespace ortserve

@@ -1,12 +1,14 @@
 #pragma once
 // Reference check at load (docs/model-config.md, "Reference check"): a
 // quantized or otherwise optimized version is compared, before it becomes
-// READY, with a reference model file of the same version folder:
+// READY, with a reference model: a file of the same version folder, or
+// another model of the repository ("model:<name>", "model:<name>/<version>"):
 //   parameters { key: "reference_model"         value { string_value: "model_fp32.onnx" } }
 //   parameters { key: "reference_tolerance"     value { string_value: "0.05" } }
 //   parameters { key: "reference_min_agreement" value { string_value: "0.99" } }
 //   parameters { key: "reference_samples"       value { string_value: "reference" } }  (optional)
 // The check itself is repository/ReferenceCheck.h.
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -23,9 +25,19 @@ inline constexpr const char* kReferenceToleranceParameter = "reference_tolerance
 // True for the four keys above.
 bool IsReferenceParameter(const std::string& key);
 
+// The prefix that makes reference_model name another model rather than a file.
+inline constexpr const char* kReferenceModelPrefix = "model:";
+
 struct ReferenceConfig {
-  // A file name inside the version folder (no '/', not "." or "..").
+  // A file name inside the version folder (no '/', not "." or ".."); empty
+  // when reference_model names another model.
   std::string model_file;
+  // "model:<name>" or "model:<name>/<version>": another model of the same
+  // repository (a model directory name: not hidden, no separator; not the
+  // model itself), its newest READY version (model_version 0) or the one
+  // named (> 0). Empty for a file.
+  std::string model_name;
+  int64_t model_version = 0;
   // A folder name inside the model folder holding one <input>.npy per
   // input; empty: the warm-up samples are the inputs.
   std::string samples_dir;
@@ -40,6 +52,13 @@ struct ReferenceConfig {
   // samples without reference_model, and for reference_model without any
   // threshold.
   static Result<std::optional<ReferenceConfig>> FromConfig(const inference::ModelConfig& config);
+
+  // What reference_model names, for messages: the file, or "model 'b'" / "model 'b' version 2".
+  std::string Describe() const;
 };
+
+// The model that `config`'s reference_model names ("" for a file, for none,
+// or for a bad value): it loads first (repository/PreparedOrder.h).
+std::string ReferencedModelName(const inference::ModelConfig& config);
 
 }  // namespace ortserve

@@ -123,15 +123,25 @@ Status WarmUp(const Candidate& c, const std::vector<WarmupSample>& samples, Inst
 // warm-up on each and checks the first against the reference model.
 Result<Instances> StartInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir,
                                  const std::shared_ptr<SharedWeights>& cpu_weights,
-                                 std::vector<WarmupSample>* samples) {
+                                 const FindReferencedModel& find_reference, std::vector<WarmupSample>* samples) {
+  ORTSERVE_RETURN_IF_ERROR(CheckReferencedModel(c, find_reference));
   auto instances = CreateInstances(c, plan, cache_dir, cpu_weights);
   if (!instances.ok()) return instances.status();
   auto built = BuildWarmupSamples(c.config, c.model_dir, c.sequence_options ? &c.sequence_options->sequence : nullptr);
   if (!built.ok()) return Unavailable("warm-up: " + built.status().message());
   *samples = std::move(built).value();
   ORTSERVE_RETURN_IF_ERROR(WarmUp(c, *samples, instances.value()));
-  ORTSERVE_RETURN_IF_ERROR(CheckAgainstReference(c, *instances.value().front(), *samples));
+  ORTSERVE_RETURN_IF_ERROR(CheckAgainstReference(c, *instances.value().front(), *samples, find_reference));
   return instances;
+}
+
+// The READY models a reference_model "model:<name>" may name.
+FindReferencedModel ReadyReferences(std::shared_ptr<const ModelLookup> models) {
+  return [models = std::move(models)](const std::string& name, int64_t version) -> std::optional<ReferencedModel> {
+    std::shared_ptr<Model> model = models ? models->Ready(name, version) : nullptr;
+    if (!model || !model->ready()) return std::nullopt;
+    return ReferencedModel{model->config(), std::stoll(model->version())};
+  };
 }
 
 // Why `s` asks for ORT thread pools of its own ("" when it does not).
@@ -289,10 +299,10 @@ Status CheckEnsembleSteps(const Candidate& c,
   return CheckEnsembleAgainstModels(c.config, configs);
 }
 
-Status CheckSessions(const Candidate& c, const ThreadPlanEntry& plan) {
+Status CheckSessions(const Candidate& c, const ThreadPlanEntry& plan, const FindReferencedModel& find_reference) {
   if (IsEnsemble(c.config)) return Status::Ok();
   std::vector<WarmupSample> samples;
-  auto instances = StartInstances(c, plan, /*cache_dir=*/"", SharedCpuWeights(c), &samples);
+  auto instances = StartInstances(c, plan, /*cache_dir=*/"", SharedCpuWeights(c), find_reference, &samples);
   return instances.status();
 }
 
@@ -317,7 +327,8 @@ Result<std::shared_ptr<ServedModel>> BuildModel(const Candidate& c, const Thread
   if (IsEnsemble(c.config)) return BuildEnsemble(c, context, std::move(cache).value());
   const std::shared_ptr<SharedWeights> cpu_weights = SharedCpuWeights(c);
   std::vector<WarmupSample> samples;
-  auto instances = StartInstances(c, plan, context.model_cache_dir, cpu_weights, &samples);
+  auto instances =
+      StartInstances(c, plan, context.model_cache_dir, cpu_weights, ReadyReferences(context.models), &samples);
   if (!instances.ok()) return instances.status();
   if (cpu_weights) ReleaseSharedWeightPages(*cpu_weights);
   for (auto& instance : instances.value()) instance->FinishWarmup();

@@ -11,6 +11,7 @@
 #include "config/EnsembleGraph.h"
 #include "core/Status.h"
 #include "repository/ModelPreparation.h"
+#include "repository/ReferenceCheck.h"
 #include "repository/ThreadPlan.h"
 #include "scheduler/ComputeSlots.h"
 #include "serving/FallbackRouter.h"
@@ -48,9 +49,11 @@ Status CheckEnsembleSteps(const Candidate& c,
 
 // The sessions part of BuildModel alone, for `ortserve check --load`:
 // creates the candidate's instances with `plan`'s threads (no optimized-model
-// cache), runs its warm-up on each and its reference check, then drops them.
+// cache), runs its warm-up on each and its reference check (a model that
+// reference_model names found by `find_reference`), then drops them.
 // OK for an ensemble (it has no session). The error is BuildModel's.
-Status CheckSessions(const Candidate& candidate, const ThreadPlanEntry& plan);
+Status CheckSessions(const Candidate& candidate, const ThreadPlanEntry& plan,
+                     const FindReferencedModel& find_reference);
 
 // What `candidate` asks of the thread plan (ThreadPlan.h).
 ThreadPlanRequest PlanRequest(const Candidate& candidate);

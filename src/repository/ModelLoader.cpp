@@ -197,7 +197,8 @@ void ModelLoader::LoadAll() {
   PlanThreads(*options_, prepared);
   FallbacksFirst(prepared);
   FailEnsembleCycles(prepared);
-  EnsemblesLast(prepared);
+  FailReferenceCycles(prepared);
+  DependentsLast(prepared);
   // Every model's LOADING/UNAVAILABLE state is published before the first load.
   for (auto& p : prepared) ShutDown(table_->Publish(p));
   for (auto& p : prepared) (void)LoadCandidates(p, LoadReason::kStartup);
@@ -225,11 +226,15 @@ Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* load
 }
 
 void ModelLoader::LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading, LoadReason reason) {
-  for (const std::string& step : ComposingModels(p)) {
+  // On demand, the model its reference_model names loads first too; an
+  // explicit load leaves that to the operator (docs/model-config.md).
+  const std::set<std::string> needed = reason == LoadReason::kOnDemand ? Dependencies(p) : ComposingModels(p);
+  for (const std::string& step : needed) {
     if (table_->LatestReady(step) || !loading->insert(step).second) continue;
-    spdlog::info("model '{}': loading its composing model '{}'", p.name, step);
+    const char* role = ComposingModels(p).count(step) ? "composing" : "reference";
+    spdlog::info("model '{}': loading its {} model '{}'", p.name, role, step);
     if (Status loaded = LoadNow(step, loading, reason); !loaded.ok()) {
-      spdlog::error("model '{}': composing model '{}' failed to load: {}", p.name, step, loaded.message());
+      spdlog::error("model '{}': {} model '{}' failed to load: {}", p.name, role, step, loaded.message());
     }
   }
 }
@@ -245,7 +250,7 @@ Status ModelLoader::UnloadNow(const std::string& name, bool forget) {
                forget ? " (removed from the model repository)" : "");
   ShutDown(*retired);
   table_->FinishUnload(name, forget);
-  ensembles_failed_.erase(name);
+  dependents_failed_.erase(name);
   spdlog::info("model '{}' unloaded", name);
   return Status::Ok();
 }
@@ -267,16 +272,18 @@ void ModelLoader::PollNow() {
     spdlog::info("poll: model '{}' {}", name, known == stamps.end() ? "added" : "changed");
     changed.push_back(Prepare(name));
   }
-  // An ensemble that failed to load may now find the composing models it lacked.
+  // An ensemble (or a model with reference_model "model:<name>") that failed
+  // to load may now find the models it lacked.
   if (!changed.empty()) {
-    for (const std::string& name : std::set<std::string>(ensembles_failed_)) {
+    for (const std::string& name : std::set<std::string>(dependents_failed_)) {
       const bool already = std::any_of(changed.begin(), changed.end(), [&](const auto& p) { return p.name == name; });
       if (already || !std::binary_search(names.begin(), names.end(), name)) continue;
-      spdlog::info("poll: ensemble '{}' retried after its repository changed", name);
+      spdlog::info("poll: model '{}' retried after its repository changed (it needs other models)", name);
       changed.push_back(Prepare(name));
     }
   }
-  EnsemblesLast(changed);
+  FailReferenceCycles(changed);
+  DependentsLast(changed);
   for (auto& p : changed) {
     ShutDown(table_->Publish(p));
     (void)LoadCandidates(p, LoadReason::kPoll);
@@ -366,7 +373,7 @@ bool ModelLoader::EvictNow(const std::string& name, const std::string& for_model
                for_model, FormatBytes(options_->memory_budget), FormatBytes(bytes), idle_s);
   ShutDown(*retired);
   table_->FinishEvict(name);
-  ensembles_failed_.erase(name);
+  dependents_failed_.erase(name);
   evictions_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -398,12 +405,10 @@ Status ModelLoader::LoadCandidates(const PreparedModel& p, LoadReason reason, co
       old->Shutdown();  // waits for its in-flight requests
     }
   }
-  const bool ensemble = std::any_of(p.candidates.begin(), p.candidates.end(),
-                                    [](const Candidate& c) { return IsEnsemble(c.config); });
-  if (ensemble && !failures.empty()) {
-    ensembles_failed_.insert(p.name);
+  if (!Dependencies(p).empty() && !failures.empty()) {
+    dependents_failed_.insert(p.name);
   } else {
-    ensembles_failed_.erase(p.name);
+    dependents_failed_.erase(p.name);
   }
   if (failures.empty()) return Status::Ok();
   return InvalidArgument("failed to load '" + p.name + "': " + Join(failures));

@@ -69,7 +69,8 @@ class ModelLoader {
 
   std::vector<std::string> StartupModels();
   // Loads `name`; an ensemble's composing models that are not READY are
-  // loaded first (as Triton loads an ensemble's dependencies with it).
+  // loaded first (as Triton loads an ensemble's dependencies with it), and
+  // on demand the model its reference_model names.
   // `loading`: the models this load has started (null: only `name`).
   Status LoadNow(const std::string& name, std::set<std::string>* loading, LoadReason reason);
   void LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading, LoadReason reason);
@@ -101,9 +102,10 @@ class ModelLoader {
   const RepositoryOptions* const options_;
   ModelTable* const table_;
   const ModelBuildContext context_;
-  // Ensembles whose last load failed (a poll that changes the repository
-  // retries them). Loader thread only.
-  std::set<std::string> ensembles_failed_;
+  // Models that need others (ensembles, reference_model "model:<name>")
+  // whose last load failed: a poll that changes the repository retries
+  // them. Loader thread only.
+  std::set<std::string> dependents_failed_;
   std::array<std::atomic<uint64_t>, kLoadReasonCount> loads_{};
   std::atomic<uint64_t> evictions_{0};
 

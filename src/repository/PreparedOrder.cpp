@@ -7,6 +7,7 @@
 #include <map>
 
 #include "config/ConfigParse.h"
+#include "config/ReferenceConfig.h"
 
 namespace ortserve {
 
@@ -21,9 +22,23 @@ std::set<std::string> ComposingModels(const PreparedModel& p) {
   return names;
 }
 
+std::string ReferencedModelOf(const PreparedModel& p) {
+  for (const auto& c : p.candidates) {
+    if (std::string name = ReferencedModelName(c.config); !name.empty()) return name;
+  }
+  return "";
+}
+
+std::set<std::string> Dependencies(const PreparedModel& p) {
+  std::set<std::string> names = ComposingModels(p);
+  if (std::string referenced = ReferencedModelOf(p); !referenced.empty()) names.insert(referenced);
+  return names;
+}
+
 // Ensembles load after the models their steps name (ensembles of ensembles
-// after theirs), since an ensemble is checked against them when it loads.
-void EnsemblesLast(std::vector<PreparedModel>& prepared) {
+// after theirs), since an ensemble is checked against them when it loads;
+// so does a model after the model its reference_model names.
+void DependentsLast(std::vector<PreparedModel>& prepared) {
   std::map<std::string, const PreparedModel*> by_name;
   for (const auto& p : prepared) by_name[p.name] = &p;
   std::map<std::string, int> depth;
@@ -33,7 +48,7 @@ void EnsemblesLast(std::vector<PreparedModel>& prepared) {
     auto p = by_name.find(name);
     if (p == by_name.end() || guard > static_cast<int>(prepared.size())) return 0;  // not loading now, or a cycle
     int d = 0;
-    for (const auto& step : ComposingModels(*p->second)) d = std::max(d, 1 + depth_of(step, guard + 1));
+    for (const auto& step : Dependencies(*p->second)) d = std::max(d, 1 + depth_of(step, guard + 1));
     return depth[name] = d;
   };
   for (const auto& p : prepared) depth_of(p.name, 0);
@@ -64,6 +79,27 @@ void FailEnsembleCycles(std::vector<PreparedModel>& prepared) {
     };
     if (!returns(p.name)) continue;
     p.failure = "circular dependency between ensembles: " + p.name + " -> ... -> " + back + " -> " + p.name;
+    p.candidates.clear();
+    p.version_failures.clear();
+  }
+}
+
+// A model whose reference_model chain leads back to it never loads (each
+// waits for the other to be READY): each model on the cycle fails, naming it.
+void FailReferenceCycles(std::vector<PreparedModel>& prepared) {
+  std::map<std::string, std::string> references;
+  for (const auto& p : prepared) references[p.name] = ReferencedModelOf(p);
+  for (auto& p : prepared) {
+    std::string chain = p.name, next = references[p.name];
+    std::set<std::string> seen = {p.name};
+    while (!next.empty() && next != p.name && seen.insert(next).second) {
+      chain += " -> " + next;
+      auto it = references.find(next);
+      next = it == references.end() ? "" : it->second;
+    }
+    if (next != p.name) continue;
+    p.failure = std::string("parameter '") + kReferenceModelParameter + "': circular reference between models: " +
+                chain + " -> " + p.name;
     p.candidates.clear();
     p.version_failures.clear();
   }

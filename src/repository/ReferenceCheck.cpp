@@ -9,6 +9,8 @@
 #include <limits>
 #include <map>
 
+#include "config/ConfigChecks.h"
+#include "config/EnsembleGraph.h"
 #include "config/ReferenceConfig.h"
 #include "config/RuntimeConfig.h"
 #include "core/Text.h"
@@ -44,17 +46,49 @@ Result<std::vector<std::vector<Tensor>>> CheckInputs(const Candidate& c, const R
   return inputs;
 }
 
-Result<std::unique_ptr<ModelInstance>> ReferenceInstance(const Candidate& c, const ReferenceConfig& reference) {
-  const std::filesystem::path path = std::filesystem::path(c.model_path).parent_path() / reference.model_file;
+// The referenced model, READY and compatible, or why not.
+Result<ReferencedModel> FindCompatible(const Candidate& c, const ReferenceConfig& reference,
+                                       const FindReferencedModel& find) {
+  const std::string what = std::string("parameter '") + kReferenceModelParameter + "': " + reference.Describe();
+  std::optional<ReferencedModel> found = find ? find(reference.model_name, reference.model_version) : std::nullopt;
+  if (!found) {
+    return Unavailable(what + " is not READY (it must be a model of this repository, loaded before this one; with "
+                              "--model-control-mode=explicit, load it first)");
+  }
+  if (IsEnsemble(found->config)) {
+    return Unavailable(what + " is an ensemble: it has no model file to compare with; name one of its models");
+  }
+  Status compatible = CheckReferenceCompatible(c.config, found->config);
+  if (!compatible.ok()) return Unavailable(what + " does not match this model: " + compatible.message());
+  return std::move(*found);
+}
+
+// The reference file: in the version folder, or the referenced model's.
+Result<std::filesystem::path> ReferencePath(const Candidate& c, const ReferenceConfig& reference,
+                                            const FindReferencedModel& find) {
+  if (reference.model_name.empty()) {
+    return std::filesystem::path(c.model_path).parent_path() / reference.model_file;
+  }
+  auto found = FindCompatible(c, reference, find);
+  if (!found.ok()) return found.status();
+  return c.model_dir.parent_path() / reference.model_name / std::to_string(found->version) /
+         found->config.default_model_filename();
+}
+
+Result<std::unique_ptr<ModelInstance>> ReferenceInstance(const Candidate& c, const ReferenceConfig& reference,
+                                                         const FindReferencedModel& find) {
+  auto path = ReferencePath(c, reference, find);
+  if (!path.ok()) return path.status();
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Unavailable("parameter 'reference_model': no file " + path.string());
+  if (!std::filesystem::is_regular_file(*path, ec)) {
+    return Unavailable("parameter 'reference_model': no file " + path->string());
   }
   // One CPU thread: the reference runs a handful of samples once, at load.
-  RuntimeOptions options = MakeRuntimeOptions(c.settings, 1, InstanceSpec{}, path.string(), Label(c) + " reference");
+  RuntimeOptions options = MakeRuntimeOptions(c.settings, 1, InstanceSpec{}, path->string(), Label(c) + " reference");
   auto instance = CreateOrtModelInstance(options);
   if (!instance.ok()) {
-    return Unavailable("parameter 'reference_model': cannot load " + path.string() + ": " + instance.status().message());
+    return Unavailable("parameter 'reference_model': cannot load " + path->string() + ": " +
+                       instance.status().message());
   }
   return instance;
 }
@@ -108,14 +142,22 @@ std::string Thresholds(const ReferenceConfig& reference) {
 
 }  // namespace
 
-Status CheckAgainstReference(const Candidate& c, ModelInstance& served, const std::vector<WarmupSample>& warmup) {
+Status CheckReferencedModel(const Candidate& c, const FindReferencedModel& find) {
+  auto parsed = ReferenceConfig::FromConfig(c.config);
+  if (!parsed.ok()) return Unavailable(parsed.status().message());
+  if (!parsed.value() || parsed.value()->model_name.empty()) return Status::Ok();
+  return FindCompatible(c, *parsed.value(), find).status();
+}
+
+Status CheckAgainstReference(const Candidate& c, ModelInstance& served, const std::vector<WarmupSample>& warmup,
+                             const FindReferencedModel& find) {
   auto parsed = ReferenceConfig::FromConfig(c.config);
   if (!parsed.ok()) return Unavailable(parsed.status().message());
   if (!parsed.value()) return Status::Ok();
   const ReferenceConfig& reference = *parsed.value();
   auto inputs = CheckInputs(c, reference, warmup);
   if (!inputs.ok()) return inputs.status();
-  auto instance = ReferenceInstance(c, reference);
+  auto instance = ReferenceInstance(c, reference, find);
   if (!instance.ok()) return instance.status();
   std::map<std::string, OutputFigures> figures;
   for (const std::vector<Tensor>& sample : inputs.value()) {
@@ -126,7 +168,7 @@ Status CheckAgainstReference(const Candidate& c, ModelInstance& served, const st
                          "reference_samples with inputs valid for the model): " + st.message());
     }
     st = instance.value()->Run(sample, &expected);
-    if (!st.ok()) return Unavailable("reference check: reference model '" + reference.model_file + "' failed: " + st.message());
+    if (!st.ok()) return Unavailable("reference check: reference " + reference.Describe() + " failed: " + st.message());
     Accumulate(actual, expected, &figures);
   }
   std::vector<std::string> failed, all;
@@ -134,8 +176,8 @@ Status CheckAgainstReference(const Candidate& c, ModelInstance& served, const st
     all.push_back(Describe(output, f));
     if (!Passes(reference, f)) failed.push_back(all.back());
   }
-  const std::string against = fmt::format("reference check against '{}' on {} sample(s)", reference.model_file,
-                                          inputs->size());
+  const std::string against =
+      fmt::format("reference check against {} on {} sample(s)", reference.Describe(), inputs->size());
   if (!failed.empty()) {
     return Unavailable(against + " failed: " + Join(failed, "; ") + " (thresholds: " + Thresholds(reference) + ")");
   }

@@ -38,27 +38,42 @@ std::vector<PreparedModel> PrepareStartupModels(const RepositoryOptions& options
   return prepared;
 }
 
-// The config of `name`'s version `version` (-1 or 0: the newest) among
+// `name`'s version `version` (-1 or 0: the newest) and its config among
 // the verdicts so far; null when it would not load.
-const inference::ModelConfig* WouldLoad(const std::map<std::string, ModelVerdict>& done, const std::string& name,
-                                        int64_t version) {
+const std::pair<int64_t, inference::ModelConfig>* WouldLoadVersion(const std::map<std::string, ModelVerdict>& done,
+                                                                   const std::string& name, int64_t version) {
   auto it = done.find(name);
   if (it == done.end() || it->second.versions.empty()) return nullptr;
   const auto& versions = it->second.versions;
   if (version <= 0) {
-    return &std::max_element(versions.begin(), versions.end(),
-                             [](const auto& a, const auto& b) { return a.first < b.first; })
-                ->second;
+    return &*std::max_element(versions.begin(), versions.end(),
+                              [](const auto& a, const auto& b) { return a.first < b.first; });
   }
-  for (const auto& [v, config] : versions)
-    if (v == version) return &config;
+  for (const auto& entry : versions)
+    if (entry.first == version) return &entry;
   return nullptr;
+}
+
+const inference::ModelConfig* WouldLoad(const std::map<std::string, ModelVerdict>& done, const std::string& name,
+                                        int64_t version) {
+  const auto* found = WouldLoadVersion(done, name, version);
+  return found ? &found->second : nullptr;
+}
+
+// The models a reference_model "model:<name>" may name: those that would load.
+FindReferencedModel WouldLoadReferences(const std::map<std::string, ModelVerdict>& done) {
+  return [&done](const std::string& name, int64_t version) -> std::optional<ReferencedModel> {
+    const auto* found = WouldLoadVersion(done, name, version);
+    if (!found) return std::nullopt;
+    return ReferencedModel{found->second, found->first};
+  };
 }
 
 Status CheckCandidate(const Candidate& c, const std::map<std::string, ModelVerdict>& done) {
   const std::string fallback = FallbackModelName(c.config);
   ORTSERVE_RETURN_IF_ERROR(CheckFallback(c, fallback.empty() ? nullptr : WouldLoad(done, fallback, -1)));
   ORTSERVE_RETURN_IF_ERROR(CheckResponseCacheUse(c));
+  ORTSERVE_RETURN_IF_ERROR(CheckReferencedModel(c, WouldLoadReferences(done)));
   if (!c.config.has_ensemble_scheduling()) return Status::Ok();
   return CheckEnsembleSteps(
       c, [&](const EnsembleStep& step) { return WouldLoad(done, step.model_name, step.model_version); });
@@ -66,10 +81,11 @@ Status CheckCandidate(const Candidate& c, const std::map<std::string, ModelVerdi
 
 // --load: creates the candidate's sessions and runs its warm-up, on a plan
 // of its own (the check serves nothing, so no thread budget is shared).
-Status CheckCandidateSessions(const Candidate& c, const RepositoryOptions& options) {
+Status CheckCandidateSessions(const Candidate& c, const RepositoryOptions& options,
+                              const std::map<std::string, ModelVerdict>& done) {
   if (IsEnsemble(c.config)) return Status::Ok();
   const ThreadPlan plan = ThreadPlan::Compute(options.thread_budget, {PlanRequest(c)}, /*shared_pool=*/false);
-  return CheckSessions(c, plan.entries.front());
+  return CheckSessions(c, plan.entries.front(), WouldLoadReferences(done));
 }
 
 }  // namespace
@@ -80,7 +96,8 @@ std::vector<ModelVerdict> CheckRepository(const RepositoryOptions& options, Chec
                        [&options](const std::string& name) { return Prepare(options, name); });
   FallbacksFirst(prepared);
   FailEnsembleCycles(prepared);
-  EnsemblesLast(prepared);
+  FailReferenceCycles(prepared);
+  DependentsLast(prepared);
   std::map<std::string, ModelVerdict> done;
   std::vector<ModelVerdict> verdicts;
   for (const PreparedModel& p : prepared) {
@@ -91,7 +108,7 @@ std::vector<ModelVerdict> CheckRepository(const RepositoryOptions& options, Chec
       v.errors.push_back("version " + std::to_string(version) + ": " + why);
     for (const Candidate& c : p.candidates) {
       Status st = CheckCandidate(c, done);
-      if (st.ok() && depth == CheckDepth::kSessions) st = CheckCandidateSessions(c, options);
+      if (st.ok() && depth == CheckDepth::kSessions) st = CheckCandidateSessions(c, options, done);
       if (!st.ok()) {
         v.errors.push_back("version " + std::to_string(c.version) + ": " + st.message());
         continue;

@@ -4,7 +4,9 @@ compared, before it becomes READY, with the FP32 file of its version folder.
 At a sane tolerance it serves (its answers checked against onnxruntime); at a
 tolerance tighter than quantization allows it stays UNAVAILABLE with the
 figures in its reason, visible in the repository index, GET config and
-readiness. Every bad reference_* parameter names itself.
+readiness. Every bad reference_* parameter names itself. The same INT8 file
+also serves as its own model with reference_model "model:<name>" naming the
+FP32 file served as another model of the repository.
 """
 from __future__ import annotations
 
@@ -15,7 +17,9 @@ import pytest
 import tritonclient.http as httpclient
 
 from harness import Reference
-from quantization_helpers import CLASSES, FEATURES, quantize_mlp
+from onnx import TensorProto, helper
+
+from quantization_helpers import CLASSES, FEATURES, demo, quantize_mlp
 
 CONFIG = """
 name: "{name}"
@@ -39,12 +43,17 @@ def quantized(tmp_path_factory):
     return quantize_mlp(tmp_path_factory.mktemp("quant"))
 
 
-def write_int8_model(repo, name, quantized, extra, samples=None):
-    fp32, int8 = quantized
+def write_model(repo, name, model_file, extra="", classes=CLASSES):
     d = repo / name
     (d / "1").mkdir(parents=True)
-    (d / "config.pbtxt").write_text(CONFIG.format(name=name, features=FEATURES, classes=CLASSES, params=extra))
-    (d / "1" / "model.onnx").write_bytes(int8.read_bytes())
+    (d / "config.pbtxt").write_text(CONFIG.format(name=name, features=FEATURES, classes=classes, params=extra))
+    (d / "1" / "model.onnx").write_bytes(model_file.read_bytes())
+    return d
+
+
+def write_int8_model(repo, name, quantized, extra, samples=None):
+    fp32, int8 = quantized
+    d = write_model(repo, name, int8, extra)
     (d / "1" / "model_fp32.onnx").write_bytes(fp32.read_bytes())
     if samples is not None:
         (d / "ref").mkdir()
@@ -141,3 +150,108 @@ ensemble_scheduling {{ step [ {{ model_name: "bad_nan" model_version: -1
     for name, (_, named) in BAD.items():
         entry = index_entry(srv, name)
         assert entry["state"] == "UNAVAILABLE" and named in entry["reason"], entry
+
+
+def write_identity_model(repo, name):
+    """x -> logits unchanged: the inputs of the MLP, but FEATURES logits, not CLASSES."""
+    model = demo.make_model([helper.make_node("Identity", ["x"], ["logits"])],
+                            [("x", TensorProto.FLOAT, ["batch", FEATURES])],
+                            [("logits", TensorProto.FLOAT, ["batch", FEATURES])], [], name="identity")
+    path = repo.parent / f"{name}.onnx"
+    path.write_bytes(model.SerializeToString())
+    write_model(repo, name, path, classes=FEATURES)
+
+
+def test_int8_model_checked_against_the_fp32_model_served_beside_it(launch, tmp_path, quantized):
+    """reference_model "model:<name>": "ref_fp32" sorts after the INT8 models, so
+    it passing shows the referenced model loads first."""
+    fp32, int8 = quantized
+    rng = np.random.default_rng(5)
+    x = rng.random((16, FEATURES), dtype=np.float32)
+    ref = Reference()
+    diff = float(np.abs(ref.run(int8, {"x": x})["logits"] - ref.run(fp32, {"x": x})["logits"]).max())
+    assert diff > 1e-4, diff
+    repo = tmp_path / "repo"
+    write_model(repo, "ref_fp32", fp32)
+    write_identity_model(repo, "other_shape")
+    models = {
+        "int8_ok": params(reference_model="model:ref_fp32", reference_tolerance=str(max(0.5, 8 * diff)),
+                          reference_min_agreement="0.5"),
+        "int8_tight": params(reference_model="model:ref_fp32/1", reference_tolerance="1e-7"),
+        "int8_missing": params(reference_model="model:nowhere", reference_tolerance="1"),
+        "int8_other_version": params(reference_model="model:ref_fp32/2", reference_tolerance="1"),
+        "int8_incompatible": params(reference_model="model:other_shape", reference_tolerance="1"),
+        "cycle_a": params(reference_model="model:cycle_b", reference_tolerance="1"),
+        "cycle_b": params(reference_model="model:cycle_a", reference_tolerance="1"),
+    }
+    for name, extra in models.items():
+        write_model(repo, name, int8, extra)
+    srv = launch(repo)
+    srv.wait_models_ready(["int8_ok", "ref_fp32"])
+
+    client = httpclient.InferenceServerClient(srv.url)
+    inp = httpclient.InferInput("x", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    np.testing.assert_allclose(client.infer("int8_ok", [inp]).as_numpy("logits"), ref.run(int8, {"x": x})["logits"],
+                               rtol=1e-5, atol=1e-5)
+    assert "reference check against model 'ref_fp32' on 1 sample(s) passed" in srv.log_text()
+
+    reason = index_entry(srv, "int8_tight")["reason"]
+    assert "reference check against model 'ref_fp32' version 1 on 1 sample(s) failed" in reason, reason
+    assert re.search(r"output 'logits': max abs diff [0-9.e+-]+, top-1 agreement", reason), reason
+    assert "reference_tolerance 1e-07" in reason, reason
+    expected = {
+        "int8_missing": "parameter 'reference_model': model 'nowhere' is not READY",
+        "int8_other_version": "parameter 'reference_model': model 'ref_fp32' version 2 is not READY",
+        "int8_incompatible": "model 'other_shape' does not match this model: output 'logits' has dims [32], "
+                             "this model's [10]",
+        "cycle_a": "circular reference between models: cycle_a -> cycle_b -> cycle_a",
+        "cycle_b": "circular reference between models: cycle_b -> cycle_a -> cycle_b",
+    }
+    for name, why in expected.items():
+        entry = index_entry(srv, name)
+        assert entry["state"] == "UNAVAILABLE" and why in entry["reason"], entry
+    # The check ran on a private session: the reference served no request.
+    stats = srv.model_stats("ref_fp32")
+    assert stats["inference_count"] == 0 and stats["execution_count"] == 0, stats
+
+
+def test_explicit_mode_needs_the_referenced_model_loaded_first(launch, tmp_path, quantized):
+    fp32, int8 = quantized
+    repo = tmp_path / "repo"
+    write_model(repo, "ref_fp32", fp32)
+    write_model(repo, "int8", int8, params(reference_model="model:ref_fp32", reference_tolerance="0.5"))
+    srv = launch(repo, extra_args=("--model-control-mode=explicit", "--load-model", "int8",
+                                   "--allow-unauthenticated-model-control=true"))
+    entry = index_entry(srv, "int8")
+    assert entry["state"] == "UNAVAILABLE" and "model 'ref_fp32' is not READY" in entry["reason"], entry
+    assert srv.post("/v2/repository/models/ref_fp32/load").status_code == 200
+    assert srv.post("/v2/repository/models/int8/load").status_code == 200
+    assert index_entry(srv, "int8")["state"] == "READY"
+
+
+def test_on_demand_load_loads_the_referenced_model_first(launch, tmp_path, quantized):
+    fp32, int8 = quantized
+    repo = tmp_path / "repo"
+    write_model(repo, "ref_fp32", fp32)
+    write_model(repo, "int8", int8, params(reference_model="model:ref_fp32", reference_tolerance="0.5"))
+    srv = launch(repo, extra_args=("--model-load-on-demand=true",))
+    x = np.random.default_rng(9).random((2, FEATURES), dtype=np.float32)
+    inp = httpclient.InferInput("x", list(x.shape), "FP32")
+    inp.set_data_from_numpy(x)
+    got = httpclient.InferenceServerClient(srv.url).infer("int8", [inp]).as_numpy("logits")
+    np.testing.assert_allclose(got, Reference().run(int8, {"x": x})["logits"], rtol=1e-5, atol=1e-5)
+    assert index_entry(srv, "ref_fp32")["state"] == "READY"
+    assert "model 'int8': loading its reference model 'ref_fp32'" in srv.log_text()
+
+
+def test_poll_mode_retries_a_model_once_its_reference_arrives(launch, tmp_path, quantized):
+    fp32, int8 = quantized
+    repo, staging = tmp_path / "repo", tmp_path / "staging"
+    write_model(staging, "ref_fp32", fp32)
+    write_model(repo, "int8", int8, params(reference_model="model:ref_fp32", reference_tolerance="0.5"))
+    srv = launch(repo, extra_args=("--model-control-mode=poll", "--repository-poll-secs", "1"))
+    entry = index_entry(srv, "int8")
+    assert entry["state"] == "UNAVAILABLE" and "model 'ref_fp32' is not READY" in entry["reason"], entry
+    (staging / "ref_fp32").rename(repo / "ref_fp32")  # moved in whole
+    srv.wait_models_ready(["ref_fp32", "int8"], timeout_s=60)
