@@ -6,12 +6,17 @@
 
 namespace ortserve {
 
-OnDemandLoads::OnDemandLoads(std::chrono::milliseconds max_wait, StartLoad start)
-    : max_wait_(max_wait), start_(std::move(start)), timer_([this] { ExpireLoop(); }) {}
+OnDemandLoads::OnDemandLoads(std::chrono::milliseconds max_wait, StartLoad start, Stamp stamp, Now now)
+    : max_wait_(max_wait),
+      start_(std::move(start)),
+      stamp_(std::move(stamp)),
+      now_(now ? std::move(now) : Now([] { return Clock::now(); })),
+      timer_([this] { ExpireLoop(); }) {}
 
 OnDemandLoads::~OnDemandLoads() { Stop(); }
 
 void OnDemandLoads::Wait(const std::string& name, Clock::time_point deadline, Done done) {
+  if (std::optional<Status> refused = BackingOff(name)) return done(*std::move(refused));
   deadline = std::min(deadline, Clock::now() + max_wait_);
   bool first = false;
   {
@@ -39,10 +44,46 @@ void OnDemandLoads::Finished(const std::string& name, const Status& status) {
     loads_.erase(it);
   }
   if (status.ok()) {
+    Forget(name);
     cold_starts_.Observe(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - load.started).count()));
   }
+  if (!status.ok() && status.code() != StatusCode::kUnavailable) RecordFailure(name, status);
   for (auto& w : load.waiters) w.done(status);
+}
+
+void OnDemandLoads::RecordFailure(const std::string& name, const Status& status) {
+  std::string stamp = stamp_ ? stamp_(name) : std::string();
+  MutexLock lock(mu_);
+  auto [it, first] = failures_.try_emplace(name);
+  Failure& f = it->second;
+  f.backoff = first ? kFirstBackoff : std::min(2 * f.backoff, kMaxBackoff);
+  f.until = now_() + f.backoff;
+  f.stamp = std::move(stamp);
+  f.status = Status(status.code(), status.message() + " (the on-demand load is not retried for " +
+                                       std::to_string(f.backoff.count() / 1000) +
+                                       " s unless the model's files change or it is loaded explicitly)");
+}
+
+std::optional<Status> OnDemandLoads::BackingOff(const std::string& name) {
+  Failure failed;
+  {
+    MutexLock lock(mu_);
+    auto it = failures_.find(name);
+    // Past its back-off the record stays: a failure in a row doubles it.
+    if (it == failures_.end() || now_() >= it->second.until) return std::nullopt;
+    failed = it->second;
+  }
+  if (stamp_ && stamp_(name) != failed.stamp) {
+    Forget(name);
+    return std::nullopt;
+  }
+  return failed.status;
+}
+
+void OnDemandLoads::Forget(const std::string& name) {
+  MutexLock lock(mu_);
+  failures_.erase(name);
 }
 
 void OnDemandLoads::Stop() {
