@@ -1,5 +1,5 @@
 """--model-load-on-demand: models listed at startup, loaded on their first
-request (HTTP and gRPC), one load for concurrent first requests, a load
+request (HTTP, gRPC and gRPC streams), one load for concurrent first requests, a load
 failure answering every waiting request with its error and backing off, and
 the interplay with --model-control-mode=explicit (--load-model still loads at
 startup).
@@ -10,6 +10,7 @@ from ortserve_model_loads_total. No timing assertion.
 from __future__ import annotations
 
 import concurrent.futures
+import queue
 
 import numpy as np
 import pytest
@@ -153,6 +154,36 @@ def test_a_failed_load_backs_off_until_an_explicit_load_or_a_changed_file(tmp_pa
     model.write_bytes(fixed)
     np.testing.assert_allclose(infer(http, "broken", x), expected(repo, "broken", x), rtol=1e-6)
     assert attempts() == 3 and loads(srv) == 1
+
+
+def test_a_streams_requests_load_their_models_on_demand(tmp_path, launch):
+    """ModelStreamInfer: requests for models not loaded wait for their loads as unary
+    calls do, the stream's other requests going on meanwhile; every request is answered
+    (outputs checked), one load per model, a failed load answered in-band."""
+    repo = on_demand_repo(tmp_path, ("a", "b", "c"))
+    write_addk(repo, "broken")
+    (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    infer(client, "c", x)  # loaded before the stream
+    answers = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    sent = ["a", "c", "b", "broken", "a", "c", "b", "a"]
+    for i, name in enumerate(sent):
+        inp = grpcclient.InferInput("INPUT0", list(x.shape), "FP32")
+        inp.set_data_from_numpy(x)
+        client.async_stream_infer(name, [inp], request_id=str(i))
+    got = [answers.get(timeout=60) for _ in sent]
+    client.stop_stream()
+    errors = [str(error) for result, error in got if error is not None]
+    assert len(errors) == 1 and "failed to load 'broken'" in errors[0], errors
+    for result, error in got:
+        if error is None:
+            name = sent[int(result.get_response().id)]
+            np.testing.assert_allclose(result.as_numpy("OUTPUT0"), expected(repo, name, x), rtol=1e-6)
+    assert loads(srv) == 3  # c, then a and b once each (the broken file fails before a load counts)
+    assert srv.log_text().count("model 'broken': loading on its first request") == 1
 
 
 def test_explicit_mode_loads_load_model_at_startup_and_the_rest_on_demand(tmp_path, launch):
