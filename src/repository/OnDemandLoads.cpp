@@ -35,6 +35,8 @@ void OnDemandLoads::Wait(const std::string& name, Clock::time_point deadline, Do
 }
 
 void OnDemandLoads::Finished(const std::string& name, const Status& status) {
+  const bool backs_off = !status.ok() && status.code() != StatusCode::kUnavailable;
+  std::string stamp = backs_off && stamp_ ? stamp_(name) : std::string();
   Load load;
   {
     MutexLock lock(mu_);
@@ -42,19 +44,18 @@ void OnDemandLoads::Finished(const std::string& name, const Status& status) {
     if (it == loads_.end()) return;  // stopped meanwhile: every waiter was answered
     load = std::move(it->second);
     loads_.erase(it);
+    // With the load's end, so that no waiter comes between to start another.
+    if (status.ok()) failures_.erase(name);
+    if (backs_off) RecordFailureLocked(name, status, std::move(stamp));
   }
   if (status.ok()) {
-    Forget(name);
     cold_starts_.Observe(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - load.started).count()));
   }
-  if (!status.ok() && status.code() != StatusCode::kUnavailable) RecordFailure(name, status);
   for (auto& w : load.waiters) w.done(status);
 }
 
-void OnDemandLoads::RecordFailure(const std::string& name, const Status& status) {
-  std::string stamp = stamp_ ? stamp_(name) : std::string();
-  MutexLock lock(mu_);
+void OnDemandLoads::RecordFailureLocked(const std::string& name, const Status& status, std::string stamp) {
   auto [it, first] = failures_.try_emplace(name);
   Failure& f = it->second;
   f.backoff = first ? kFirstBackoff : std::min(2 * f.backoff, kMaxBackoff);

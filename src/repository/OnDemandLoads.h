@@ -80,7 +80,8 @@ class OnDemandLoads {
   void Finished(const std::string& name, const Status& status) ORTSERVE_EXCLUDES(mu_);
   // The error to answer a waiter of `name` with at once; nullopt: none.
   std::optional<Status> BackingOff(const std::string& name) ORTSERVE_EXCLUDES(mu_);
-  void RecordFailure(const std::string& name, const Status& status) ORTSERVE_EXCLUDES(mu_);
+  void RecordFailureLocked(const std::string& name, const Status& status, std::string stamp)
+      ORTSERVE_REQUIRES(mu_);
   void ExpireLoop() ORTSERVE_EXCLUDES(mu_);
 
   const std::chrono::milliseconds max_wait_;
