@@ -60,7 +60,8 @@ bench-scaleout: build deploy-deps
 	$(PY) bench/scaleout.py --ortserve-bin $(BUILD_DIR)/ortserve $(SCALEOUT_ARGS)
 
 # Routing by model name (the chart's routing.mode=model-hash) on localhost:
-# 300 models over 3 on-demand replicas behind the chart's HAProxy, one replica
+# 300 models over 3 on-demand replicas, each with a memory budget fitting a
+# third of them, behind the chart's HAProxy, one replica
 # stopped mid-run; prints models per replica, spills and retries
 # (tests/integration/test_replicas.py, the `scale` test).
 bench-replicas: build deploy-deps

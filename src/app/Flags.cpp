@@ -224,7 +224,9 @@ void AddModelFlags(CLI::App& app, Flags& f) {
                  "explicit mode starts with no model loaded");
   app.add_option("--model-load-on-demand", f.model_load_on_demand,
                  "true: list the repository's models but load each on its first infer request (that request "
-                 "and those arriving during the load wait, up to --model-load-wait-secs). With none or poll "
+                 "and those arriving during the load wait, up to --model-load-wait-secs; after a failed load, "
+                 "requests get its error without a new load for 2 s, doubling per failure to 60 s, until the "
+                 "model's files change or it is loaded explicitly). With none or poll "
                  "nothing loads at startup (poll keeps the loaded models in sync with the repository); with "
                  "explicit --load-model models load at startup and load/unload stay available")
       ->capture_default_str();

@@ -128,6 +128,9 @@ class ModelRepositoryImpl final : public ModelRepository {
         on_demand_(options_.load_wait,
                    [this](const std::string& name, OnDemandLoads::Done done) {
                      loader_.LoadOnDemand(name, std::move(done));
+                   },
+                   [this](const std::string& name) {
+                     return DirectoryStamp(std::filesystem::path(options_.repository_path) / name);
                    }),
         loader_(&options_, &table_,
                 ModelBuildContext{options_.model_cache_dir, std::make_shared<ComputeSlots>(options_.thread_budget),
@@ -216,6 +219,7 @@ class ModelRepositoryImpl final : public ModelRepository {
 
   ModelControlMode control_mode() const override { return options_.control_mode; }
   void LoadAsync(const std::string& name, std::function<void(Status)> done) override {
+    on_demand_.Forget(name);
     loader_.Control(name, /*load=*/true, std::move(done));
   }
   void UnloadAsync(const std::string& name, std::function<void(Status)> done) override {

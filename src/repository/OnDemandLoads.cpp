@@ -6,12 +6,17 @@
 
 namespace ortserve {
 
-OnDemandLoads::OnDemandLoads(std::chrono::milliseconds max_wait, StartLoad start)
-    : max_wait_(max_wait), start_(std::move(start)), timer_([this] { ExpireLoop(); }) {}
+OnDemandLoads::OnDemandLoads(std::chrono::milliseconds max_wait, StartLoad start, Stamp stamp, Now now)
+    : max_wait_(max_wait),
+      start_(std::move(start)),
+      stamp_(std::move(stamp)),
+      now_(now ? std::move(now) : Now([] { return Clock::now(); })),
+      timer_([this] { ExpireLoop(); }) {}
 
 OnDemandLoads::~OnDemandLoads() { Stop(); }
 
 void OnDemandLoads::Wait(const std::string& name, Clock::time_point deadline, Done done) {
+  if (std::optional<Status> refused = BackingOff(name)) return done(*std::move(refused));
   deadline = std::min(deadline, Clock::now() + max_wait_);
   bool first = false;
   {
@@ -30,6 +35,8 @@ void OnDemandLoads::Wait(const std::string& name, Clock::time_point deadline, Do
 }
 
 void OnDemandLoads::Finished(const std::string& name, const Status& status) {
+  const bool backs_off = !status.ok() && status.code() != StatusCode::kUnavailable;
+  std::string stamp = backs_off && stamp_ ? stamp_(name) : std::string();
   Load load;
   {
     MutexLock lock(mu_);
@@ -37,12 +44,47 @@ void OnDemandLoads::Finished(const std::string& name, const Status& status) {
     if (it == loads_.end()) return;  // stopped meanwhile: every waiter was answered
     load = std::move(it->second);
     loads_.erase(it);
+    // With the load's end, so that no waiter comes between to start another.
+    if (status.ok()) failures_.erase(name);
+    if (backs_off) RecordFailureLocked(name, status, std::move(stamp));
   }
   if (status.ok()) {
     cold_starts_.Observe(static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - load.started).count()));
   }
   for (auto& w : load.waiters) w.done(status);
+}
+
+void OnDemandLoads::RecordFailureLocked(const std::string& name, const Status& status, std::string stamp) {
+  auto [it, first] = failures_.try_emplace(name);
+  Failure& f = it->second;
+  f.backoff = first ? kFirstBackoff : std::min(2 * f.backoff, kMaxBackoff);
+  f.until = now_() + f.backoff;
+  f.stamp = std::move(stamp);
+  f.status = Status(status.code(), status.message() + " (the on-demand load is not retried for " +
+                                       std::to_string(f.backoff.count() / 1000) +
+                                       " s unless the model's files change or it is loaded explicitly)");
+}
+
+std::optional<Status> OnDemandLoads::BackingOff(const std::string& name) {
+  Failure failed;
+  {
+    MutexLock lock(mu_);
+    auto it = failures_.find(name);
+    // Past its back-off the record stays: a failure in a row doubles it.
+    if (it == failures_.end() || now_() >= it->second.until) return std::nullopt;
+    failed = it->second;
+  }
+  if (stamp_ && stamp_(name) != failed.stamp) {
+    Forget(name);
+    return std::nullopt;
+  }
+  return failed.status;
+}
+
+void OnDemandLoads::Forget(const std::string& name) {
+  MutexLock lock(mu_);
+  failures_.erase(name);
 }
 
 void OnDemandLoads::Stop() {

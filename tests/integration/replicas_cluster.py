@@ -102,11 +102,26 @@ class Replica:
         index = requests.post(f"{self.base}/v2/repository/index", json={}, timeout=HTTP_TIMEOUT_S).json()
         return {e["name"] for e in index if e.get("state") == "READY"}
 
+    def metrics(self) -> str:
+        return requests.get(f"http://{self.address}:{self.metrics_port}/metrics", timeout=HTTP_TIMEOUT_S).text
+
     def on_demand_loads(self) -> int:
-        text = requests.get(f"http://{self.address}:{self.metrics_port}/metrics", timeout=HTTP_TIMEOUT_S).text
-        m = re.search(r'^ortserve_model_loads_total\{[^}]*reason="on_demand"[^}]*\} (\S+)$', text, re.M)
+        m = re.search(r'^ortserve_model_loads_total\{[^}]*reason="on_demand"[^}]*\} (\S+)$', self.metrics(), re.M)
         assert m, "no ortserve_model_loads_total{reason=\"on_demand\"}"
         return int(float(m.group(1)))
+
+    def evictions(self) -> int:
+        m = re.search(r"^ortserve_model_evictions_total (\S+)$", self.metrics(), re.M)
+        assert m, "no ortserve_model_evictions_total"
+        return int(float(m.group(1)))
+
+    def resident_bytes(self) -> float:
+        """The sum of ortserve_model_memory_bytes: what its loaded versions hold."""
+        return sum(float(v) for v in re.findall(r"^ortserve_model_memory_bytes\{[^}]*\} (\S+)$", self.metrics(), re.M))
+
+    def on_demand_loads_of(self, name: str) -> int:
+        """How often it loaded `name` for a request (its log lines)."""
+        return self.log_path.read_text(errors="replace").count(f"model '{name}': loading on its first request")
 
     def log_tail(self, n: int = 3000) -> str:
         return self.log_path.read_text(errors="replace")[-n:]
@@ -182,13 +197,17 @@ class Router:
 
 @contextlib.contextmanager
 def model_hash_cluster(repo: pathlib.Path, work_dir: pathlib.Path, replicas: int = 3,
-                       drain_delay_secs: tuple = ()):
+                       drain_delay_secs: tuple = (), memory_budget: str | None = None):
     """`replicas` ortserve processes behind the chart's HAProxy, with
-    --drain-delay-secs drain_delay_secs[i] (default 1); yields (router, [Replica])."""
+    --drain-delay-secs drain_delay_secs[i] (default 1) and, when set, the chart's
+    routing.modelMemoryBudget (--model-memory-budget); yields (router, [Replica])."""
     haproxy()
     helm()
     ports = tuple(free_ports(3))
-    docs = render_chart(set_values=model_hash_values(replicas, ports))
+    values = model_hash_values(replicas, ports)
+    if memory_budget is not None:
+        values += (f"routing.modelMemoryBudget={memory_budget}",)
+    docs = render_chart(set_values=values)
     args = replica_args(docs, repo, work_dir / "cache")
     started: list = []
     router = None

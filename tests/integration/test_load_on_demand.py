@@ -1,7 +1,8 @@
 """--model-load-on-demand: models listed at startup, loaded on their first
-request (HTTP and gRPC), one load for concurrent first requests, a load
-failure answering every waiting request with its error, and the interplay
-with --model-control-mode=explicit (--load-model still loads at startup).
+request (HTTP, gRPC and gRPC streams), one load for concurrent first requests, a load
+failure answering every waiting request with its error and backing off, and
+the interplay with --model-control-mode=explicit (--load-model still loads at
+startup).
 
 Outputs are checked against onnxruntime on the served file; load counts come
 from ortserve_model_loads_total. No timing assertion.
@@ -9,6 +10,7 @@ from ortserve_model_loads_total. No timing assertion.
 from __future__ import annotations
 
 import concurrent.futures
+import queue
 
 import numpy as np
 import pytest
@@ -115,6 +117,73 @@ def test_a_failed_load_answers_every_waiting_request_with_its_error(tmp_path, la
     np.testing.assert_allclose(infer(httpclient.InferenceServerClient(srv.url), "good", x),
                                expected(repo, "good", x), rtol=1e-6)
     assert srv.alive()
+
+
+def test_a_failed_load_backs_off_until_an_explicit_load_or_a_changed_file(tmp_path, launch):
+    """Requests right after a failed on-demand load get its error without a new load
+    (no load started: its log line) for the back-off (2 s after a first failure,
+    docs/many-models.md); an explicit load ends it, and so does fixing the file."""
+    repo = on_demand_repo(tmp_path, ("good",))
+    model = write_addk(repo, "broken") / "1" / "model.onnx"
+    fixed = model.read_bytes()
+    model.write_bytes(b"not an onnx model")
+    srv = launch(repo, extra_args=(ON_DEMAND, "--model-control-mode=explicit",
+                                   "--allow-unauthenticated-model-control=true"))
+    http = httpclient.InferenceServerClient(srv.url)
+    grpc = grpcclient.InferenceServerClient(srv.grpc_url)
+    x = np.ones((1, 4), np.float32)
+
+    def error(client):
+        with pytest.raises(InferenceServerException) as e:
+            infer(client, "broken", x)
+        return str(e.value)
+
+    def attempts():  # on-demand loads started (a load that fails this early is not in loads_total)
+        return srv.log_text().count("model 'broken': loading on its first request")
+
+    assert "failed to load 'broken'" in error(http)
+    assert attempts() == 1
+    for client in (http, grpc, http, grpc):
+        m = error(client)
+        assert "failed to load 'broken'" in m and "not retried for 2 s" in m, m
+    assert attempts() == 1
+    with pytest.raises(InferenceServerException):
+        http.load_model("broken")
+    assert "failed to load 'broken'" in error(grpc)
+    assert attempts() == 2
+    model.write_bytes(fixed)
+    np.testing.assert_allclose(infer(http, "broken", x), expected(repo, "broken", x), rtol=1e-6)
+    assert attempts() == 3 and loads(srv) == 1
+
+
+def test_a_streams_requests_load_their_models_on_demand(tmp_path, launch):
+    """ModelStreamInfer: requests for models not loaded wait for their loads as unary
+    calls do, the stream's other requests going on meanwhile; every request is answered
+    (outputs checked), one load per model, a failed load answered in-band."""
+    repo = on_demand_repo(tmp_path, ("a", "b", "c"))
+    write_addk(repo, "broken")
+    (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    x = np.arange(4, dtype=np.float32).reshape(1, 4)
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    infer(client, "c", x)  # loaded before the stream
+    answers = queue.Queue()
+    client.start_stream(callback=lambda result, error: answers.put((result, error)))
+    sent = ["a", "c", "b", "broken", "a", "c", "b", "a"]
+    for i, name in enumerate(sent):
+        inp = grpcclient.InferInput("INPUT0", list(x.shape), "FP32")
+        inp.set_data_from_numpy(x)
+        client.async_stream_infer(name, [inp], request_id=str(i))
+    got = [answers.get(timeout=60) for _ in sent]
+    client.stop_stream()
+    errors = [str(error) for result, error in got if error is not None]
+    assert len(errors) == 1 and "failed to load 'broken'" in errors[0], errors
+    for result, error in got:
+        if error is None:
+            name = sent[int(result.get_response().id)]
+            np.testing.assert_allclose(result.as_numpy("OUTPUT0"), expected(repo, name, x), rtol=1e-6)
+    assert loads(srv) == 3  # c, then a and b once each (the broken file fails before a load counts)
+    assert srv.log_text().count("model 'broken': loading on its first request") == 1
 
 
 def test_explicit_mode_loads_load_model_at_startup_and_the_rest_on_demand(tmp_path, launch):

@@ -21,6 +21,7 @@ import tritonclient.grpc as grpcclient
 from deploy_helpers import flag_values, haproxy, named, one, ortserve_workload, render_chart
 from harness import HTTP_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, Reference
 from replicas_cluster import local_router_config, model_hash_cluster
+from test_memory_budget import version_cost
 from test_model_control import write_addk
 
 X = np.arange(4, dtype=np.float32).reshape(1, 4)
@@ -233,14 +234,30 @@ def stop_mid_run(checker, victim, work) -> list[str]:
     return load.join()
 
 
+def resident_on_at_most_two(replicas, names, fits: int) -> dict[str, list[int]]:
+    """Per model, the replicas where it is resident now; asserts that none is resident
+    on more than two, that no replica holds more than `fits` models or more accounted
+    memory than its budget allows, and that each replica's loads less its evictions are
+    what it holds."""
+    where = holders(replicas, names)
+    assert all(len(h) <= 2 for h in where.values()), {n: h for n, h in where.items() if len(h) > 2}
+    for r in replicas:
+        held = sum(r.index in h for h in where.values())
+        assert held <= fits, (r.index, held)
+        assert r.on_demand_loads() - r.evictions() == held, (r.index, r.on_demand_loads(), r.evictions(), held)
+    return where
+
+
 @pytest.mark.scale
 @pytest.mark.timeout(900)
-def test_300_models_over_three_replicas_and_two_stopping_mid_run(tmp_path):
-    """300 models, requests over all of them from 4 threads (HTTP and gRPC): every
-    request answered correctly; each model loaded on one or two replicas (two only
-    where bounded load handed it on). Then SIGTERM to a replica in the middle of a
+def test_300_models_over_three_replicas_each_fitting_a_third_and_two_stopping_mid_run(tmp_path):
+    """300 models, each replica's --model-memory-budget (the chart's
+    routing.modelMemoryBudget) fitting 100 of them; requests over all of them from 4
+    threads (HTTP and gRPC): every request answered correctly, models evicted and
+    reloaded as the budgets require; each model resident on at most two replicas (two
+    only where bounded load handed it on). Then SIGTERM to a replica in the middle of a
     second run, with the drain delay that stands in for the chart's preStop pause: no
-    request lost, and the models only that replica held load on the others. Then
+    request lost, and the models only that replica held load again on the others. Then
     SIGTERM to another one without a drain delay, refusing new requests before the
     router's health check notices, under HTTP requests: HAProxy's retries and
     redispatches lose none. (A gRPC refusal is an UNAVAILABLE status inside an HTTP
@@ -248,31 +265,35 @@ def test_300_models_over_three_replicas_and_two_stopping_mid_run(tmp_path):
     lossless.)"""
     repo = tmp_path / "models"
     names = write_models(repo, 300, 3)
+    fits = 100
+    budget = -(-fits * max(version_cost(repo / n) for n in names) // 1024) * 1024  # whole KiB for the chart
     # replica 0 refuses at once on SIGTERM; 1 and 2 drain for 1 s first
-    with model_hash_cluster(repo, tmp_path, drain_delay_secs=(0, 1, 1)) as (router, replicas):
+    with model_hash_cluster(repo, tmp_path, drain_delay_secs=(0, 1, 1),
+                            memory_budget=f"{budget // 1024}K") as (router, replicas):
         checker = Checker(router, repo)
         errors = Load(checker, shuffled_work(names, 2, seed=1)).start().join()
         assert not errors, f"{len(errors)} failed: {errors[:10]}"
-        where = holders(replicas, names)
-        assert all(1 <= len(h) <= 2 for h in where.values()), {n: h for n, h in where.items() if len(h) > 2}
-        assert sum(r.on_demand_loads() for r in replicas) == sum(len(h) for h in where.values())
+        where = resident_on_at_most_two(replicas, names, fits)
+        assert all(r.resident_bytes() <= budget for r in replicas)
         assert all(any(r.index in h for h in where.values()) for r in replicas), "a replica got no model"
-        print(f"\nmodels per replica: {[sum(r.index in h for h in where.values()) for r in replicas]}, "
-              f"on two replicas: {sum(len(h) == 2 for h in where.values())}")
+        print(f"\nresident per replica: {[sum(r.index in h for h in where.values()) for r in replicas]}, "
+              f"on two replicas: {sum(len(h) == 2 for h in where.values())}, "
+              f"evictions: {[r.evictions() for r in replicas]}")
 
         victim = max(replicas[1:], key=lambda r: sum(h == [r.index] for h in where.values()))
         survivors = [r for r in replicas if r is not victim]
         only_victim = [n for n, h in where.items() if h == [victim.index]]
+        loads_before = {n: sum(r.on_demand_loads_of(n) for r in survivors) for n in only_victim}
         work = shuffled_work(names, 2, seed=2)
         errors = stop_mid_run(checker, victim, work)
         assert not errors, f"{len(errors)} of {len(work)} failed: {errors[:10]}"
         # Every model once more, now that the victim is gone.
         errors = Load(checker, shuffled_work(names, 1, seed=3)).start().join()
         assert not errors, f"{len(errors)} failed after the stop: {errors[:10]}"
-        after = holders(survivors, names)
-        assert all(1 <= len(h) <= 2 for h in after.values()), after
-        assert all(after[n] for n in only_victim)
-        print(f"{len(only_victim)} models moved from replica {victim.index}; loaded per replica "
+        after = resident_on_at_most_two(survivors, names, fits)
+        moved = [n for n in only_victim if sum(r.on_demand_loads_of(n) for r in survivors) > loads_before[n]]
+        assert moved == only_victim, set(only_victim) - set(moved)
+        print(f"{len(only_victim)} models moved from replica {victim.index}; resident per replica "
               f"after: {[sum(r.index in h for h in after.values()) for r in survivors]}; haproxy {router.retries()}")
 
         work = [(name, "http") for name, _ in shuffled_work(names, 1, seed=4)]
@@ -280,5 +301,7 @@ def test_300_models_over_three_replicas_and_two_stopping_mid_run(tmp_path):
         assert not errors, f"{len(errors)} of {len(work)} failed: {errors[:10]}"
         errors = Load(checker, shuffled_work(names, 1, seed=5)).start().join()
         assert not errors, f"{len(errors)} failed on the last replica: {errors[:10]}"
-        assert survivors[1].loaded_models() == set(names)
+        last = survivors[1]
+        resident_on_at_most_two([last], names, fits)
+        assert last.resident_bytes() <= budget and last.evictions() > 0
         print(f"replica 0 stopped without a drain delay; haproxy {router.retries()}")

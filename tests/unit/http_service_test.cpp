@@ -41,13 +41,37 @@ std::shared_ptr<FakeModel> SimpleModel() {
 }
 
 // "simple", and "broken" (unavailable: bad config); not every model ready.
+// With `evict_after_check` set, "simple" loads on demand and plays the race
+// of a memory budget: the arrival's NeedsLoad finds it loaded, and it is
+// evicted right after, until a load (WhenLoaded, answered at once) brings it
+// back. Single-threaded tests only.
 struct SimpleRepository : FakeRepository {
   SimpleRepository() {
     Add(model);
     AddUnavailable("broken", "", "bad config");
     all_ready = false;
   }
+  Result<std::shared_ptr<Model>> GetModel(const std::string& name, const std::string& version) const override {
+    if (name == "simple" && evicted) return Unavailable("Request for unknown model: 'simple' is not loaded");
+    return FakeRepository::GetModel(name, version);
+  }
+  bool NeedsLoad(const std::string& name) const override {
+    if (name != "simple") return false;
+    const bool needs = evicted;
+    if (evict_after_check) evicted = true;
+    evict_after_check = false;
+    return needs;
+  }
+  void WhenLoaded(const std::string& /*name*/, Clock::time_point /*deadline*/,
+                  std::function<void(Status)> done) override {
+    ++on_demand_loads;
+    evicted = false;
+    done(Status::Ok());
+  }
   std::shared_ptr<FakeModel> model = SimpleModel();
+  mutable bool evict_after_check = false;
+  mutable bool evicted = false;
+  int on_demand_loads = 0;
 };
 
 HttpRequest Req(std::string method, std::string target) {
@@ -301,6 +325,21 @@ TEST_F(HttpServiceTest, InferJsonRoundTrip) {
             R"({"model_name":"simple","model_version":"1","id":"7","outputs":[)"
             R"({"name":"OUT_INPUT0","datatype":"INT32","shape":[1,2],"data":[3,4]}]})");
   EXPECT_FALSE(r.inference_header_length);
+  EXPECT_EQ(service.in_flight()->count(), 0);
+}
+
+TEST_F(HttpServiceTest, AModelEvictedAfterTheArrivalCheckIsLoadedAgainForTheRequest) {
+  repo.evict_after_check = true;
+  auto r = Post("/v2/models/simple/infer", kInferJson);
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_THAT(r.body, HasSubstr(R"("data":[3,4])"));
+  EXPECT_EQ(repo.on_demand_loads, 1);
+  // Compressed: the lookup before inflating finds it evicted.
+  repo.evict_after_check = true;
+  auto gz = Compress(ContentCoding::kGzip, {kInferJson});
+  auto c = Post("/v2/models/simple/infer", *gz, std::nullopt, "gzip");
+  ASSERT_EQ(c.status, 200u) << c.body;
+  EXPECT_EQ(repo.on_demand_loads, 2);
   EXPECT_EQ(service.in_flight()->count(), 0);
 }
 

@@ -6,6 +6,11 @@
 //   StartReport(traceparent, model)  at arrival: the request's access-log line and,
 //                             if the tracer samples it, its trace
 //   CheckAccepting()          kUnavailable once StopAccepting() was called
+//   AwaitsAnotherLoad(model, waits)
+//                             --model-load-on-demand: whether the request
+//                             waits for its model's load (ModelRepository::
+//                             WhenLoaded) first, or again once Admit found
+//                             the model evicted since
 //   ...                       the front end decodes the request (model name
 //                             and version included) and answers any error
 //                             itself, with the report
@@ -118,6 +123,21 @@ class InferAdmission {
   }
   // kUnavailable with the stopping message once StopAccepting() was called.
   Status CheckAccepting() const;
+
+  // The rule both front ends follow for on-demand loads: true when a request
+  // for `model` must wait (ModelRepository::WhenLoaded) before it is admitted,
+  // counting the wait in `load_waits` (the loads this request waited for).
+  // Asked at arrival, after each load it waited for, and when Admit (or a
+  // lookup before it) failed: a model loaded for a request, or found loaded,
+  // can be evicted again (--model-memory-budget) before the request reaches
+  // it, and the request then waits for its next load rather than failing,
+  // kMaxLoadWaits loads in all.
+  static constexpr int kMaxLoadWaits = 3;
+  bool AwaitsAnotherLoad(const std::string& model, int& load_waits) const {
+    if (load_waits >= kMaxLoadWaits || !repository_->NeedsLoad(model)) return false;
+    ++load_waits;
+    return true;
+  }
 
   // See the contract above. `request` names its model and version; `quota`
   // null: no quota check.

@@ -56,10 +56,7 @@ class GenericCall final : public CallBase {
       case kLoaded:
         core_->admission().in_flight().Done();
         if (!load_status_.ok()) return FinishWithError(load_status_);
-        // Evicted again (memory budget) before this call reached it: one more load.
-        if (++load_waits_ < kMaxLoadWaits && core_->repository().NeedsLoad(message_->model_name())) {
-          return AwaitModelLoad();
-        }
+        if (core_->admission().AwaitsAnotherLoad(message_->model_name(), load_waits_)) return AwaitModelLoad();
         Admit();
         return;
       case kFinish:
@@ -130,7 +127,7 @@ class GenericCall final : public CallBase {
     report_ = StartReport();
     RequestLogScope log_scope = LogScopeOfCall();
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return FinishWithError(accepting);
-    if (core_->repository().NeedsLoad(message_->model_name())) return AwaitModelLoad();
+    if (admission.AwaitsAnotherLoad(message_->model_name(), load_waits_)) return AwaitModelLoad();
     Admit();
   }
 
@@ -178,9 +175,7 @@ class GenericCall final : public CallBase {
     }
     if (!admitted.ok()) {
       // Evicted (memory budget) after Start looked: wait for its reload; the message is still here.
-      if (++load_waits_ < kMaxLoadWaits && core_->repository().NeedsLoad(message_->model_name())) {
-        return AwaitModelLoad();
-      }
+      if (admission.AwaitsAnotherLoad(message_->model_name(), load_waits_)) return AwaitModelLoad();
       return FinishWithError(admitted);
     }
   }
@@ -250,8 +245,7 @@ class GenericCall final : public CallBase {
   Tag done_tag_{this, kDone};
   Tag loaded_tag_{this, kLoaded};
   Status load_status_;  // the on-demand load's outcome (kLoaded)
-  static constexpr int kMaxLoadWaits = 3;
-  int load_waits_ = 0;  // loads this call waited for
+  int load_waits_ = 0;  // loads this call waited for (InferAdmission::AwaitsAnotherLoad)
   grpc::Alarm load_alarm_;  // its own: alarm_ wakes the queue for the result
 };
 

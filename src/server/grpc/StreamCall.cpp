@@ -45,6 +45,8 @@ size_t OutputBytes(const Result<InferenceResponse>& result) {
 // once the client has half-closed, every request is answered and every
 // response written. A broken stream (client cancel, connection loss) sets the
 // shared cancel flag of its in-flight requests and drops their responses.
+// With --model-load-on-demand a request whose model is not loaded waits for
+// its load (AwaitModelLoad), in flight, while the others go on.
 //
 // Lifetime: a reference count over the read loop (1), the done notification
 // (1), each request in flight (1), the write loop while active (1) and the
@@ -93,11 +95,21 @@ class StreamCall final : public CallBase {
       case kDone:
         OnDone();
         return;
+      case kLoaded:
+        OnLoaded();
+        return;
     }
   }
 
  private:
-  enum { kRequest, kRead, kWake, kWrite, kFinish, kDone };
+  enum { kRequest, kRead, kWake, kWrite, kFinish, kDone, kLoaded };
+
+  // A request waiting for its model's on-demand load, and then its outcome.
+  struct LoadWait {
+    std::shared_ptr<inference::ModelInferRequest> message;
+    int load_waits = 0;  // InferAdmission::AwaitsAnotherLoad
+    Status loaded;
+  };
 
   struct Answer {
     std::string id;
@@ -170,8 +182,47 @@ class StreamCall final : public CallBase {
     Unref();
   }
 
-  void Dispatch(std::shared_ptr<inference::ModelInferRequest> message) {
+  // --model-load-on-demand: the request waits for its model's load off the
+  // polling thread, as a unary call does, while the stream reads and answers
+  // its other requests; it stays in flight (in_flight_, its reference, and
+  // the admission's count, so that shutdown waits for it) until OnLoaded
+  // dispatches it again on the polling thread.
+  void AwaitModelLoad(std::shared_ptr<inference::ModelInferRequest> message, int load_waits) {
+    core_->admission().in_flight().Add();
+    const std::string model = message->model_name();
+    auto wait = std::make_shared<LoadWait>(LoadWait{std::move(message), load_waits, Status::Ok()});
+    core_->repository().WhenLoaded(model, Clock::time_point::max(), [this, wait](Status loaded) {
+      wait->loaded = std::move(loaded);
+      std::lock_guard lock(mu_);
+      loaded_.push_back(std::move(wait));
+      if (!waking_loaded_) {
+        waking_loaded_ = true;
+        WakeQueue(&load_alarm_, cq_, &loaded_tag_);
+      }
+    });
+  }
+
+  void OnLoaded() {
+    std::deque<std::shared_ptr<LoadWait>> loaded;
+    {
+      std::lock_guard lock(mu_);
+      loaded.swap(loaded_);
+      waking_loaded_ = false;
+    }
+    for (auto& wait : loaded) {
+      core_->admission().in_flight().Done();
+      Dispatch(std::move(wait->message), wait->load_waits, std::move(wait->loaded));
+    }
+  }
+
+  // `load_waits`: the loads this request waited for; `loaded`: how the last
+  // one ended.
+  void Dispatch(std::shared_ptr<inference::ModelInferRequest> message, int load_waits = 0,
+                Status loaded = Status::Ok()) {
     common::InferAdmission& admission = core_->admission();
+    if (loaded.ok() && admission.AwaitsAnotherLoad(message->model_name(), load_waits)) {
+      return AwaitModelLoad(std::move(message), load_waits);
+    }
     Answer answer{message->id(), message->model_name(), message->model_version(),
                   Status(StatusCode::kInternal, "unanswered"), 0, 0, {}, {}};
     answer.report = admission.StartReport(traceparent_, message->model_name());
@@ -183,6 +234,7 @@ class StreamCall final : public CallBase {
       answer.result = std::move(status);
       Complete(std::move(answer));
     };
+    if (!loaded.ok()) return fail(std::move(loaded));
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return fail(std::move(accepting));
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
@@ -208,7 +260,14 @@ class StreamCall final : public CallBase {
           };
         },
         admission.quotas() ? &quota : nullptr);
-    if (!admitted.ok()) return fail(admitted);
+    if (!admitted.ok()) {
+      // Evicted (memory budget) since it looked: wait for the next load (the
+      // answer begun here is dropped unreported; the next Dispatch reports).
+      if (admission.AwaitsAnotherLoad(message->model_name(), load_waits)) {
+        return AwaitModelLoad(std::move(message), load_waits);
+      }
+      return fail(admitted);
+    }
   }
 
   // Any thread: queue the answer and make sure the write loop runs.
@@ -324,6 +383,7 @@ class StreamCall final : public CallBase {
   inference::ModelStreamInferResponse out_;                // the write loop only
   CancelFlag cancelled_ = std::make_shared<CancelToken>();
   grpc::Alarm alarm_;
+  grpc::Alarm load_alarm_;  // wakes the polling thread for loaded_
   std::atomic<int> refs_{1};
 
   std::mutex mu_;
@@ -335,6 +395,8 @@ class StreamCall final : public CallBase {
   bool reads_done_ = false;      // guarded by mu_
   bool broken_ = false;          // guarded by mu_
   bool finish_started_ = false;  // guarded by mu_
+  std::deque<std::shared_ptr<LoadWait>> loaded_;  // guarded by mu_: loads ended, for OnLoaded
+  bool waking_loaded_ = false;                    // guarded by mu_: load_alarm_ is set
 
   Tag request_tag_{this, kRequest};
   Tag read_tag_{this, kRead};
@@ -342,6 +404,7 @@ class StreamCall final : public CallBase {
   Tag write_tag_{this, kWrite};
   Tag finish_tag_{this, kFinish};
   Tag done_tag_{this, kDone};
+  Tag loaded_tag_{this, kLoaded};
 };
 
 }  // namespace

@@ -92,9 +92,10 @@ void ReportInfer(const tracing::CompletionReport& report, std::string_view id, s
 // A compressed infer request while its body inflates on the inflate worker:
 // what the worker needs, then what it hands back to the connection's thread.
 struct HttpService::InflateJob {
-  std::shared_ptr<const std::string> compressed;  // what `inflater` reads
+  // The request as it arrived: its body is what `inflater` reads, and what
+  // is inflated again should its model be evicted before admission.
+  HttpRequest source;
   std::unique_ptr<Inflater> inflater;
-  std::optional<std::string> inference_header_length;
   std::shared_ptr<Model> target;
   std::string model;
   std::string version;
@@ -127,7 +128,8 @@ void HttpService::HandleInfer(HttpRequest& request, const std::string& model, co
   RequestLogScope log_scope(model, version, {}, arrival.report.trace.get());
   if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
     return FailInfer(accepting, model, version, arrival);
-  if (repository_->NeedsLoad(model)) return AwaitModelLoad(request, model, version, std::move(arrival));
+  if (admission_->AwaitsAnotherLoad(model, arrival.load_waits))
+    return AwaitModelLoad(request, model, version, std::move(arrival));
   DecodeInfer(request, model, version, std::move(arrival));
 }
 
@@ -143,12 +145,8 @@ struct HttpService::LoadWait {
   }
 };
 
-// A model loaded for a request can be evicted again (memory budget) before
-// the request looks it up; it then waits for the next load, this often at most.
-constexpr int kMaxLoadWaits = 3;
-
 void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model, const std::string& version,
-                                 InferArrival arrival, int attempt) {
+                                 InferArrival arrival) {
   auto wait = std::make_shared<LoadWait>();
   wait->request = std::move(request);
   wait->model = model;
@@ -157,15 +155,15 @@ void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model,
   admission_->in_flight().Add();
   wait->admission = admission_;
   auto post = wait->arrival.context.post;
-  repository_->WhenLoaded(model, Clock::time_point::max(), [this, wait, post, attempt](Status loaded) {
+  repository_->WhenLoaded(model, Clock::time_point::max(), [this, wait, post](Status loaded) {
     // Back on the connection's thread (dropped when the client left).
-    post([this, wait, loaded, attempt] {
+    post([this, wait, loaded] {
       RequestLogScope log_scope(wait->model, wait->version, {}, wait->arrival.report.trace.get());
       if (!loaded.ok()) return FailInfer(loaded, wait->model, wait->version, wait->arrival);
       if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
         return FailInfer(accepting, wait->model, wait->version, wait->arrival);
-      if (attempt + 1 < kMaxLoadWaits && repository_->NeedsLoad(wait->model)) {
-        return AwaitModelLoad(wait->request, wait->model, wait->version, std::move(wait->arrival), attempt + 1);
+      if (admission_->AwaitsAnotherLoad(wait->model, wait->arrival.load_waits)) {
+        return AwaitModelLoad(wait->request, wait->model, wait->version, std::move(wait->arrival));
       }
       DecodeInfer(wait->request, wait->model, wait->version, std::move(wait->arrival));
     });
@@ -179,16 +177,19 @@ void HttpService::DecodeInfer(HttpRequest& request, const std::string& model, co
   if (*coding != ContentCoding::kIdentity) return InflateInfer(request, *coding, model, version, std::move(arrival));
   AdmitInfer(DecodeInferBody(request.body, request.inference_header_length, options_, *repository_, model, version,
                              nullptr),
-             model, version, std::move(arrival));
+             model, version, std::move(arrival), &request);
 }
 
 void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const std::string& model,
                                const std::string& version, InferArrival arrival) {
   // The model first: a request for one that is not there costs no inflating.
   auto target = repository_->GetModel(model, version);
-  if (!target.ok()) return FailInfer(target.status(), model, version, arrival);
-  std::shared_ptr<const std::string> compressed = request.body;
-  auto inflater = Inflater::Start(coding, *compressed, options_.max_input_size);
+  if (!target.ok()) {
+    if (admission_->AwaitsAnotherLoad(model, arrival.load_waits))
+      return AwaitModelLoad(request, model, version, std::move(arrival));
+    return FailInfer(target.status(), model, version, arrival);
+  }
+  auto inflater = Inflater::Start(coding, *request.body, options_.max_input_size);
   if (!inflater.ok()) return FailInfer(inflater.status(), model, version, arrival);
   auto done = (*inflater)->Run(kInlineInflateBytes);
   if (!done.ok()) return FailInfer(done.status(), model, version, arrival);
@@ -196,12 +197,11 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
     auto body = std::make_shared<const std::string>((*inflater)->TakeOutput());
     return AdmitInfer(DecodeInferBody(std::move(body), request.inference_header_length, options_, *repository_,
                                       model, version, std::move(target).value()),
-                      model, version, std::move(arrival));
+                      model, version, std::move(arrival), &request);
   }
   auto job = std::make_shared<InflateJob>();
-  job->compressed = std::move(compressed);
   job->inflater = std::move(inflater).value();
-  job->inference_header_length = request.inference_header_length;
+  job->source = std::move(request);
   job->target = std::move(target).value();
   job->model = model;
   job->version = version;
@@ -214,13 +214,12 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
     auto finished = job->inflater->Run(std::numeric_limits<size_t>::max());
     if (finished.ok()) {
       auto body = std::make_shared<const std::string>(job->inflater->TakeOutput());
-      job->decoded = DecodeInferBody(std::move(body), job->inference_header_length, options_, *repository_,
+      job->decoded = DecodeInferBody(std::move(body), job->source.inference_header_length, options_, *repository_,
                                      job->model, job->version, job->target);
     } else {
       job->decoded = finished.status();
     }
     job->inflater.reset();
-    job->compressed.reset();
     job->target.reset();
     // Admission happens on the connection's thread, as for every request;
     // the service outlives a connection that still runs what it posts.
@@ -228,14 +227,21 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
       RequestLogScope log_scope(job->model, job->version, {}, job->arrival.report.trace.get());
       if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
         return FailInfer(accepting, job->model, job->version, job->arrival);
-      AdmitInfer(std::move(job->decoded), job->model, job->version, std::move(job->arrival));
+      AdmitInfer(std::move(job->decoded), job->model, job->version, std::move(job->arrival), &job->source);
     });
   });
 }
 
 void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::string& model,
-                             const std::string& version, InferArrival arrival) {
-  if (!decoded.ok()) return FailInfer(decoded.status(), model, version, arrival);
+                             const std::string& version, InferArrival arrival, HttpRequest* source) {
+  // Evicted (memory budget) since it was looked at: the request decodes
+  // again after the model's next load.
+  auto fail_or_wait = [&](const Status& failed) {
+    if (source && admission_->AwaitsAnotherLoad(model, arrival.load_waits))
+      return AwaitModelLoad(*source, model, version, std::move(arrival));
+    FailInfer(failed, model, version, arrival);
+  };
+  if (!decoded.ok()) return fail_or_wait(decoded.status());
 
   InferenceRequest& req = *decoded->request;
   RequestLogScope log_scope(model, version, req.id, arrival.report.trace.get());
@@ -255,7 +261,8 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
   std::string log_model = report ? model : std::string();
   std::string log_version = report ? version : std::string();
   std::shared_ptr<RequestTrace> trace = report.trace;
-  CancelFlag cancelled = std::move(arrival.context.cancelled);
+  // A copy while the request may still wait for a load (fail_or_wait).
+  CancelFlag cancelled = source ? arrival.context.cancelled : std::move(arrival.context.cancelled);
   const uint64_t bytes_in = arrival.bytes_in;
   common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {}};
   Status admitted = admission_->Admit(std::move(decoded->request), std::move(cancelled), std::move(trace), [&] {
@@ -289,7 +296,7 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
     if (arrival.report) ReportInfer(arrival.report, {}, model, version, r, arrival.bytes_in, nullptr);
     return arrival.context.reply(std::move(r));
   }
-  if (!admitted.ok()) return FailInfer(admitted, model, version, arrival);
+  if (!admitted.ok()) return fail_or_wait(admitted);
 }
 
 }  // namespace ortserve::http

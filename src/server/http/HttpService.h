@@ -134,18 +134,17 @@ class HttpService {
     std::string accept_encoding;
     RequestContext context;
     std::string client_id;  // quotas on only
+    int load_waits = 0;     // on-demand loads it waited for (InferAdmission::AwaitsAnotherLoad)
   };
   struct InflateJob;
   struct LoadWait;
   void HandleInfer(HttpRequest& request, const std::string& model, const std::string& version,
                    RequestContext context);
   // --model-load-on-demand: parks the request off the connection's thread
-  // until its model's load ends, then goes on with it there (DecodeInfer).
-  // `attempt`: how many loads this request waited for already (a model
-  // evicted again before the request reached it waits for one more, at
-  // most kMaxLoadWaits in all).
+  // until its model's load ends, then goes on with it there (DecodeInfer),
+  // or waits again when the model was evicted meanwhile (AwaitsAnotherLoad).
   void AwaitModelLoad(HttpRequest& request, const std::string& model, const std::string& version,
-                      InferArrival arrival, int attempt = 0);
+                      InferArrival arrival);
   // The body decoded (inflated first when compressed) and admitted.
   void DecodeInfer(HttpRequest& request, const std::string& model, const std::string& version, InferArrival arrival);
   // A compressed body: its model looked up first, then inflated here up to
@@ -153,9 +152,11 @@ class HttpService {
   void InflateInfer(HttpRequest& request, ContentCoding coding, const std::string& model, const std::string& version,
                     InferArrival arrival);
   // On the connection's thread: binds shared memory and hands the request to
-  // its model, or answers the error.
+  // its model, or answers the error. `source`: the request as it arrived,
+  // which waits for the model's next load (AwaitModelLoad) instead when the
+  // model was evicted since it was looked at; null when it is gone.
   void AdmitInfer(Result<DecodedInferRequest> decoded, const std::string& model, const std::string& version,
-                  InferArrival arrival);
+                  InferArrival arrival, HttpRequest* source);
   static void FailInfer(const Status& status, const std::string& model, const std::string& version,
                         InferArrival& arrival);
   HttpResponse HandleModelGet(const std::string& model, const std::string& version, std::string_view action);
