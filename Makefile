@@ -171,13 +171,18 @@ bench-int8: build
 # Many models per node (bench/many_models.py): on demand, then under a memory
 # budget that fits 20 of 200 models (Zipf mix at concurrency 16, outputs and
 # metrics checked, VmRSS against the budget), then 1,000 load/evict cycles
-# (VmRSS before and after). MANY_MODELS_ARGS are added to each run.
+# (VmRSS before and after), then cold starts of 20 models at widths 64, 512
+# and 2048 (33 KiB to 32 MiB a model). MANY_MODELS_ARGS are added to each run.
 .PHONY: bench-many-models
 bench-many-models: build
 	$(PY) bench/many_models.py --ortserve-bin $(BUILD_DIR)/ortserve --models 200 --on-demand $(MANY_MODELS_ARGS)
 	$(PY) bench/many_models.py --ortserve-bin $(BUILD_DIR)/ortserve --models 200 --budget-fits 20 \
 	  --requests 4000 --concurrency 16 $(MANY_MODELS_ARGS)
 	$(PY) bench/many_models.py --ortserve-bin $(BUILD_DIR)/ortserve --cycles 1000 $(MANY_MODELS_ARGS)
+	@for width in 64 512 2048; do \
+	  $(PY) bench/many_models.py --ortserve-bin $(BUILD_DIR)/ortserve --on-demand --models 20 --requests 200 \
+	    --width $$width $(MANY_MODELS_ARGS) || exit 1; \
+	done
 
 # System shared memory against the same 1 MiB load over the wire (perf_analyzer).
 .PHONY: bench-shm
