@@ -109,6 +109,9 @@ void ServedModel::Serve(std::unique_ptr<InferenceRequest> request, bool may_fall
 
 bool ServedModel::TryShadow(std::unique_ptr<InferenceRequest>& request) {
   if (!request || !Readiness().ok()) return false;
+  // Counted in flight like a client's request (Complete and Refuse count it
+  // out), so the memory budget does not evict a version a shadow run is in.
+  in_flight_.fetch_add(1, std::memory_order_acq_rel);
   // Behind every client request of this version when it has priority levels.
   request->priority = config_->dynamic_batching().priority_levels();
   if (Status admitted = Admit(*request, /*observe_drift=*/false); !admitted.ok()) {
@@ -117,7 +120,9 @@ bool ServedModel::TryShadow(std::unique_ptr<InferenceRequest>& request) {
     request.reset();
     return true;
   }
-  return scheduler_->TrySubmit(request).ok();
+  if (scheduler_->TrySubmit(request).ok()) return true;
+  Left();  // refused, not answered: the caller drops it
+  return false;
 }
 
 bool ServedModel::AnsweredFromCache(std::unique_ptr<InferenceRequest>& request) {

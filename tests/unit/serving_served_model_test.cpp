@@ -132,6 +132,24 @@ TEST_P(ServedModelTest, InFlightCountsRequestsUntilAnsweredAndLastUseIsTheLatest
   EXPECT_EQ(served_->InFlight(), 0u);
 }
 
+// A shadow run (ShadowComparison's TryShadow) counts in flight like a
+// client's request, and only while it runs.
+TEST_P(ServedModelTest, ShadowRunsCountInFlightUntilAnswered) {
+  Start(BatchingOptions());
+  model_->Hold();
+  auto shadow = Request("shadow", 1, 4, 0);
+  ASSERT_TRUE(served_->TryShadow(shadow));
+  ASSERT_TRUE(model_->WaitForRuns(1));
+  EXPECT_EQ(served_->InFlight(), 1u);
+  auto refused = Request("refused", 9, 4, 0);  // over max_batch_size: answered at once
+  ASSERT_TRUE(served_->TryShadow(refused));
+  ASSERT_TRUE(done_.Done("refused"));
+  EXPECT_EQ(served_->InFlight(), 1u);
+  model_->Release(1);
+  ExpectAddOne("shadow", 1, 4, 0);
+  EXPECT_EQ(served_->InFlight(), 0u);
+}
+
 TEST_P(ServedModelTest, StatisticsFollowTriton) {
   Start(BatchingOptions());
   model_->AdvanceDuringRun(clock_.get(), 7us);  // the only time that passes
