@@ -21,6 +21,7 @@ whole messages. Memory is the server's RSS (VmHWM, the peak, where the kernel
 lets it be reset), with generous margins: never timing."""
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -204,14 +205,24 @@ class DescriptorLimitedServer(Server):
         return nofile_command(super().command(), NOFILE)
 
 
-def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir):
-    srv = DescriptorLimitedServer(repo, log_dir / "hostile_grpc_emfile.log").start()
+@contextlib.contextmanager
+def descriptor_limited(repo, log_path, extra_args=()):
+    """A READY server with NOFILE descriptors; skips the test under a
+    sanitizer that misfires out of descriptors."""
+    srv = DescriptorLimitedServer(repo, log_path, extra_args=extra_args).start()
     try:
         srv.wait_live()
         srv.wait_models_ready([MODEL])
         if sanitizer_runtime(srv.proc.pid):
             pytest.skip("out of descriptors, UBSan's vptr check reports false 'invalid vptr' "
                         "(it probes memory through a pipe); the plain build runs this test")
+        yield srv
+    finally:
+        srv.stop()
+
+
+def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir):
+    with descriptor_limited(repo, log_dir / "hostile_grpc_emfile.log") as srv:
         before = cpu_ns(srv.proc.pid)
         socks = open_connections(srv.grpc_port, 3 * NOFILE)
         try:
@@ -224,8 +235,6 @@ def test_out_of_descriptors_the_grpc_port_pauses_and_serves_again(repo, log_dir)
         assert episode_cpu_s < 0.5, episode_cpu_s
         # Accept pauses reach 1 s; this bound only turns a hang into a failure.
         assert grpc_serves(srv, 30), srv.log_tail(5)
-    finally:
-        srv.stop()
 
 
 def test_a_tls_port_gRPC_gives_up_on_makes_the_server_not_live(repo, log_dir, certs):
@@ -233,13 +242,7 @@ def test_a_tls_port_gRPC_gives_up_on_makes_the_server_not_live(repo, log_dir, ce
     # EMFILE; the server says so in its liveness, so a supervisor restarts it.
     tls = ("--grpc-use-ssl=true", f"--grpc-server-cert={certs['server_cert']}",
            f"--grpc-server-key={certs['server_key']}")
-    srv = DescriptorLimitedServer(repo, log_dir / "hostile_grpc_tls_emfile.log", extra_args=tls).start()
-    try:
-        srv.wait_live()
-        srv.wait_models_ready([MODEL])
-        if sanitizer_runtime(srv.proc.pid):
-            pytest.skip("out of descriptors, UBSan's vptr check reports false 'invalid vptr' "
-                        "(it probes memory through a pipe); the plain build runs this test")
+    with descriptor_limited(repo, log_dir / "hostile_grpc_tls_emfile.log", tls) as srv:
         assert srv.get("/v2/health/live").status_code == 200
         socks = open_connections(srv.grpc_port, 3 * NOFILE)
         try:
@@ -254,8 +257,6 @@ def test_a_tls_port_gRPC_gives_up_on_makes_the_server_not_live(repo, log_dir, ce
         assert "TLS port" in live.json()["error"] and "restart the server" in live.json()["error"], live.text
         assert srv.get("/v2/health/ready").status_code == 400
         assert srv.alive()
-    finally:
-        srv.stop()
 
 
 def test_connections_past_the_limit_are_closed_until_one_closes(repo, log_dir):

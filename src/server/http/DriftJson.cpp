@@ -49,6 +49,23 @@ void InputJson(JsonWriter& w, const DriftInputSummary& input, const DriftInputPr
   w.EndObject();
 }
 
+void VersionJson(JsonWriter& w, const std::string& version, const DriftSummary& s) {
+  w.StartObject();
+  w.Key("version");
+  w.String(version);
+  w.Key("recording");
+  w.Bool(s.recording);
+  w.Key("baseline_requests");
+  w.Int(s.baseline_requests);
+  w.Key("requests");
+  w.Int(s.requests);
+  w.Key("inputs");
+  w.StartArray();
+  for (const auto& input : s.inputs) InputJson(w, input, s.reference ? s.reference->Find(input.name) : nullptr);
+  w.EndArray();
+  w.EndObject();
+}
+
 int64_t VersionNumber(const Model& m) {
   return std::strtoll(m.version().c_str(), nullptr, 10);
 }
@@ -56,34 +73,11 @@ int64_t VersionNumber(const Model& m) {
 }  // namespace
 
 std::string DriftJson(const std::string& model, const std::vector<std::shared_ptr<Model>>& models) {
-  std::string out;
-  JsonWriter w(&out);
-  w.StartObject();
-  w.Key("model");
-  w.String(model);
-  w.Key("versions");
-  w.StartArray();
-  for (const auto& m : models) {
-    if (!m->drift()) continue;
-    const DriftSummary s = m->drift()->Snapshot();
-    w.StartObject();
-    w.Key("version");
-    w.String(m->version());
-    w.Key("recording");
-    w.Bool(s.recording);
-    w.Key("baseline_requests");
-    w.Int(s.baseline_requests);
-    w.Key("requests");
-    w.Int(s.requests);
-    w.Key("inputs");
-    w.StartArray();
-    for (const auto& input : s.inputs) InputJson(w, input, s.reference ? s.reference->Find(input.name) : nullptr);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return out;
+  return ModelVersionsJson(model, [&](JsonWriter& w) {
+    for (const auto& m : models) {
+      if (m->drift()) VersionJson(w, m->version(), m->drift()->Snapshot());
+    }
+  });
 }
 
 Result<std::string> DriftProfileText(const std::vector<std::shared_ptr<Model>>& models) {

@@ -56,19 +56,11 @@ void VersionJson(JsonWriter& w, const ShadowSummary& s) {
 }  // namespace
 
 std::string ShadowJson(const std::string& model, const std::vector<std::shared_ptr<Model>>& models) {
-  std::string out;
-  JsonWriter w(&out);
-  w.StartObject();
-  w.Key("model");
-  w.String(model);
-  w.Key("versions");
-  w.StartArray();
-  for (const auto& m : models) {
-    if (const ShadowComparison* shadow = m->shadow()) VersionJson(w, shadow->Snapshot());
-  }
-  w.EndArray();
-  w.EndObject();
-  return out;
+  return ModelVersionsJson(model, [&](JsonWriter& w) {
+    for (const auto& m : models) {
+      if (const ShadowComparison* shadow = m->shadow()) VersionJson(w, shadow->Snapshot());
+    }
+  });
 }
 
 }  // namespace ortserve::http
