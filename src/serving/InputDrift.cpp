@@ -155,9 +155,15 @@ size_t DriftBin(std::span<const double> edges, double x) {
   if (edges.size() > 64) {
     return static_cast<size_t>(std::upper_bound(edges.begin(), edges.end(), x) - edges.begin());
   }
-  size_t bin = 0;
-  for (double e : edges) bin += e <= x ? 1 : 0;
-  return bin;
+  // Four independent counts: one count would chain every comparison on the
+  // last (a carry per edge, serially), four let them overlap.
+  size_t counts[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= edges.size(); i += 4) {
+    for (size_t k = 0; k < 4; ++k) counts[k] += edges[i + k] <= x ? 1 : 0;
+  }
+  for (; i < edges.size(); ++i) counts[0] += edges[i] <= x ? 1 : 0;
+  return counts[0] + counts[1] + counts[2] + counts[3];
 }
 
 const DriftInputProfile* DriftProfile::Find(std::string_view name) const {
