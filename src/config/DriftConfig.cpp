@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "config/ModelFiles.h"
 #include "core/Text.h"
 
 namespace ortserve {
@@ -9,18 +10,6 @@ namespace {
 
 Status Bad(const std::string& key, const std::string& text, const std::string& why) {
   return InvalidArgument("parameter '" + key + "' value '" + text + "': " + why);
-}
-
-// A relative path with no ".." component: the profile stays inside the model folder.
-bool InsideModelFolder(const std::string& path) {
-  if (path.empty() || path.front() == '/') return false;
-  std::string_view rest = path;
-  while (true) {
-    const size_t slash = rest.find('/');
-    if (rest.substr(0, slash) == "..") return false;
-    if (slash == std::string_view::npos) return true;
-    rest.remove_prefix(slash + 1);
-  }
 }
 
 }  // namespace
@@ -56,8 +45,8 @@ Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::Mode
     out.baseline_requests = *v;
   }
   if (reference) {
-    if (!InsideModelFolder(*reference)) {
-      return Bad(kDriftReferenceParameter, *reference, "must be a relative path inside the model folder");
+    if (Status inside = CheckRelativeInside(*reference, "the model folder"); !inside.ok()) {
+      return Bad(kDriftReferenceParameter, *reference, inside.message());
     }
     if (bins) {
       return InvalidArgument(std::string("parameter '") + kDriftBinsParameter + "' cannot be used with '" +

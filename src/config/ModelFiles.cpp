@@ -6,16 +6,22 @@
 
 namespace ortserve {
 
+Status CheckRelativeInside(const std::string& relative, const std::string& base_name) {
+  const std::filesystem::path rel(relative);
+  if (relative.empty() || rel.is_absolute() || rel.has_root_name()) {
+    return InvalidArgument("path '" + relative + "' must be relative to " + base_name);
+  }
+  for (const auto& part : rel) {
+    if (part == "..") return InvalidArgument("path '" + relative + "' escapes " + base_name);
+  }
+  return Status::Ok();
+}
+
 Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base,
                                             const std::string& relative) {
   namespace fs = std::filesystem;
+  ORTSERVE_RETURN_IF_ERROR(CheckRelativeInside(relative, base.string()));
   const fs::path rel(relative);
-  if (relative.empty() || rel.is_absolute() || rel.has_root_name()) {
-    return InvalidArgument("path '" + relative + "' must be relative to " + base.string());
-  }
-  for (const auto& part : rel) {
-    if (part == "..") return InvalidArgument("path '" + relative + "' escapes " + base.string());
-  }
   std::error_code ec;
   const fs::path canonical_base = fs::weakly_canonical(base, ec);
   if (ec) return InvalidArgument("cannot resolve " + base.string() + ": " + ec.message());

@@ -8,6 +8,11 @@
 
 namespace ortserve {
 
+// Ok when `relative` is a relative path with no ".." component: the
+// lexical half of ResolveInside, for a config checked before its folder is
+// known. The message names `relative` and, in words, `base_name`.
+Status CheckRelativeInside(const std::string& relative, const std::string& base_name);
+
 // Resolves `relative` inside `base` and refuses anything that would leave it
 // (absolute paths, "..", symlinks pointing outside).
 Result<std::filesystem::path> ResolveInside(const std::filesystem::path& base, const std::string& relative);

@@ -1,7 +1,5 @@
 #include "config/ShadowConfig.h"
 
-#include <cmath>
-
 #include "core/Text.h"
 
 namespace ortserve {
@@ -32,7 +30,7 @@ Result<std::optional<ShadowConfig>> ShadowConfig::FromConfig(const inference::Mo
       continue;
     }
     const std::optional<double> v = ParseNumber<double>(text);
-    if (!v || !std::isfinite(*v)) return Bad(key, text, "not a number");
+    if (!v) return Bad(key, text, "not a number");  // ParseNumber refuses inf and NaN
     if (key == kShadowFractionParameter) {
       if (!(*v > 0.0 && *v <= 1.0)) return Bad(key, text, "must be above 0 and at most 1");
       out.fraction = *v;

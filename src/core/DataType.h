@@ -2,6 +2,7 @@
 // Tensor element types, named as the KServe v2 protocol names them ("FP32"),
 // with conversions to Triton's config names ("TYPE_FP32").
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -35,5 +36,10 @@ std::string_view DataTypeConfigName(DataType type);
 std::optional<DataType> DataTypeFromConfigName(std::string_view name);
 // Bytes per element; 0 for kBytes and kInvalid (variable size).
 size_t DataTypeSize(DataType type);
+
+// One FP16 (IEEE half) or BF16 element, widened to float exactly
+// (subnormals, infinities and NaN included).
+float HalfToFloat(uint16_t h);
+float Bf16ToFloat(uint16_t b);
 
 }  // namespace ortserve

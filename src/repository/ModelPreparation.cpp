@@ -107,7 +107,8 @@ Status PrepareDrift(const fs::path& dir, Candidate* common) {
   common->drift = std::move(drift).value();
   if (!common->drift || common->drift->reference_path.empty()) return Status::Ok();
   const std::string& path = common->drift->reference_path;
-  auto text = ReadFile(dir / path);
+  auto resolved = ResolveInside(dir, path);  // also refuses a symlink out of the folder
+  auto text = resolved.ok() ? ReadFile(*resolved) : Result<std::string>(resolved.status());
   if (!text.ok()) {
     return Unavailable(std::string("parameter '") + kDriftReferenceParameter + "' value '" + path +
                        "': " + text.status().message());

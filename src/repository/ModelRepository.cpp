@@ -175,11 +175,9 @@ class ModelRepositoryImpl final : public ModelRepository {
 
   bool NeedsLoad(const std::string& name) const override {
     if (!options_.load_on_demand || !IsModelName(name)) return false;
-    if (std::shared_ptr<ServedModel> loaded = table_.LatestReady(name)) {
-      // A request on its way: the memory budget evicts this model last.
-      if (options_.memory_budget > 0) loaded->Touch(Clock::now());
-      return false;
-    }
+    // A request on its way: the memory budget evicts this model last.
+    const auto touch_at = options_.memory_budget > 0 ? std::optional(Clock::now()) : std::nullopt;
+    if (table_.HasReady(name, touch_at)) return false;
     std::error_code ec;
     return std::filesystem::is_directory(std::filesystem::path(options_.repository_path) / name, ec);
   }

@@ -120,6 +120,18 @@ std::shared_ptr<ServedModel> ModelTable::LatestReady(const std::string& name) co
   return nullptr;
 }
 
+bool ModelTable::HasReady(const std::string& name, std::optional<Clock::time_point> touch_at) const {
+  ReaderLock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return false;
+  for (auto v = it->second.versions.rbegin(); v != it->second.versions.rend(); ++v) {
+    if (v->second.state != ModelState::kReady || !v->second.model) continue;
+    if (touch_at) v->second.model->Touch(*touch_at);
+    return true;
+  }
+  return false;
+}
+
 std::shared_ptr<ServedModel> ModelTable::ReadyVersion(const std::string& name, int64_t version) const {
   if (version <= 0) return LatestReady(name);
   ReaderLock lock(mu_);

@@ -35,6 +35,11 @@ class ModelTable {
       ORTSERVE_EXCLUDES(mu_);
   // The newest READY version of `name`, ignoring canary weights (a fallback).
   std::shared_ptr<ServedModel> LatestReady(const std::string& name) const ORTSERVE_EXCLUDES(mu_);
+  // Whether `name` has a READY version; if so and `touch_at` is given, the
+  // newest counts as used then (ServedModel::Touch). For the on-demand check
+  // every request makes: no reference to the model is taken, so it never
+  // holds off an eviction (BeginEvict).
+  bool HasReady(const std::string& name, std::optional<Clock::time_point> touch_at) const ORTSERVE_EXCLUDES(mu_);
   // Version `version` of `name` when READY (`version` <= 0: LatestReady).
   std::shared_ptr<ServedModel> ReadyVersion(const std::string& name, int64_t version) const ORTSERVE_EXCLUDES(mu_);
   // The progressive canary of `name` (serving/VersionRollout.h):

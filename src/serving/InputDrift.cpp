@@ -16,27 +16,6 @@ T Load(const std::byte* p) {
   return v;
 }
 
-double HalfToDouble(uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  double v;
-  if (exponent == 0) {
-    v = std::ldexp(mantissa, -24);
-  } else if (exponent == 31) {
-    v = mantissa ? std::nan("") : INFINITY;
-  } else {
-    v = std::ldexp(mantissa + 1024, exponent - 25);
-  }
-  return (h & 0x8000) ? -v : v;
-}
-
-double Bf16ToDouble(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
-
 // Calls f(value) for elements 0, stride, 2*stride, ... of the `elements`
 // values of type T at `data`, each converted by `convert`: the element type
 // is dispatched once per tensor, not once per value.
@@ -81,10 +60,10 @@ void ForSampledValues(const Tensor& t, F&& f) {
     case DataType::kInt16: return ForStridedNumbers<int16_t>(data, elements, stride, f);
     case DataType::kInt32: return ForStridedNumbers<int32_t>(data, elements, stride, f);
     case DataType::kInt64: return ForStridedNumbers<int64_t>(data, elements, stride, f);
-    case DataType::kFp16: return ForStrided<uint16_t>(data, elements, stride, HalfToDouble, f);
+    case DataType::kFp16: return ForStrided<uint16_t>(data, elements, stride, HalfToFloat, f);
     case DataType::kFp32: return ForStridedNumbers<float>(data, elements, stride, f);
     case DataType::kFp64: return ForStridedNumbers<double>(data, elements, stride, f);
-    case DataType::kBf16: return ForStrided<uint16_t>(data, elements, stride, Bf16ToDouble, f);
+    case DataType::kBf16: return ForStrided<uint16_t>(data, elements, stride, Bf16ToFloat, f);
     default: return;
   }
 }

@@ -131,9 +131,11 @@ class ServedModel final : public Model, private RequestCompleter {
   const std::shared_ptr<InputDrift> drift_;                // null: no drift statistics
   const std::shared_ptr<ShadowComparison> shadow_;         // null: requests not shadowed
   std::atomic<ModelState> state_{ModelState::kLoading};
-  std::atomic<uint64_t> in_flight_{0};
+  // Written by every request: on a cache line of their own, away from state_,
+  // which every request reads.
+  alignas(64) std::atomic<uint64_t> in_flight_{0};
   std::atomic<int64_t> last_used_ns_{0};  // a relaxed store per request, no lock
-  std::unique_ptr<Scheduler> scheduler_;  // set once by Start, before READY
+  alignas(64) std::unique_ptr<Scheduler> scheduler_;  // set once by Start, before READY; read per request
 };
 
 }  // namespace ortserve

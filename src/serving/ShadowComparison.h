@@ -99,7 +99,6 @@ class ShadowComparison : public std::enable_shared_from_this<ShadowComparison> {
   // Compares one answer (counted in compared and per output).
   void Compare(const std::vector<Tensor>& served, const std::vector<Tensor>& shadow) ORTSERVE_EXCLUDES(mu_);
 
-  int64_t shadow_version() const { return config_.version; }
   ShadowSummary Snapshot() const ORTSERVE_EXCLUDES(mu_);
 
  private:

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "TestTensors.h"
 #include "fakes/FakeModel.h"
 #include "server/metrics/MetricsCollector.h"
 #include "server/metrics/MetricsServer.h"
@@ -323,12 +324,6 @@ TEST(MetricsServer, RejectsBadAddressAndBusyPort) {
   EXPECT_THAT(st.message(), HasSubstr(std::to_string((*first)->port())));
 }
 
-}  // namespace
-}  // namespace ortserve::metrics
-
-namespace ortserve::metrics {
-namespace {
-
 // A served version whose requests are shadowed: only shadow() matters here.
 class ShadowedModel final : public Model {
  public:
@@ -351,14 +346,7 @@ class ShadowedModel final : public Model {
   std::shared_ptr<ShadowComparison> shadow_;
 };
 
-Tensor Floats(std::string name, Shape shape, std::vector<float> values) {
-  Tensor t;
-  t.name = std::move(name);
-  t.dtype = DataType::kFp32;
-  t.shape = std::move(shape);
-  t.data = TensorData::Copy(values.data(), values.size() * sizeof(float));
-  return t;
-}
+using testing_util::Fp32;
 
 TEST(RenderMetrics, ShadowComparisonPerServingVersionAndOutput) {
   ShadowConfig config;
@@ -367,8 +355,8 @@ TEST(RenderMetrics, ShadowComparisonPerServingVersionAndOutput) {
   auto shadow = std::make_shared<ShadowComparison>("m", "1", config, std::vector<std::string>{"logits", "score"}, 1,
                                                    nullptr);
   // logits: 0.5 off and the second row's class moves; score: equal.
-  shadow->Compare({Floats("logits", {2, 2}, {1, 0, 0, 1}), Floats("score", {2, 1}, {3, 4})},
-                  {Floats("logits", {2, 2}, {1.5f, 0, 1, 0.5f}), Floats("score", {2, 1}, {3, 4})});
+  shadow->Compare({Fp32("logits", {2, 2}, {1, 0, 0, 1}), Fp32("score", {2, 1}, {3, 4})},
+                  {Fp32("logits", {2, 2}, {1.5f, 0, 1, 0.5f}), Fp32("score", {2, 1}, {3, 4})});
   const std::vector<std::shared_ptr<Model>> models{std::make_shared<ShadowedModel>(shadow)};
   const std::string text = RenderMetrics(MetricsSources{}, {}, models);
   auto s = ParseStrict(text);

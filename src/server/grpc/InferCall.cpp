@@ -125,7 +125,6 @@ class GenericCall final : public CallBase {
   void Start() {
     common::InferAdmission& admission = core_->admission();
     report_ = StartReport();
-    RequestLogScope log_scope = LogScopeOfCall();
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return FinishWithError(accepting);
     if (admission.AwaitsAnotherLoad(message_->model_name(), load_waits_)) return AwaitModelLoad();
     Admit();

@@ -8,27 +8,6 @@
 namespace ortserve::http {
 namespace {
 
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);  // inf / nan
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: normalise
-    exp = 113;
-    while ((mant & 0x400) == 0) { mant <<= 1; --exp; }
-    bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-float Bf16ToFloat(uint16_t v) { return std::bit_cast<float>(static_cast<uint32_t>(v) << 16); }
-
 template <typename T>
 T Load(const std::byte* p) {
   T v;
