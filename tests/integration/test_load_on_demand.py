@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import queue
+import time
 
 import numpy as np
 import pytest
@@ -141,10 +142,13 @@ def test_a_failed_load_backs_off_until_an_explicit_load_or_a_changed_file(tmp_pa
     def attempts():  # on-demand loads started (a load that fails this early is not in loads_total)
         return srv.log_text().count("model 'broken': loading on its first request")
 
+    failed_at = time.monotonic()
     assert "failed to load 'broken'" in error(http)
     assert attempts() == 1
     for client in (http, grpc, http, grpc):
         m = error(client)
+        if time.monotonic() - failed_at >= 2:
+            pytest.skip("the 2 s back-off ended before these requests came (a very slow run)")
         assert "failed to load 'broken'" in m and "not retried for 2 s" in m, m
     assert attempts() == 1
     with pytest.raises(InferenceServerException):

@@ -22,6 +22,7 @@ from tritonclient.utils import InferenceServerException
 
 import make_test_models
 from harness import Reference, metric
+from hostile_clients import status_kib
 from test_load_on_demand import expected, infer, loads
 from test_model_control import wait_for, write_addk
 
@@ -185,10 +186,7 @@ def test_concurrent_first_requests_under_the_budget_cause_one_load(tmp_path, lau
 
 
 def rss_kib(srv):
-    for line in open(f"/proc/{srv.proc.pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+    return status_kib(srv.proc.pid, "VmRSS")
 
 
 @pytest.mark.scale

@@ -28,7 +28,6 @@ from cryptography.x509.oid import NameOID  # noqa: E402
 from harness import (Server, assert_matches, infer_inputs, make_test_models, model_file,  # noqa: E402
                      ortserve_binary, start_server)
 
-pytestmark = pytest.mark.timeout(300)
 
 BASE = "add_sub_fp32"
 FAILS_TO_PARSE = {"changed"}  # its model file is no longer an ONNX model: no policy loads it

@@ -20,6 +20,7 @@ from harness import Reference
 from onnx import TensorProto, helper
 
 from quantization_helpers import CLASSES, FEATURES, demo, quantize_mlp
+from test_rollout import params
 
 CONFIG = """
 name: "{name}"
@@ -31,10 +32,6 @@ model_warmup [ {{ name: "random" batch_size: 16 count: 1
   inputs {{ key: "x" value {{ data_type: TYPE_FP32 dims: [ {features} ] random_data: true }} }} }} ]
 {params}
 """
-
-
-def params(**kv) -> str:
-    return "\n".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}' for k, v in kv.items())
 
 
 @pytest.fixture(scope="module")

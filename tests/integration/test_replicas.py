@@ -101,6 +101,7 @@ def grpc_wide(router, repo, name: str, rows: int) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+@pytest.mark.scale  # three replicas
 def test_each_model_stays_on_one_replica_and_a_broken_one_takes_no_replica_out(tmp_path):
     """Sequential requests (no load to bound): HTTP and gRPC requests for a model land
     on one replica, the one its name hashes to (gRPC messages larger than HAProxy's

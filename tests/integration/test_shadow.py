@@ -20,6 +20,7 @@ from onnx import TensorProto, helper
 
 from harness import Reference, make_test_models, metric
 from quantization_helpers import CLASSES, FEATURES, quantize_mlp
+from test_rollout import params
 
 demo = make_test_models.demo
 WAIT_S = 60
@@ -37,10 +38,6 @@ TWO_OUTPUTS = ('{ name: "shifted" data_type: TYPE_FP32 dims: [ 4 ] }, '
                '{ name: "same" data_type: TYPE_FP32 dims: [ 4 ] }')
 LOGITS = f'{{ name: "logits" data_type: TYPE_FP32 dims: [ {CLASSES} ] }}'
 SHIFT = 0.25  # version 2's "shifted" is version 1's plus this
-
-
-def params(**kv) -> str:
-    return "\n".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}' for k, v in kv.items())
 
 
 def build_shifted(k: float):
