@@ -8,6 +8,8 @@
 #include "fakes/FakeModel.h"
 #include "fakes/FakeRepository.h"
 #include "server/common/InferAdmission.h"
+#include "server/common/Liveness.h"
+#include "server/common/Readiness.h"
 
 namespace ortserve::common {
 namespace {
@@ -93,6 +95,22 @@ TEST_F(InferAdmissionTest, StopAcceptingRefusesWithTheFrontEndsMessage) {
   EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
   EXPECT_EQ(refused.message(), "stopping now");
   EXPECT_FALSE(admission.accepting());
+}
+
+// Both front ends' readiness (HTTP health/ready, gRPC ServerReady): the first
+// reason that holds, in this order.
+TEST_F(InferAdmissionTest, ReadinessNeedsAdmissionLivenessAndStrictlyEveryModel) {
+  ResetLivenessForTesting();
+  EXPECT_EQ(NotReadyReason(admission, repository, /*strict_readiness=*/true), std::nullopt);
+  repository.all_ready = false;
+  EXPECT_EQ(NotReadyReason(admission, repository, false), std::nullopt);
+  EXPECT_EQ(NotReadyReason(admission, repository, true),
+            "not every model in the repository is ready (strict readiness)");
+  MarkNotLive("the acceptor stopped");
+  EXPECT_EQ(NotReadyReason(admission, repository, false), "the acceptor stopped");
+  admission.MarkNotReady();
+  EXPECT_EQ(NotReadyReason(admission, repository, true), "server is shutting down");
+  ResetLivenessForTesting();
 }
 
 TEST_F(InferAdmissionTest, TheReportIsNeededOnlyWithAnAccessLogOrATrace) {

@@ -5,7 +5,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -22,6 +21,7 @@
 
 #include "core/ThreadName.h"
 #include "server/common/AcceptPacer.h"
+#include "server/common/RefusedConnections.h"
 
 namespace ortserve::grpcfe {
 
@@ -84,7 +84,7 @@ class GrpcAcceptor::Impl {
   grpc::Server* server = nullptr;
   HandedOverConnections* connections = nullptr;
   size_t max_connections = 0;
-  std::atomic<uint64_t> rejected{0};
+  common::RefusedConnections rejected{"grpc", "--grpc-max-connections", "closed unanswered"};
   // Connections waiting for their first bytes (the acceptor's thread only).
   std::unordered_set<std::shared_ptr<Waiting>> waiting;
   std::chrono::steady_clock::time_point next_check{};  // the acceptor's thread only
@@ -134,12 +134,7 @@ class GrpcAcceptor::Impl {
   // that the limit is there to save.
   void Serve(tcp::socket socket) {
     if (AtLimit()) {
-      const uint64_t n = rejected.fetch_add(1, std::memory_order_relaxed) + 1;
-      if (n == 1 || n % 1000 == 0) {
-        spdlog::warn("grpc: {} open connections, the limit (--grpc-max-connections); {} connection(s) closed "
-                     "unanswered so far",
-                     max_connections, n);
-      }
+      rejected.Count(max_connections);
       return;  // the socket closes as it goes
     }
     AwaitFirstBytes(std::move(socket));
@@ -209,7 +204,7 @@ GrpcAcceptor::GrpcAcceptor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 GrpcAcceptor::~GrpcAcceptor() { Stop(); }
 
 uint16_t GrpcAcceptor::port() const { return impl_->port; }
-uint64_t GrpcAcceptor::RejectedConnections() const { return impl_->rejected.load(std::memory_order_relaxed); }
+uint64_t GrpcAcceptor::RejectedConnections() const { return impl_->rejected.count(); }
 
 void GrpcAcceptor::Start(grpc::Server* server) {
   Impl& s = *impl_;

@@ -20,6 +20,7 @@
 #include "core/ThreadName.h"
 #include "repository/ModelRepository.h"
 #include "server/common/Liveness.h"
+#include "server/common/Readiness.h"
 #include "server/common/ModelMetadata.h"
 #include "server/common/StatisticsSnapshot.h"
 #include "server/grpc/GrpcAcceptor.h"
@@ -34,8 +35,7 @@ namespace grpcfe {
 // ---- GrpcServiceCore ------------------------------------------------------------------
 
 bool GrpcServiceCore::ServerReady() const {
-  if (!admission_.ready() || common::NotLiveReason()) return false;
-  return !options_.strict_readiness || repository_->AllModelsReady();
+  return !common::NotReadyReason(admission_, *repository_, options_.strict_readiness);
 }
 
 void GrpcServiceCore::CallCreated() {

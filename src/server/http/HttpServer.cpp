@@ -63,11 +63,7 @@ struct HttpServer::Impl {
 
   // A connection arrived while max_connections are open.
   void Reject(Socket socket) {
-    const uint64_t n = core->rejected_connections.fetch_add(1, std::memory_order_relaxed) + 1;
-    if (n == 1 || n % 1000 == 0) {
-      spdlog::warn("http: {} open connections, the limit (--http-max-connections); {} connection(s) refused so far",
-                   options.max_connections, n);
-    }
+    core->rejected_connections.Count(options.max_connections);
     if (tls || core->rejections_lingering.load(std::memory_order_relaxed) >= ConnectionRejection::kMaxLingering) {
       // HTTPS: an answer would need a TLS handshake, the very work the limit saves.
       beast::error_code ec;
@@ -221,7 +217,7 @@ size_t HttpServer::OpenConnections() const {
 }
 
 uint64_t HttpServer::RejectedConnections() const {
-  return impl_->core->rejected_connections.load(std::memory_order_relaxed);
+  return impl_->core->rejected_connections.count();
 }
 
 void HttpServer::StopAccepting() {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "server/common/RefusedConnections.h"
 #include "server/http/ConnectionRegistry.h"
 #include "server/http/IoThread.h"
 
@@ -20,7 +21,7 @@ struct HttpServerCore {
   std::mutex gate_mu;
   bool gate_open = true;  // guarded by gate_mu: completions may still be handed to connections
   ConnectionRegistry connections;
-  std::atomic<uint64_t> rejected_connections{0};  // over max_connections
+  common::RefusedConnections rejected_connections{"http", "--http-max-connections", "refused"};
   std::atomic<size_t> rejections_lingering{0};    // live ConnectionRejection objects
   // Headers the access policy checks; copied into each request (none: no policy).
   std::vector<std::string> auth_headers;

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include "server/common/Liveness.h"
+#include "server/common/Readiness.h"
 #include "server/http/Compression.h"
 #include "server/http/HttpStatus.h"
 #include "server/http/DriftJson.h"
@@ -252,10 +253,8 @@ HttpResponse HttpService::Live() {
 
 HttpResponse HttpService::Ready() {
   // Triton answers a not-ready server with 400; tritonclient checks for 200.
-  if (!admission_->ready()) return ErrorResponse(400, "server is shutting down");
-  if (std::optional<std::string> reason = common::NotLiveReason()) return ErrorResponse(400, *reason);
-  if (options_.strict_readiness && !repository_->AllModelsReady())
-    return ErrorResponse(400, "not every model in the repository is ready (strict readiness)");
+  if (std::optional<std::string> reason = common::NotReadyReason(*admission_, *repository_, options_.strict_readiness))
+    return ErrorResponse(400, *reason);
   return EmptyResponse(200);
 }
 

@@ -5,13 +5,13 @@
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <atomic>
 #include <chrono>
 #include <optional>
 #include <thread>
 
 #include "core/ThreadName.h"
 #include "server/common/AcceptPacer.h"
+#include "server/common/RefusedConnections.h"
 #include "server/metrics/PrometheusText.h"
 
 namespace ortserve::metrics {
@@ -131,7 +131,7 @@ struct MetricsServer::Impl {
   // Before ioc: the sessions its handlers hold count down here when the
   // io_context is destroyed.
   size_t open_connections = 0;
-  std::atomic<uint64_t> rejected_connections{0};
+  common::RefusedConnections rejected_connections{"metrics", "--metrics-max-connections", "closed unanswered"};
   net::io_context ioc{1};
   std::optional<tcp::acceptor> acceptor;
   std::optional<common::AcceptPacer> accept_pacer;
@@ -154,12 +154,7 @@ struct MetricsServer::Impl {
   // the writes that the limit is there to save.
   void Serve(tcp::socket socket) {
     if (open_connections >= options.max_connections) {
-      const uint64_t n = rejected_connections.fetch_add(1, std::memory_order_relaxed) + 1;
-      if (n == 1 || n % 1000 == 0) {
-        spdlog::warn("metrics: {} open connections, the limit (--metrics-max-connections); {} connection(s) "
-                     "closed unanswered so far",
-                     options.max_connections, n);
-      }
+      rejected_connections.Count(options.max_connections);
       return;  // the socket closes as it goes
     }
     beast::error_code opt_ec;
@@ -241,7 +236,7 @@ void MetricsServer::Stop() {
 }
 
 uint64_t MetricsServer::RejectedConnections() const {
-  return impl_->rejected_connections.load(std::memory_order_relaxed);
+  return impl_->rejected_connections.count();
 }
 
 }  // namespace ortserve::metrics
