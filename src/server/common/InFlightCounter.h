@@ -5,7 +5,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <utility>
 
 namespace ortserve::common {
 
@@ -43,6 +45,44 @@ class InFlightCounter {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   int64_t count_ = 0;  // guarded by mu_
+};
+
+// One thing counted in flight on an InFlightCounter: Add() when made, Done()
+// when released or destroyed, whichever comes first; moved with what it
+// counts. Not thread-safe itself (one owner at a time).
+class InFlightHold {
+ public:
+  InFlightHold() = default;
+  // `counter` must outlive the hold.
+  explicit InFlightHold(InFlightCounter& counter) : InFlightHold(std::shared_ptr<InFlightCounter>(), &counter) {}
+  // The hold keeps `owner` (whatever owns `counter`) alive.
+  InFlightHold(std::shared_ptr<const void> owner, InFlightCounter* counter)
+      : owner_(std::move(owner)), counter_(counter) {
+    counter_->Add();
+  }
+  InFlightHold(InFlightHold&& other) noexcept
+      : owner_(std::move(other.owner_)), counter_(std::exchange(other.counter_, nullptr)) {}
+  InFlightHold& operator=(InFlightHold&& other) noexcept {
+    if (this != &other) {
+      Release();
+      owner_ = std::move(other.owner_);
+      counter_ = std::exchange(other.counter_, nullptr);
+    }
+    return *this;
+  }
+  InFlightHold(const InFlightHold&) = delete;
+  InFlightHold& operator=(const InFlightHold&) = delete;
+  ~InFlightHold() { Release(); }
+
+  // Counted out now; nothing more when destroyed.
+  void Release() {
+    if (InFlightCounter* counter = std::exchange(counter_, nullptr)) counter->Done();
+    owner_.reset();
+  }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  InFlightCounter* counter_ = nullptr;
 };
 
 }  // namespace ortserve::common

@@ -54,7 +54,7 @@ class GenericCall final : public CallBase {
         Respond();
         return;
       case kLoaded:
-        core_->admission().in_flight().Done();
+        load_wait_.Release();
         if (!load_status_.ok()) return FinishWithError(load_status_);
         if (core_->admission().AwaitsAnotherLoad(message_->model_name(), load_waits_)) return AwaitModelLoad();
         Admit();
@@ -134,7 +134,7 @@ class GenericCall final : public CallBase {
   // for its model's load (bounded by its deadline), counted in flight so that
   // shutdown waits for it, then goes on there (kLoaded).
   void AwaitModelLoad() {
-    core_->admission().in_flight().Add();
+    load_wait_ = common::InFlightHold(core_->admission().in_flight());
     const auto left = ctx_.deadline() - std::chrono::system_clock::now();
     const Clock::time_point deadline =
         left > std::chrono::hours(24 * 365) ? Clock::time_point::max()
@@ -245,6 +245,7 @@ class GenericCall final : public CallBase {
   Tag loaded_tag_{this, kLoaded};
   Status load_status_;  // the on-demand load's outcome (kLoaded)
   int load_waits_ = 0;  // loads this call waited for (InferAdmission::AwaitsAnotherLoad)
+  common::InFlightHold load_wait_;  // from AwaitModelLoad to kLoaded
   grpc::Alarm load_alarm_;  // its own: alarm_ wakes the queue for the result
 };
 

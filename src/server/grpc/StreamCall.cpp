@@ -109,6 +109,7 @@ class StreamCall final : public CallBase {
     std::shared_ptr<inference::ModelInferRequest> message;
     int load_waits = 0;  // InferAdmission::AwaitsAnotherLoad
     Status loaded;
+    common::InFlightHold in_flight;  // released when OnLoaded dispatches it again
   };
 
   struct Answer {
@@ -188,9 +189,10 @@ class StreamCall final : public CallBase {
   // the admission's count, so that shutdown waits for it) until OnLoaded
   // dispatches it again on the polling thread.
   void AwaitModelLoad(std::shared_ptr<inference::ModelInferRequest> message, int load_waits) {
-    core_->admission().in_flight().Add();
+    common::InFlightHold in_flight(core_->admission().in_flight());
     const std::string model = message->model_name();
-    auto wait = std::make_shared<LoadWait>(LoadWait{std::move(message), load_waits, Status::Ok()});
+    auto wait =
+        std::make_shared<LoadWait>(LoadWait{std::move(message), load_waits, Status::Ok(), std::move(in_flight)});
     core_->repository().WhenLoaded(model, Clock::time_point::max(), [this, wait](Status loaded) {
       wait->loaded = std::move(loaded);
       std::lock_guard lock(mu_);
@@ -210,7 +212,7 @@ class StreamCall final : public CallBase {
       waking_loaded_ = false;
     }
     for (auto& wait : loaded) {
-      core_->admission().in_flight().Done();
+      wait->in_flight.Release();
       Dispatch(std::move(wait->message), wait->load_waits, std::move(wait->loaded));
     }
   }

@@ -103,10 +103,7 @@ struct HttpService::InflateJob {
   Result<DecodedInferRequest> decoded = Internal("the request body was not inflated");
   // Counted in flight from its hand-over until it is admitted or dropped,
   // so that shutdown waits for it as for a request inside a model.
-  std::shared_ptr<common::InferAdmission> admission;
-  ~InflateJob() {
-    if (admission) admission->in_flight().Done();
-  }
+  common::InFlightHold in_flight;
 };
 
 void HttpService::FailInfer(const Status& status, const std::string& model, const std::string& version,
@@ -139,10 +136,7 @@ struct HttpService::LoadWait {
   std::string version;
   InferArrival arrival;
   // Counted in flight while it waits, so that shutdown waits for it too.
-  std::shared_ptr<common::InferAdmission> admission;
-  ~LoadWait() {
-    if (admission) admission->in_flight().Done();
-  }
+  common::InFlightHold in_flight;
 };
 
 void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model, const std::string& version,
@@ -152,8 +146,7 @@ void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model,
   wait->model = model;
   wait->version = version;
   wait->arrival = std::move(arrival);
-  admission_->in_flight().Add();
-  wait->admission = admission_;
+  wait->in_flight = HoldInFlight();
   auto post = wait->arrival.context.post;
   repository_->WhenLoaded(model, Clock::time_point::max(), [this, wait, post](Status loaded) {
     // Back on the connection's thread (dropped when the client left).
@@ -206,8 +199,7 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
   job->model = model;
   job->version = version;
   job->arrival = std::move(arrival);
-  admission_->in_flight().Add();
-  job->admission = admission_;
+  job->in_flight = HoldInFlight();
   // Dropped unrun when the client leaves first: nobody waits for the answer.
   inflate_worker_->Submit(job->arrival.context.cancelled, [this, job] {
     RequestLogScope log_scope(job->model, job->version, {}, job->arrival.report.trace.get());

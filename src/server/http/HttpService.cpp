@@ -370,15 +370,14 @@ void HttpService::HandleModelControl(const std::string& model, bool load, Reques
   }
   // The load runs on the repository's loader thread; the reply is posted back
   // to this connection's I/O thread when it is done.
-  admission_->in_flight().Add();
   auto done = [post = std::move(context.post), reply = std::move(context.reply),
-               admission = admission_](Status status) {
+               in_flight = std::make_shared<common::InFlightHold>(HoldInFlight())](Status status) {
     post([reply, status] {
       // Triton answers a failed load or unload with 400.
       reply(status.ok() ? EmptyResponse(200)
                         : ErrorResponse(status.code() == StatusCode::kUnavailable ? 503 : 400, status.message()));
     });
-    admission->in_flight().Done();
+    in_flight->Release();
   };
   if (load) {
     repository_->LoadAsync(model, std::move(done));

@@ -175,6 +175,10 @@ class HttpService {
   HttpResponse HandleTraceSetting(const HttpRequest& request, const std::string& model);
   HttpResponse Live();
   HttpResponse Ready();
+  // Counts one more thing in flight (a request waiting or inflating, a model
+  // load or unload) until released; keeps the counter alive that long, as a
+  // completion may run after the service is gone.
+  common::InFlightHold HoldInFlight() const { return common::InFlightHold(admission_, &admission_->in_flight()); }
   // The 401/403 of a request to a restricted API group without the right
   // header; nullopt when it may go on.
   std::optional<HttpResponse> AccessRefusal(const HttpRequest& request, const std::vector<std::string>& path) const;
