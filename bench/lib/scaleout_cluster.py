@@ -35,9 +35,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from bench_procs import free_ports  # noqa: E402  (bench's helpers)
 
 
-def http_get_status(port: int, path: str, timeout_s: float = 2.0) -> int | None:
+def http_get_status(port: int, path: str, timeout_s: float = 2.0, host: str = "127.0.0.1") -> int | None:
     try:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+        conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
         conn.request("GET", path)
         status = conn.getresponse().status
         conn.close()
@@ -46,23 +46,83 @@ def http_get_status(port: int, path: str, timeout_s: float = 2.0) -> int | None:
         return None
 
 
-class Replica:
-    """One ortserve process; start() again after it exited to restart it on the same ports."""
+class ServerProcess:
+    """One ortserve process run with command(), its output appended to log_path,
+    ready when /v2/health/ready on address:http_port answers 200; start() again
+    after it exited restarts it with the same command. Also the base of
+    tests/integration/replicas_cluster.Replica."""
+
+    def __init__(self, name: str, log_path: pathlib.Path, address: str, ports: tuple[int, int, int], *,
+                 ready_timeout_s: float = 120, stop_timeout_s: float = 30):
+        self.name, self.address = name, address
+        self.log_path = pathlib.Path(log_path)
+        self.http_port, self.grpc_port, self.metrics_port = ports
+        self.ready_timeout_s, self.stop_timeout_s = ready_timeout_s, stop_timeout_s
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def base(self) -> str:
+        return f"http://{self.address}:{self.http_port}"
+
+    def start(self) -> "ServerProcess":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL)
+        self.starts += 1
+        return self
+
+    def wait_ready(self, timeout_s: float | None = None) -> None:
+        timeout_s = self.ready_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.log_path}:\n"
+                                   f"{self.log_tail()}")
+            if http_get_status(self.http_port, "/v2/health/ready", host=self.address) == 200:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.name} not ready after {timeout_s}s; see {self.log_path}:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-n:]
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def wait_exit(self, timeout_s: float = 60) -> int:
+        return self.proc.wait(timeout=timeout_s)
+
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after stop_timeout_s; the exit status (None: never started)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode if self.proc else None
+
+
+class Replica(ServerProcess):
+    """A replica on 127.0.0.1 with ports of its own, for the HAProxy below."""
 
     def __init__(self, binary: str, repo: pathlib.Path, log_dir: pathlib.Path, name: str, *,
                  thread_budget: int, exit_timeout_secs: int = 10, drain_delay_secs: int = 1,
                  extra_args: tuple = ()):
-        self.binary, self.repo, self.name = binary, repo, name
-        self.log_path = pathlib.Path(log_dir) / f"{name}.log"
+        super().__init__(name, pathlib.Path(log_dir) / f"{name}.log", "127.0.0.1", tuple(free_ports(3)))
+        self.binary, self.repo = binary, repo
         self.thread_budget = thread_budget
         self.exit_timeout_secs = exit_timeout_secs
         # > HAProxy's health-check interval (100 ms, fall 1): HAProxy marks the
         # replica down before it refuses anything.
         self.drain_delay_secs = drain_delay_secs
         self.extra_args = tuple(extra_args)
-        self.http_port, self.grpc_port, self.metrics_port = free_ports(3)
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
 
     def command(self) -> list[str]:
         return [self.binary, "--model-repository", str(self.repo),
@@ -72,40 +132,6 @@ class Replica:
                 "--thread-budget", str(self.thread_budget),
                 "--exit-timeout-secs", str(self.exit_timeout_secs),
                 "--drain-delay-secs", str(self.drain_delay_secs), *self.extra_args]
-
-    def start(self) -> "Replica":
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-        log.close()
-        self.starts += 1
-        return self
-
-    def wait_ready(self, timeout_s: float = 120) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.log_path}")
-            if http_get_status(self.http_port, "/v2/health/ready") == 200:
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.name} not ready after {timeout_s}s; see {self.log_path}")
-
-    def signal(self, sig: int) -> None:
-        self.proc.send_signal(sig)
-
-    def wait_exit(self, timeout_s: float = 60) -> int:
-        return self.proc.wait(timeout=timeout_s)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 HAPROXY_CONFIG = """\

@@ -2,7 +2,8 @@
 (routing.mode=model-hash): ortserve replicas started with the chart's own
 container arguments, behind Debian's haproxy running the chart's own
 configuration (deploy/helm/ortserve/files/haproxy-model-hash.cfg, rendered by
-helm). Used by test_replicas.py.
+helm). Used by test_replicas.py. A replica's process (start, wait until ready,
+stop) is bench/lib/scaleout_cluster.ServerProcess.
 
 Only addresses change from the chart: replica <i> (StatefulSet pod
 <release>-<i>) listens on 127.0.0.<i+2> with the chart's ports, and the router
@@ -13,14 +14,17 @@ from __future__ import annotations
 import contextlib
 import pathlib
 import re
-import signal
 import subprocess
+import sys
 import time
 
 import requests
 
 from deploy_helpers import haproxy, helm, ortserve_workload, render_chart
-from harness import HTTP_TIMEOUT_S, SHUTDOWN_TIMEOUT_S, STARTUP_TIMEOUT_S, free_ports, ortserve_binary
+from harness import HTTP_TIMEOUT_S, REPO_ROOT, SHUTDOWN_TIMEOUT_S, STARTUP_TIMEOUT_S, free_ports, ortserve_binary
+
+sys.path.insert(0, str(REPO_ROOT / "bench" / "lib"))
+from scaleout_cluster import ServerProcess  # noqa: E402  (bench's replica process, shared)
 
 RELEASE = "ortserve"  # helm template's release name in deploy_helpers.render_chart
 
@@ -64,39 +68,21 @@ def replica_args(docs: list[dict], repo: pathlib.Path, cache_dir: pathlib.Path) 
     return [f"{name}={replace.get(name, value)}" for name, value in (a.split("=", 1) for a in container["args"])]
 
 
-class Replica:
+class Replica(ServerProcess):
     def __init__(self, index: int, args: list[str], ports: tuple[int, int, int], log_dir: pathlib.Path,
                  drain_delay_secs: int):
-        self.index, self.address = index, replica_address(index)
-        self.http_port, self.grpc_port, self.metrics_port = ports
+        super().__init__(f"replica {index}", log_dir / f"replica-{index}.log", replica_address(index), ports,
+                         ready_timeout_s=STARTUP_TIMEOUT_S, stop_timeout_s=SHUTDOWN_TIMEOUT_S)
+        self.index = index
         # --drain-delay-secs stands in for the pod's preStop pause: not ready
         # at once on SIGTERM, still serving while the router's check notices.
         # 0: refusing at once, so that the router's retries must cover it.
-        self.command = [str(ortserve_binary()), *args, f"--http-address={self.address}",
-                        f"--grpc-address={self.address}", f"--metrics-address={self.address}",
-                        f"--drain-delay-secs={drain_delay_secs}"]
-        self.log_path = log_dir / f"replica-{index}.log"
-        self.proc: subprocess.Popen | None = None
+        self._command = [str(ortserve_binary()), *args, f"--http-address={self.address}",
+                         f"--grpc-address={self.address}", f"--metrics-address={self.address}",
+                         f"--drain-delay-secs={drain_delay_secs}"]
 
-    @property
-    def base(self) -> str:
-        return f"http://{self.address}:{self.http_port}"
-
-    def start(self) -> "Replica":
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
-        return self
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, f"replica {self.index} exited: {self.log_tail()}"
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"{self.base}/v2/health/ready", timeout=2).status_code == 200:
-                    return
-            time.sleep(0.05)
-        raise AssertionError(f"replica {self.index} not ready: {self.log_tail()}")
+    def command(self) -> list[str]:
+        return self._command
 
     def loaded_models(self) -> set[str]:
         index = requests.post(f"{self.base}/v2/repository/index", json={}, timeout=HTTP_TIMEOUT_S).json()
@@ -122,19 +108,6 @@ class Replica:
     def on_demand_loads_of(self, name: str) -> int:
         """How often it loaded `name` for a request (its log lines)."""
         return self.log_path.read_text(errors="replace").count(f"model '{name}': loading on its first request")
-
-    def log_tail(self, n: int = 3000) -> str:
-        return self.log_path.read_text(errors="replace")[-n:]
-
-    def stop(self) -> int | None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=SHUTDOWN_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode if self.proc else None
 
 
 class Router:
