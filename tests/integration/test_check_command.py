@@ -18,7 +18,7 @@ import subprocess
 import pytest
 from onnx import TensorProto
 
-from harness import HTTP_TIMEOUT_S, make_test_models, ortserve_binary, start_server
+from harness import HTTP_TIMEOUT_S, make_test_models, ortserve_binary
 from test_triton_config_parity import CASES, ERROR_CASES, identity
 
 pytestmark = pytest.mark.timeout(300)
@@ -75,30 +75,27 @@ def server_verdicts(srv) -> dict:
     return out
 
 
-def test_check_gives_the_verdicts_and_configs_of_a_server_start(tmp_path, log_dir):
+def test_check_gives_the_verdicts_and_configs_of_a_server_start(tmp_path, launch):
     repo = build_repository(tmp_path / "repo")
     status, verdicts, stderr = run_check(repo)
     assert status == 1, stderr
-    srv = start_server(repo, log_dir, "check_parity")
-    try:
-        served = server_verdicts(srv)
-        assert set(verdicts) == set(served), (sorted(verdicts), sorted(served))
-        for name, (ready, reasons) in served.items():
-            verdict = verdicts[name]
-            assert verdict["would_load"] == ready, (name, verdict, reasons)
-            if ready:
-                assert verdict["errors"] == [], verdict
-                config = srv.get(f"/v2/models/{name}/config", timeout=HTTP_TIMEOUT_S).json()
-                assert verdict["config"] == config, name
-                continue
-            assert verdict["errors"], verdict
-            log = srv.log_text()
-            for error in verdict["errors"]:
-                why = re.sub(r"^version \d+: ", "", error)
-                assert any(why in reason for reason in reasons) or why in log, (name, error, reasons)
-                assert f"model '{name}' would fail to load: {error}" in stderr, stderr[-3000:]
-    finally:
-        srv.stop()
+    srv = launch(repo)
+    served = server_verdicts(srv)
+    assert set(verdicts) == set(served), (sorted(verdicts), sorted(served))
+    for name, (ready, reasons) in served.items():
+        verdict = verdicts[name]
+        assert verdict["would_load"] == ready, (name, verdict, reasons)
+        if ready:
+            assert verdict["errors"] == [], verdict
+            config = srv.get(f"/v2/models/{name}/config", timeout=HTTP_TIMEOUT_S).json()
+            assert verdict["config"] == config, name
+            continue
+        assert verdict["errors"], verdict
+        log = srv.log_text()
+        for error in verdict["errors"]:
+            why = re.sub(r"^version \d+: ", "", error)
+            assert any(why in reason for reason in reasons) or why in log, (name, error, reasons)
+            assert f"model '{name}' would fail to load: {error}" in stderr, stderr[-3000:]
     # Triton's words for the config errors, as the parity test expects them of the server.
     for name, (_, message) in ERROR_CASES.items():
         assert any(message in e for e in verdicts[name]["errors"]), verdicts[name]
@@ -140,7 +137,7 @@ def add_variant(repo: pathlib.Path, name: str, extra: str) -> None:
     (repo / name / "config.pbtxt").write_text(config + extra)
 
 
-def test_check_load_reports_what_only_sessions_and_warm_up_reveal(tmp_path, log_dir):
+def test_check_load_reports_what_only_sessions_and_warm_up_reveal(tmp_path, launch):
     repo = make_test_models.build_test_repository(tmp_path / "repo", ["add_sub_fp32"])
     add_variant(repo, "refused_at_create",
                 'parameters { key: "session.session.max_shape_override" value { string_value: "garbage" } }\n')
@@ -154,11 +151,7 @@ def test_check_load_reports_what_only_sessions_and_warm_up_reveal(tmp_path, log_
     status, verdicts, stderr = run_check(repo, "--load")
     assert status == 1, stderr
     assert verdicts["add_sub_fp32"]["would_load"] and verdicts["add_sub_fp32"]["versions"] == [1], verdicts
-    srv = start_server(repo, log_dir, "check_load_parity")
-    try:
-        served = server_verdicts(srv)
-    finally:
-        srv.stop()
+    served = server_verdicts(launch(repo))
     for name in ("refused_at_create", "warm_up_fails"):
         assert not verdicts[name]["would_load"] and verdicts[name]["versions"] == [], verdicts[name]
         assert not served[name][0], served[name]

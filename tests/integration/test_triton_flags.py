@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from onnx import TensorProto, helper, save
 
-from harness import ortserve_binary, start_server
+from harness import ortserve_binary
 from sequence_helpers import wait_loaded
 
 CONFIG_COMPLETE = """name: "complete"
@@ -44,23 +44,20 @@ def config(srv, model: str) -> dict:
     return srv.get(f"/v2/models/{model}/config").json()
 
 
-def test_flags_without_meaning_here_are_accepted_and_logged(repo, log_dir):
-    srv = start_server(repo, log_dir, "triton_flags_accepted", extra_args=(
+def test_flags_without_meaning_here_are_accepted_and_logged(repo, launch):
+    srv = launch(repo, extra_args=(
         "--backend-directory", "/opt/tritonserver/backends", "--repoagent-directory", "/opt/tritonserver/repoagents",
         "--model-load-thread-count", "2", "--allow-client-shm", "true",
         "--backend-config=tensorrt,coalesce-request-input=true",
         "--backend-config=onnxruntime,enable-global-threadpool=1"))
-    try:
-        wait_loaded(srv, ["auto", "complete"])
-        log = srv.log_path.read_text()
-        for flag in ("--backend-directory", "--repoagent-directory", "--model-load-thread-count"):
-            assert f"{flag}: accepted without effect" in log, flag
-        assert "client system shared memory enabled (--allow-client-shm=true)" in log
-        assert "--backend-config=tensorrt,coalesce-request-input=true: ignored" in log
-        assert "--backend-config=onnxruntime,enable-global-threadpool=1: accepted without effect" in log
-        assert config(srv, "auto")["max_batch_size"] == 4  # Triton's default-max-batch-size
-    finally:
-        srv.stop()
+    wait_loaded(srv, ["auto", "complete"])
+    log = srv.log_path.read_text()
+    for flag in ("--backend-directory", "--repoagent-directory", "--model-load-thread-count"):
+        assert f"{flag}: accepted without effect" in log, flag
+    assert "client system shared memory enabled (--allow-client-shm=true)" in log
+    assert "--backend-config=tensorrt,coalesce-request-input=true: ignored" in log
+    assert "--backend-config=onnxruntime,enable-global-threadpool=1: accepted without effect" in log
+    assert config(srv, "auto")["max_batch_size"] == 4  # Triton's default-max-batch-size
 
 
 @pytest.mark.parametrize("flag, max_batch_size, dynamic_batching", [
@@ -68,47 +65,38 @@ def test_flags_without_meaning_here_are_accepted_and_logged(repo, log_dir):
     ("--backend-config=onnxruntime,default-max-batch-size=1", 1, False),
     ("--backend-config=default-max-batch-size=0", 0, False),
 ])
-def test_default_max_batch_size_is_what_auto_complete_gives(repo, log_dir, flag, max_batch_size, dynamic_batching):
+def test_default_max_batch_size_is_what_auto_complete_gives(repo, launch, flag, max_batch_size, dynamic_batching):
     """As Triton's onnxruntime backend: a batchable model gets the default, and
     dynamic batching only when the default is above 1."""
-    srv = start_server(repo, log_dir, f"triton_flags_mbs_{max_batch_size}", extra_args=(flag,))
-    try:
-        wait_loaded(srv, ["auto", "complete"])
-        got = config(srv, "auto")
-        assert got["max_batch_size"] == max_batch_size
-        assert ("dynamic_batching" in got) == dynamic_batching, got
-        assert config(srv, "complete")["max_batch_size"] == 4  # a config's own value stands
-    finally:
-        srv.stop()
+    srv = launch(repo, extra_args=(flag,))
+    wait_loaded(srv, ["auto", "complete"])
+    got = config(srv, "auto")
+    assert got["max_batch_size"] == max_batch_size
+    assert ("dynamic_batching" in got) == dynamic_batching, got
+    assert config(srv, "complete")["max_batch_size"] == 4  # a config's own value stands
 
 
 @pytest.mark.parametrize("flags", [("--disable-auto-complete-config",), ("--strict-model-config=true",)])
-def test_auto_complete_off_needs_a_complete_config(repo, log_dir, flags):
-    srv = start_server(repo, log_dir, "triton_flags_strict", extra_args=flags)
-    try:
-        wait_loaded(srv, ["complete"])
-        index = {e["name"]: e for e in srv.repository_index()}
-        assert index["auto"]["state"] == "UNAVAILABLE"
-        assert "auto-complete is disabled (--disable-auto-complete-config)" in index["auto"]["reason"]
-        assert config(srv, "complete")["max_batch_size"] == 4
-        log = srv.log_path.read_text()
-        deprecated = "'--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config'"
-        assert (deprecated in log) == flags[0].startswith("--strict-model-config")
-    finally:
-        srv.stop()
+def test_auto_complete_off_needs_a_complete_config(repo, launch, flags):
+    srv = launch(repo, extra_args=flags)
+    wait_loaded(srv, ["complete"])
+    index = {e["name"]: e for e in srv.repository_index()}
+    assert index["auto"]["state"] == "UNAVAILABLE"
+    assert "auto-complete is disabled (--disable-auto-complete-config)" in index["auto"]["reason"]
+    assert config(srv, "complete")["max_batch_size"] == 4
+    log = srv.log_path.read_text()
+    deprecated = "'--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config'"
+    assert (deprecated in log) == flags[0].startswith("--strict-model-config")
 
 
-def test_a_config_that_leaves_inputs_out_fails_with_auto_complete_off(tmp_path, log_dir):
+def test_a_config_that_leaves_inputs_out_fails_with_auto_complete_off(tmp_path, launch):
     identity(tmp_path / "partial" / "1" / "model.onnx")
     (tmp_path / "partial" / "config.pbtxt").write_text('name: "partial"\nplatform: "onnxruntime_onnx"\n')
-    srv = start_server(tmp_path, log_dir, "triton_flags_partial", extra_args=("--disable-auto-complete-config",))
-    try:
-        # The models load before the port opens (main.cpp): live means loaded.
-        entry = next(e for e in srv.repository_index() if e["name"] == "partial")
-        assert entry["state"] == "UNAVAILABLE"
-        assert "'x' is missing from the config" in entry["reason"]
-    finally:
-        srv.stop()
+    srv = launch(tmp_path, extra_args=("--disable-auto-complete-config",))
+    # The models load before the port opens (main.cpp): live means loaded.
+    entry = next(e for e in srv.repository_index() if e["name"] == "partial")
+    assert entry["state"] == "UNAVAILABLE"
+    assert "'x' is missing from the config" in entry["reason"]
 
 
 def test_exit_on_error_stops_the_start_when_a_model_fails_to_load(tmp_path):
@@ -126,16 +114,13 @@ def test_exit_on_error_stops_the_start_when_a_model_fails_to_load(tmp_path):
     assert "broken" in out
 
 
-def test_without_exit_on_error_the_other_models_are_served(tmp_path, log_dir):
+def test_without_exit_on_error_the_other_models_are_served(tmp_path, launch):
     identity(tmp_path / "good" / "1" / "model.onnx")
     (tmp_path / "broken" / "1").mkdir(parents=True)
     (tmp_path / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx model")
-    srv = start_server(tmp_path, log_dir, "triton_flags_no_exit_on_error")
-    try:
-        states = {e["name"]: e["state"] for e in srv.repository_index()}
-        assert states == {"good": "READY", "broken": "UNAVAILABLE"}
-    finally:
-        srv.stop()
+    srv = launch(tmp_path)
+    states = {e["name"]: e["state"] for e in srv.repository_index()}
+    assert states == {"good": "READY", "broken": "UNAVAILABLE"}
 
 
 @pytest.mark.parametrize("arg, message", [
