@@ -54,7 +54,7 @@ class InFlightHold {
  public:
   InFlightHold() = default;
   // `counter` must outlive the hold.
-  explicit InFlightHold(InFlightCounter& counter) : InFlightHold(std::shared_ptr<InFlightCounter>(), &counter) {}
+  explicit InFlightHold(InFlightCounter& counter) : InFlightHold(nullptr, &counter) {}
   // The hold keeps `owner` (whatever owns `counter`) alive.
   InFlightHold(std::shared_ptr<const void> owner, InFlightCounter* counter)
       : owner_(std::move(owner)), counter_(counter) {

@@ -22,7 +22,7 @@ struct HttpServerCore {
   bool gate_open = true;  // guarded by gate_mu: completions may still be handed to connections
   ConnectionRegistry connections;
   common::RefusedConnections rejected_connections{"http", "--http-max-connections", "refused"};
-  std::atomic<size_t> rejections_lingering{0};    // live ConnectionRejection objects
+  std::atomic<size_t> rejections_lingering{0};  // live ConnectionRejection objects
   // Headers the access policy checks; copied into each request (none: no policy).
   std::vector<std::string> auth_headers;
 };
