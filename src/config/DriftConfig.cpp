@@ -70,7 +70,9 @@ Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::Mode
   }
   if (fraction) {
     auto v = ParseNumber<double>(*fraction);  // refuses inf and NaN
-    if (!v || !(*v > 0.0 && *v <= 1.0)) return Bad(kDriftSampleFractionParameter, *fraction, "must be above 0 and at most 1");
+    if (!v || !(*v > 0.0 && *v <= 1.0)) {
+      return Bad(kDriftSampleFractionParameter, *fraction, "must be above 0 and at most 1");
+    }
     out.sample_fraction = *v;
   }
   return std::optional<DriftConfig>(std::move(out));

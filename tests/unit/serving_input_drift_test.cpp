@@ -159,11 +159,16 @@ TEST(DriftConfig, EveryBadParameterIsNamed) {
       {Param("drift_reference", "p.txt") + Param("drift_bins", "5"), "'drift_bins' cannot be used with"},
       {Param("drift_reference", "p.txt") + Param("drift_baseline_requests", "5"), "exclude each other"},
       {Param("drift_sample_fraction", "0.5"), "'drift_sample_fraction' needs 'drift_baseline_requests' or"},
-      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "0"), "'drift_sample_fraction' value '0'"},
-      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "-0.1"), "'drift_sample_fraction' value '-0.1'"},
-      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "1.5"), "'drift_sample_fraction' value '1.5'"},
-      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "nan"), "'drift_sample_fraction' value 'nan'"},
-      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "half"), "'drift_sample_fraction' value 'half'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "0"),
+       "'drift_sample_fraction' value '0'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "-0.1"),
+       "'drift_sample_fraction' value '-0.1'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "1.5"),
+       "'drift_sample_fraction' value '1.5'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "nan"),
+       "'drift_sample_fraction' value 'nan'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "half"),
+       "'drift_sample_fraction' value 'half'"},
   };
   for (const auto& [params, expected] : cases) {
     auto c = ConfigWith(params);
