@@ -1,7 +1,8 @@
 // The request-path cost of input drift statistics (serving/InputDrift.h):
 // InputDrift::Observe on the tiny bench model's request (two FP32 [1,16]
 // inputs, 32 values), single-threaded, once the reference is fixed (the
-// steady state), and while it is being recorded. Prints ns per Observe, the
+// steady state: every request counted, drift_sample_fraction 1, and at the
+// default fraction), and while it is being recorded. Prints ns per Observe, the
 // median of several runs. Usage: ortserve_drift_bench [observations per run,
 // default 2000000].
 #include <google/protobuf/text_format.h>
@@ -55,19 +56,32 @@ int main(int argc, char** argv) {
     r.inputs.push_back(Fp32("INPUT0", rng));
     r.inputs.push_back(Fp32("INPUT1", rng));
   }
-  DriftConfig drift_config;
-  drift_config.baseline_requests = 1000;
-  std::vector<double> steady, recording;
+  DriftConfig full;
+  full.baseline_requests = 1000;
+  full.sample_fraction = 1.0;
+  DriftConfig sampled = full;
+  sampled.sample_fraction = kDriftDefaultSampleFraction;
+  std::vector<double> steady, steady_sampled, recording;
   for (int run = 0; run < 7; ++run) {
-    InputDrift drift(config, drift_config, nullptr);
-    recording.push_back(NsPerObserve(drift, requests, 999));
-    NsPerObserve(drift, requests, 1);  // fixes the reference
-    steady.push_back(NsPerObserve(drift, requests, count));
+    for (const DriftConfig* drift_config : {&full, &sampled}) {
+      InputDrift drift(config, *drift_config, nullptr);
+      const double recorded = NsPerObserve(drift, requests, 999);
+      NsPerObserve(drift, requests, 1);  // fixes the reference
+      const double ns = NsPerObserve(drift, requests, count);
+      if (drift_config == &full) {
+        recording.push_back(recorded);
+        steady.push_back(ns);
+      } else {
+        steady_sampled.push_back(ns);
+      }
+    }
   }
   std::sort(steady.begin(), steady.end());
+  std::sort(steady_sampled.begin(), steady_sampled.end());
   std::sort(recording.begin(), recording.end());
-  std::printf("ns per Observe, tiny's request (2 x FP32 [1,16]), median of 7 runs: steady %.1f (runs %.1f-%.1f), "
-              "recording %.1f\n",
-              steady[3], steady.front(), steady.back(), recording[3]);
+  std::printf("ns per Observe, tiny's request (2 x FP32 [1,16]), median of 7 runs: steady, every request %.1f "
+              "(runs %.1f-%.1f), steady, sample fraction %g %.1f (runs %.1f-%.1f), recording %.1f\n",
+              steady[3], steady.front(), steady.back(), kDriftDefaultSampleFraction, steady_sampled[3],
+              steady_sampled.front(), steady_sampled.back(), recording[3]);
   return 0;
 }

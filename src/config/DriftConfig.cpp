@@ -15,7 +15,8 @@ Status Bad(const std::string& key, const std::string& text, const std::string& w
 }  // namespace
 
 bool IsDriftParameter(const std::string& key) {
-  return key == kDriftBaselineRequestsParameter || key == kDriftReferenceParameter || key == kDriftBinsParameter;
+  return key == kDriftBaselineRequestsParameter || key == kDriftReferenceParameter || key == kDriftBinsParameter ||
+         key == kDriftSampleFractionParameter;
 }
 
 Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::ModelConfig& config) {
@@ -27,14 +28,20 @@ Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::Mode
   const std::string* baseline = get(kDriftBaselineRequestsParameter);
   const std::string* reference = get(kDriftReferenceParameter);
   const std::string* bins = get(kDriftBinsParameter);
-  if (!baseline && !reference && !bins) return std::optional<DriftConfig>();
+  const std::string* fraction = get(kDriftSampleFractionParameter);
+  if (!baseline && !reference && !bins && !fraction) return std::optional<DriftConfig>();
   if (baseline && reference) {
     return InvalidArgument(std::string("parameters '") + kDriftBaselineRequestsParameter + "' and '" +
                            kDriftReferenceParameter + "' exclude each other: record a reference or load one");
   }
   if (!baseline && !reference) {
-    return InvalidArgument(std::string("parameter '") + kDriftBinsParameter + "' needs '" +
-                           kDriftBaselineRequestsParameter + "' (drift statistics are off without it)");
+    if (bins) {
+      return InvalidArgument(std::string("parameter '") + kDriftBinsParameter + "' needs '" +
+                             kDriftBaselineRequestsParameter + "' (drift statistics are off without it)");
+    }
+    return InvalidArgument(std::string("parameter '") + kDriftSampleFractionParameter + "' needs '" +
+                           kDriftBaselineRequestsParameter + "' or '" + kDriftReferenceParameter +
+                           "' (drift statistics are off without one of them)");
   }
   DriftConfig out;
   if (baseline) {
@@ -60,6 +67,13 @@ Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::Mode
       return Bad(kDriftBinsParameter, *bins, "must be a whole number from 2 to " + std::to_string(kDriftMaxBins));
     }
     out.bins = static_cast<int>(*v);
+  }
+  if (fraction) {
+    auto v = ParseNumber<double>(*fraction);  // refuses inf and NaN
+    if (!v || !(*v > 0.0 && *v <= 1.0)) {
+      return Bad(kDriftSampleFractionParameter, *fraction, "must be above 0 and at most 1");
+    }
+    out.sample_fraction = *v;
   }
   return std::optional<DriftConfig>(std::move(out));
 }

@@ -93,6 +93,12 @@ std::vector<double> QuantileEdges(const std::vector<double>& sorted, int bins) {
 
 }  // namespace
 
+DriftSampler::DriftSampler(double fraction) {
+  const double scaled = std::ldexp(fraction, 64);
+  all_ = !(scaled < 0x1p64);  // fraction 1 (or so close that the threshold would overflow)
+  threshold_ = all_ ? 0 : static_cast<uint64_t>(scaled);
+}
+
 double PopulationStabilityIndex(std::span<const uint64_t> reference, std::span<const uint64_t> current) {
   uint64_t ref_total = 0, cur_total = 0;
   for (uint64_t c : reference) ref_total += c;
@@ -231,9 +237,10 @@ struct alignas(64) InputDrift::Shard {
     DriftMoments current;          // once the reference is fixed
     std::vector<uint64_t> counts;  // over the reference's bins
   };
+  std::atomic<uint64_t> served{0};  // admitted once the reference is fixed: the sampler's counter
   std::mutex mutex;
   std::vector<PerInput> inputs;
-  uint64_t requests = 0;  // observed once the reference is fixed
+  uint64_t observed = 0;  // of `served`, those the sampler took
   uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
   uint64_t Next() {  // xorshift64
@@ -282,6 +289,8 @@ InputDrift::InputDrift(const inference::ModelConfig& config, const DriftConfig& 
                        std::shared_ptr<const DriftProfile> reference)
     : baseline_requests_(reference ? 0 : drift.baseline_requests),
       bins_(drift.bins),
+      sample_fraction_(drift.sample_fraction),
+      sampler_(drift.sample_fraction),
       shards_(std::make_unique<Shard[]>(kDriftShards)) {
   for (const auto& input : config.input()) names_.push_back(input.name());
   reference_inputs_.assign(names_.size(), nullptr);
@@ -312,9 +321,10 @@ void InputDrift::Observe(const InferenceRequest& request) {
     last_of_baseline = n + 1 == baseline_requests_;
   }
   Shard& shard = shards_[ThisThreadShard()];
+  if (reference && !sampler_.Take(shard.served.fetch_add(1, std::memory_order_relaxed))) return;
   {
     std::lock_guard lock(shard.mutex);
-    if (reference) ++shard.requests;
+    if (reference) ++shard.observed;
     for (size_t position = 0; position < request.inputs.size(); ++position) {
       const Tensor& t = request.inputs[position];
       const size_t k = InputIndex(t.name, position);
@@ -386,7 +396,9 @@ DriftSummary InputDrift::Snapshot() const {
   out.baseline_requests = baseline_requests_;
   const DriftProfile* reference = reference_.load(std::memory_order_acquire);
   out.recording = reference == nullptr;
+  out.sample_fraction = sample_fraction_;
   out.requests = std::min(requests_.load(std::memory_order_relaxed), baseline_requests_);
+  out.observed_requests = out.requests;
   if (reference) {
     std::lock_guard freeze(freeze_mutex_);
     out.reference = reference_holder_;
@@ -398,7 +410,8 @@ DriftSummary InputDrift::Snapshot() const {
   }
   for (size_t s = 0; s < kDriftShards; ++s) {
     std::lock_guard lock(shards_[s].mutex);
-    out.requests += shards_[s].requests;
+    out.requests += shards_[s].served.load(std::memory_order_relaxed);
+    out.observed_requests += shards_[s].observed;
     for (size_t k = 0; k < names_.size(); ++k) {
       const Shard::PerInput& acc = shards_[s].inputs[k];
       out.inputs[k].moments.Merge(acc.current);

@@ -15,6 +15,16 @@
 // the reference's edges; before a reference exists, nothing is counted in
 // the current window.
 //
+// Sampling: once the reference is fixed, a request is counted (every value
+// of it) only when the sampler (DriftSampler, drift.sample_fraction) takes
+// it, so PSI, mean and variance are unchanged in expectation and the cost
+// per request is about the fraction's share of a full count. A request not
+// taken costs a thread-local shard pick and one relaxed atomic add on that
+// shard's counter, no lock. While a reference is being recorded every
+// request is counted: recording is bounded (baseline_requests requests) and
+// the reference is the half of the comparison every later request is
+// measured against.
+//
 // Cost: Observe reads at most kDriftValuesPerInput elements of each input
 // (evenly strided; the element type dispatched once per tensor) and adds
 // them to one of kDriftShards accumulators, chosen per thread, under that
@@ -43,6 +53,23 @@ inline constexpr double kDriftPsiEpsilon = 1e-4;
 inline constexpr size_t kDriftValuesPerInput = 256;
 inline constexpr size_t kDriftSampleSize = 8192;
 inline constexpr size_t kDriftShards = 8;
+
+// Which of a counter's requests are counted: request n (counted from 0) when
+// frac(n * (golden ratio - 1)) < fraction, in 64-bit fixed point. Of the
+// first n requests, n * fraction within a few are taken (under 4 to 10^5,
+// under 6 to 10^7), the first always, fraction 1 takes every one. Unlike
+// every k-th request, traffic with a period (a client cycling through k
+// inputs) cannot alias with it: each residue class is taken at the same rate.
+class DriftSampler {
+ public:
+  explicit DriftSampler(double fraction);
+  bool Take(uint64_t n) const { return all_ || n * kGoldenStep < threshold_; }
+
+ private:
+  static constexpr uint64_t kGoldenStep = 0x9e3779b97f4a7c15ULL;  // 2^64 * (golden ratio - 1)
+  bool all_ = false;
+  uint64_t threshold_ = 0;  // fraction * 2^64
+};
 
 // PSI of `current` against `reference` (bin counts, same length); 0 when
 // either is empty.
@@ -91,7 +118,9 @@ struct DriftInputSummary {
 struct DriftSummary {
   bool recording = false;            // still recording its reference
   uint64_t baseline_requests = 0;    // 0: the reference was loaded
-  uint64_t requests = 0;             // requests observed (admitted)
+  uint64_t requests = 0;             // requests admitted (baseline ones up to baseline_requests)
+  uint64_t observed_requests = 0;    // of them, those whose values were counted (all while recording)
+  double sample_fraction = 1.0;      // drift.sample_fraction
   std::shared_ptr<const DriftProfile> reference;  // null while recording
   std::vector<DriftInputSummary> inputs;
   // The observed distribution as a profile: the current window where it
@@ -106,8 +135,8 @@ class InputDrift {
              std::shared_ptr<const DriftProfile> reference);
   ~InputDrift();
 
-  // Hot path: counts the inputs of an admitted request (matched by name;
-  // inputs the config does not list are ignored).
+  // Hot path: counts the inputs of an admitted request when it is sampled
+  // (matched by name; inputs the config does not list are ignored).
   void Observe(const InferenceRequest& request);
   DriftSummary Snapshot() const;
 
@@ -121,6 +150,8 @@ class InputDrift {
   std::vector<std::string> names_;  // the config's inputs
   const uint64_t baseline_requests_;
   const int bins_;
+  const double sample_fraction_;
+  const DriftSampler sampler_;
   std::atomic<uint64_t> requests_{0};
   std::unique_ptr<Shard[]> shards_;
   mutable std::mutex freeze_mutex_;

@@ -2,9 +2,11 @@
 input distribution shifts halfway raises the PSI above 0.2 while a
 stationary one stays below 0.1; a profile written by one server
 (GET /v2/models/<m>/drift?format=profile) is another's drift_reference;
-bad parameters make the model UNAVAILABLE naming them. Requests carry
-batches of 8 x 4 values, enough for stable histograms; nothing asserts
-timing.
+bad parameters make the model UNAVAILABLE naming them; with
+drift_sample_fraction below 1 every request is still counted in "requests"
+but only about that share of them in "observed_requests" and the window,
+every value of each. Requests carry batches of 8 x 4 values, enough for
+stable histograms; nothing asserts timing.
 """
 from __future__ import annotations
 
@@ -44,18 +46,20 @@ def psi(srv, name):
 def test_a_shift_halfway_raises_psi_and_a_stationary_stream_stays_low(launch, tmp_path):
     repo = tmp_path / "repo"
     add1 = {1: make_test_models.build_add_constant(1.0)}
-    for name in ("stationary", "shifting"):
-        write_model(repo, name, add1, params(drift_baseline_requests="100"))
+    write_model(repo, "stationary", add1, params(drift_baseline_requests="100", drift_sample_fraction="1"))
+    write_model(repo, "shifting", add1, params(drift_baseline_requests="100", drift_sample_fraction="0.25"))
     write_model(repo, "plain", add1, "")
     write_model(repo, "badbins", add1, params(drift_baseline_requests="100", drift_bins="1"))
     write_model(repo, "badref", add1, params(drift_reference="missing.txt"))
     write_model(repo, "both", add1, params(drift_baseline_requests="10", drift_reference="p.txt"))
+    write_model(repo, "badfraction", add1, params(drift_baseline_requests="10", drift_sample_fraction="0"))
     srv = launch(repo)
     srv.wait_models_ready(["stationary", "shifting", "plain"])
     reasons = {e["name"]: e.get("reason", "") for e in srv.repository_index() if e.get("state") == "UNAVAILABLE"}
     assert "'drift_bins' value '1'" in reasons.get("badbins", ""), reasons
     assert "'drift_reference' value 'missing.txt'" in reasons.get("badref", ""), reasons
     assert "exclude each other" in reasons.get("both", ""), reasons
+    assert "'drift_sample_fraction' value '0'" in reasons.get("badfraction", ""), reasons
 
     client = httpclient.InferenceServerClient(srv.url)
     rng = np.random.default_rng(11)
@@ -66,6 +70,7 @@ def test_a_shift_halfway_raises_psi_and_a_stationary_stream_stays_low(launch, tm
     send(client, "stationary", rng, 350)
     d = drift(srv, "stationary")
     assert not d["recording"] and d["requests"] == 400 and d["baseline_requests"] == 100, d
+    assert d["observed_requests"] == 400 and d["sample_fraction"] == 1.0, d
     x = d["inputs"][0]
     assert x["count"] == 300 * BATCH * 4 and abs(x["mean"]) < 0.1 and abs(x["variance"] - 1) < 0.15, x
     assert x["reference"]["count"] == 100 * BATCH * 4 and len(x["reference"]["edges"]) == 10, x["reference"]
@@ -77,7 +82,15 @@ def test_a_shift_halfway_raises_psi_and_a_stationary_stream_stays_low(launch, tm
     send(client, "shifting", rng, 200)
     assert psi(srv, "shifting") < 0.1
     send(client, "shifting", rng, 200, shift=1.0)  # the second half: the mean moves by one sigma
-    assert psi(srv, "shifting") > 0.2
+    d = drift(srv, "shifting")
+    assert d["inputs"][0]["psi"] > 0.2, d
+    # 100 baseline requests, then about a quarter of 300 (within 4 per
+    # accumulator, at most 8 of them), every value of each.
+    assert d["requests"] == 400 and d["sample_fraction"] == 0.25, d
+    observed = d["observed_requests"] - 100
+    assert 75 - 32 <= observed <= 75 + 32, d
+    x = d["inputs"][0]
+    assert x["count"] == observed * BATCH * 4 and sum(x["histogram"]) == x["count"], x
     assert metric(srv, "ortserve_input_drift_psi", model="shifting", version="1", input="INPUT0") > 0.2
 
     r = srv.get("/v2/models/plain/drift")
@@ -91,7 +104,7 @@ def test_a_shift_halfway_raises_psi_and_a_stationary_stream_stays_low(launch, tm
 def test_a_profile_from_one_server_is_the_reference_of_another(launch, tmp_path):
     first_repo, second_repo = tmp_path / "first", tmp_path / "second"
     add1 = {1: make_test_models.build_add_constant(1.0)}
-    write_model(first_repo, "m", add1, params(drift_baseline_requests="50"))
+    write_model(first_repo, "m", add1, params(drift_baseline_requests="50", drift_sample_fraction="1"))
     first = launch(first_repo)
     first.wait_models_ready(["m"])
     rng = np.random.default_rng(5)
@@ -106,10 +119,10 @@ def test_a_profile_from_one_server_is_the_reference_of_another(launch, tmp_path)
     second = launch(second_repo)
     second.wait_models_ready(["m"])
     d = drift(second, "m")
-    assert not d["recording"] and d["baseline_requests"] == 0, d
+    assert not d["recording"] and d["baseline_requests"] == 0 and d["sample_fraction"] == 0.1, d  # the default
     assert d["inputs"][0]["reference"]["count"] == 200 * BATCH * 4  # the first server's window
     client = httpclient.InferenceServerClient(second.url)
-    send(client, "m", rng, 200)
+    send(client, "m", rng, 400)
     assert psi(second, "m") < 0.05
-    send(client, "m", rng, 200, shift=-1.0)
+    send(client, "m", rng, 400, shift=-1.0)
     assert psi(second, "m") > 0.2

@@ -138,6 +138,13 @@ TEST(DriftConfig, ReadsItsParameters) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ((*r)->reference_path, "profiles/prod.txt");
   EXPECT_EQ((*r)->bins, kDriftDefaultBins);
+  EXPECT_EQ((*r)->sample_fraction, kDriftDefaultSampleFraction);
+  auto f = ConfigWith(Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "0.25"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->sample_fraction, 0.25);
+  auto all = ConfigWith(Param("drift_baseline_requests", "5") + Param("drift_sample_fraction", "1"));
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ((*all)->sample_fraction, 1.0);
 }
 
 TEST(DriftConfig, EveryBadParameterIsNamed) {
@@ -151,6 +158,17 @@ TEST(DriftConfig, EveryBadParameterIsNamed) {
       {Param("drift_reference", "/etc/p.txt"), "'drift_reference' value '/etc/p.txt'"},
       {Param("drift_reference", "p.txt") + Param("drift_bins", "5"), "'drift_bins' cannot be used with"},
       {Param("drift_reference", "p.txt") + Param("drift_baseline_requests", "5"), "exclude each other"},
+      {Param("drift_sample_fraction", "0.5"), "'drift_sample_fraction' needs 'drift_baseline_requests' or"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "0"),
+       "'drift_sample_fraction' value '0'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "-0.1"),
+       "'drift_sample_fraction' value '-0.1'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "1.5"),
+       "'drift_sample_fraction' value '1.5'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "nan"),
+       "'drift_sample_fraction' value 'nan'"},
+      {Param("drift_reference", "p.txt") + Param("drift_sample_fraction", "half"),
+       "'drift_sample_fraction' value 'half'"},
   };
   for (const auto& [params, expected] : cases) {
     auto c = ConfigWith(params);
@@ -173,9 +191,11 @@ std::unique_ptr<InferenceRequest> Request(std::mt19937& rng, double shift, size_
   return r;
 }
 
-DriftConfig Baseline(uint64_t requests) {
+// A recorded reference, every request counted (the tests' exact counts).
+DriftConfig Baseline(uint64_t requests, double sample_fraction = 1.0) {
   DriftConfig c;
   c.baseline_requests = requests;
+  c.sample_fraction = sample_fraction;
   return c;
 }
 
@@ -216,6 +236,8 @@ TEST(InputDrift, StationaryStaysLowAndAShiftRaisesPsi) {
   for (int i = 0; i < 1500; ++i) drift.Observe(*Request(rng, 0, 5));
   DriftSummary s = drift.Snapshot();
   EXPECT_EQ(s.requests, 1500u);
+  EXPECT_EQ(s.observed_requests, 1500u);
+  EXPECT_EQ(s.sample_fraction, 1.0);
   EXPECT_EQ(s.inputs[0].moments.count, 4000u);
   EXPECT_LT(*s.inputs[0].psi, 0.05);
   EXPECT_LT(*s.inputs[1].psi, 0.05);
@@ -234,6 +256,7 @@ TEST(InputDrift, ALoadedProfileIsTheReferenceFromTheStart) {
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   DriftConfig loaded;
   loaded.reference_path = "p.txt";
+  loaded.sample_fraction = 1.0;
   InputDrift second(Parse(kTwoInputs), loaded,
                     std::make_shared<const DriftProfile>(std::move(parsed).value()));
   DriftSummary s = second.Snapshot();
@@ -293,6 +316,7 @@ TEST(InputDrift, ThreadsObservingAtOnceLoseNothing) {
   for (auto& t : threads) t.join();
   const DriftSummary s = drift.Snapshot();
   EXPECT_EQ(s.requests, 2010u);
+  EXPECT_EQ(s.observed_requests, 2010u);
   EXPECT_EQ(s.inputs[0].moments.count, 8000u);
   uint64_t binned = 0;
   for (uint64_t c : s.inputs[0].counts) binned += c;
@@ -310,6 +334,82 @@ TEST(InputDrift, ReadsAtMostItsQuotaOfALargeTensor) {
   EXPECT_EQ(s.inputs[0].moments.count, 150u);
   EXPECT_EQ(s.inputs[0].moments.mean, 1.0);
   EXPECT_EQ(s.inputs[0].moments.Variance(), 0.0);
+}
+
+TEST(DriftSampler, FractionOneTakesEveryRequest) {
+  const DriftSampler all(1.0);
+  for (uint64_t n : {0ULL, 1ULL, 2ULL, 12345ULL, ~0ULL}) EXPECT_TRUE(all.Take(n)) << n;
+  const DriftSampler nearly(std::nextafter(1.0, 0.0));  // its threshold would overflow 2^64
+  for (uint64_t n = 0; n < 1000; ++n) EXPECT_TRUE(nearly.Take(n)) << n;
+}
+
+TEST(DriftSampler, TakesItsFractionOfAnyPrefixWithinAFewRequests) {
+  for (double fraction : {0.5, 0.25, 0.1, 0.01, 0.3}) {
+    const DriftSampler sampler(fraction);
+    EXPECT_TRUE(sampler.Take(0)) << fraction;
+    uint64_t taken = 0;
+    double worst = 0;
+    for (uint64_t n = 0; n < 100000; ++n) {
+      taken += sampler.Take(n) ? 1 : 0;
+      worst = std::max(worst, std::abs(static_cast<double>(taken) - static_cast<double>(n + 1) * fraction));
+    }
+    EXPECT_LT(worst, 4.0) << fraction;
+  }
+}
+
+TEST(DriftSampler, TrafficWithAPeriodDoesNotAliasWithIt) {
+  // Every 10th request would take one residue class mod 10 only.
+  const DriftSampler sampler(0.1);
+  std::vector<uint64_t> per_class(10, 0);
+  for (uint64_t n = 0; n < 100000; ++n) per_class[n % 10] += sampler.Take(n) ? 1 : 0;
+  for (size_t r = 0; r < per_class.size(); ++r) {
+    EXPECT_GE(per_class[r], 990u) << r;
+    EXPECT_LE(per_class[r], 1010u) << r;
+  }
+}
+
+TEST(InputDrift, ASampledWindowCountsEveryValueOfItsFractionOfTheRequests) {
+  InputDrift drift(Parse(kTwoInputs), Baseline(100, 0.25), nullptr);
+  std::mt19937 rng(5);
+  for (int i = 0; i < 100; ++i) drift.Observe(*Request(rng, 0, 5));
+  DriftSummary s = drift.Snapshot();
+  // The reference counts all of its requests.
+  EXPECT_EQ(s.observed_requests, 100u);
+  EXPECT_EQ(s.reference->Find("X")->moments.count, 400u);
+  for (int i = 0; i < 4000; ++i) drift.Observe(*Request(rng, 0, 5));
+  s = drift.Snapshot();
+  EXPECT_EQ(s.requests, 4100u);  // every admitted request
+  EXPECT_EQ(s.sample_fraction, 0.25);
+  // One thread, one shard: 1000 of the 4000 within a few.
+  ASSERT_GE(s.observed_requests, 100u + 1000u - 4u);
+  ASSERT_LE(s.observed_requests, 100u + 1000u + 4u);
+  const uint64_t sampled = s.observed_requests - 100u;
+  EXPECT_EQ(s.inputs[0].moments.count, 4 * sampled);  // every value of a sampled request
+  EXPECT_EQ(s.inputs[1].moments.count, sampled);
+  uint64_t binned = 0;
+  for (uint64_t c : s.inputs[0].counts) binned += c;
+  EXPECT_EQ(binned, 4 * sampled);
+  EXPECT_LT(*s.inputs[0].psi, 0.05);
+  EXPECT_NEAR(s.inputs[0].moments.mean, 0.5, 0.03);
+  for (int i = 0; i < 4000; ++i) drift.Observe(*Request(rng, 0.5, 9));
+  s = drift.Snapshot();
+  EXPECT_EQ(s.requests, 8100u);
+  EXPECT_GT(*s.inputs[0].psi, 0.2);
+  EXPECT_GT(*s.inputs[1].psi, 0.2);
+  EXPECT_NEAR(s.inputs[0].moments.mean, 0.75, 0.03);
+}
+
+TEST(InputDrift, ASampledWindowOfPeriodicTrafficMatchesItsReference) {
+  // Nine requests around 0, then one around 5, over and over: the reference
+  // (every request) and the sampled window see the same mix.
+  InputDrift drift(Parse(kTwoInputs), Baseline(1000, 0.1), nullptr);
+  std::mt19937 rng(6);
+  for (int i = 0; i < 11000; ++i) drift.Observe(*Request(rng, i % 10 == 9 ? 5.0 : 0.0, 5));
+  const DriftSummary s = drift.Snapshot();
+  EXPECT_EQ(s.requests, 11000u);
+  EXPECT_NEAR(static_cast<double>(s.observed_requests), 1000.0 + 1000.0, 4.0);
+  EXPECT_NEAR(s.inputs[0].moments.mean, s.reference->Find("X")->moments.mean, 0.1);
+  EXPECT_LT(*s.inputs[0].psi, 0.05);
 }
 
 }  // namespace

@@ -59,6 +59,10 @@ void VersionJson(JsonWriter& w, const std::string& version, const DriftSummary& 
   w.Int(s.baseline_requests);
   w.Key("requests");
   w.Int(s.requests);
+  w.Key("observed_requests");
+  w.Int(s.observed_requests);
+  w.Key("sample_fraction");
+  w.Float(s.sample_fraction);
   w.Key("inputs");
   w.StartArray();
   for (const auto& input : s.inputs) InputJson(w, input, s.reference ? s.reference->Find(input.name) : nullptr);

@@ -12,7 +12,8 @@ namespace ortserve::http {
 
 // The versions among `models` that have drift statistics (Model::drift).
 // {"model":m,"versions":[{"version","recording","baseline_requests",
-// "requests","inputs":[{"name","count","mean","variance","histogram",
+// "requests","observed_requests","sample_fraction",
+// "inputs":[{"name","count","mean","variance","histogram",
 // "reference":{"count","mean","variance","edges","histogram"}|null,
 // "psi":x|null}]}]}
 std::string DriftJson(const std::string& model, const std::vector<std::shared_ptr<Model>>& models);
