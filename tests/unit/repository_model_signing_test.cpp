@@ -12,6 +12,7 @@
 #include "repository/ModelSigning.h"
 #include "repository/SigningBundle.h"
 #include "repository/SigningKeys.h"
+#include "runtime/Sha256.h"
 
 namespace ortserve {
 namespace {
