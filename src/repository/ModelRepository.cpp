@@ -12,6 +12,7 @@
 #include "repository/ListedModels.h"
 #include "repository/ModelDirectory.h"
 #include "repository/ModelLoader.h"
+#include "repository/ModelSigning.h"
 #include "repository/ModelTable.h"
 #include "repository/OnDemandLoads.h"
 #include "runtime/OrtModelInstance.h"
@@ -268,6 +269,9 @@ Result<std::unique_ptr<ModelRepository>> ModelRepository::Create(RepositoryOptio
   std::error_code ec;
   if (options.repository_path.empty() || !std::filesystem::is_directory(options.repository_path, ec)) {
     return InvalidArgument("model repository '" + options.repository_path + "' is not a directory");
+  }
+  if (options.signing.policy != SignaturePolicy::kOff && !options.signing.keys) {
+    ORTSERVE_RETURN_IF_ERROR(LoadSigningKeys(&options.signing));
   }
   if (options.thread_budget <= 0) {
     options.thread_budget = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

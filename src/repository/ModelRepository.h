@@ -45,6 +45,8 @@ enum class ModelControlMode { kNone, kPoll, kExplicit };
 // failure logged; kRequire: UNAVAILABLE with the failure as its reason.
 enum class SignaturePolicy { kOff, kWarn, kRequire };
 
+class SigningKeys;  // repository/SigningKeys.h
+
 struct ModelSigningOptions {
   SignaturePolicy policy = SignaturePolicy::kOff;
   // --model-signing-public-key: PEM files of the keys a signature may be made with.
@@ -52,6 +54,10 @@ struct ModelSigningOptions {
   // --model-signing-certificate-chain: PEM files of the certificates a
   // certificate-based signature's chain must lead to.
   std::vector<std::string> certificate_chain_files;
+  // The keys and certificates of those files, read once (LoadSigningKeys in
+  // repository/ModelSigning.h; ModelRepository::Create reads them when
+  // they are not yet): a changed key file takes effect at the next start.
+  std::shared_ptr<const SigningKeys> keys;
 };
 const char* ModelControlModeName(ModelControlMode mode);  // "none", "poll", "explicit"
 

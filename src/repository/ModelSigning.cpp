@@ -110,6 +110,13 @@ Status CheckNamedFiles(const Scope& scope, const SignedManifest& manifest, const
 
 }  // namespace
 
+Status LoadSigningKeys(ModelSigningOptions* signing) {
+  auto keys = SigningKeys::Load(signing->public_key_files, signing->certificate_chain_files);
+  if (!keys.ok()) return keys.status();
+  signing->keys = std::make_shared<const SigningKeys>(std::move(keys).value());
+  return Status::Ok();
+}
+
 std::optional<SignaturePolicy> ParseSignaturePolicy(const std::string& text) {
   if (text == "off") return SignaturePolicy::kOff;
   if (text == "warn") return SignaturePolicy::kWarn;
@@ -133,9 +140,8 @@ Status CheckModelSignature(const fs::path& model_dir, int64_t version, const std
   if (!text.ok()) return text.status();
   auto bundle = ParseSigningBundle(text.value());
   if (!bundle.ok()) return Unavailable(sig_path.string() + ": " + bundle.status().message());
-  auto keys = SigningKeys::Load(signing.public_key_files, signing.certificate_chain_files);
-  if (!keys.ok()) return Unavailable(keys.status().message());
-  if (keys->empty()) {
+  const std::shared_ptr<const SigningKeys>& keys = signing.keys;
+  if (!keys || keys->empty()) {
     return Unavailable("no --model-signing-public-key or --model-signing-certificate-chain to check " +
                        sig_path.string() + " with");
   }
