@@ -174,8 +174,10 @@ class ModelRepository {
   // The config of `name` (from its config.pbtxt, completed as a load would)
   // while NeedsLoad(name), and the versions a load would serve, newest last
   // -- for its metadata without loading it. Reads the model's files on the
-  // caller's thread. kNotFound when it does not need a load (GetModel
-  // answers for it), kUnavailable when its config or files are invalid.
+  // caller's thread when they changed since the last call (the answer is
+  // kept per model while its folder is unchanged: repository/ListedModels.h).
+  // kNotFound when it does not need a load (GetModel answers for it),
+  // kUnavailable when its config or files are invalid.
   struct ListedModel {
     inference::ModelConfig config;
     std::vector<std::string> versions;
