@@ -4,7 +4,6 @@
 
 #include "repository/MemoryBudget.h"
 #include "repository/ModelSigning.h"
-#include "repository/SigningKeys.h"
 
 namespace ortserve::app {
 namespace {
@@ -264,11 +263,11 @@ void AddModelFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--model-signing-public-key", f.model_signing_public_keys,
                  "PEM public key (ECDSA P-256/P-384/P-521 or Ed25519) model signatures may be made with "
-                 "(repeatable; key-based signing: `model_signing sign key`). Keyless Sigstore "
-                 "signatures are not supported");
+                 "(repeatable; key-based signing: `model_signing sign key`; read at startup: a changed "
+                 "file takes effect at restart). Keyless Sigstore signatures are not supported");
   app.add_option("--model-signing-certificate-chain", f.model_signing_certificate_chains,
                  "PEM file of trusted certificates (a CA, intermediates) a certificate-based model signature's "
-                 "chain must lead to (repeatable; `model_signing sign certificate`)");
+                 "chain must lead to (repeatable; `model_signing sign certificate`; read at startup)");
 }
 
 // Restricted APIs and TLS for both endpoints.
@@ -361,16 +360,16 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
   }
   Result<uint64_t> memory_budget = ParseByteSize(flags.model_memory_budget);
   if (!memory_budget.ok()) return InvalidArgument("--model-memory-budget: " + memory_budget.status().message());
-  const SignaturePolicy signature_policy = ParseSignaturePolicy(flags.model_signature_policy).value();
-  if (signature_policy != SignaturePolicy::kOff) {
+  ModelSigningOptions signing{.policy = ParseSignaturePolicy(flags.model_signature_policy).value(),
+                              .public_key_files = flags.model_signing_public_keys,
+                              .certificate_chain_files = flags.model_signing_certificate_chains,
+                              .keys = nullptr};
+  if (signing.policy != SignaturePolicy::kOff) {
     if (flags.model_signing_public_keys.empty() && flags.model_signing_certificate_chains.empty()) {
       return InvalidArgument("--model-signature-policy=" + flags.model_signature_policy +
                              " needs at least one --model-signing-public-key or --model-signing-certificate-chain");
     }
-    if (auto keys = SigningKeys::Load(flags.model_signing_public_keys, flags.model_signing_certificate_chains);
-        !keys.ok()) {
-      return keys.status();
-    }
+    ORTSERVE_RETURN_IF_ERROR(LoadSigningKeys(&signing));  // once: every check uses them
   }
   return RepositoryOptions{.repository_path = flags.model_repository,
                            .thread_budget = flags.thread_budget,
@@ -383,9 +382,7 @@ Result<RepositoryOptions> RepositoryOptionsFrom(const Flags& flags, const Triton
                            .auto_complete = triton.auto_complete,
                            .op_libraries = flags.op_libraries,
                            .session_config_entries = triton.session_config_entries,
-                           .signing = {.policy = signature_policy,
-                                       .public_key_files = flags.model_signing_public_keys,
-                                       .certificate_chain_files = flags.model_signing_certificate_chains},
+                           .signing = std::move(signing),
                            .load_on_demand = flags.model_load_on_demand,
                            .load_wait = std::chrono::seconds(flags.model_load_wait_secs),
                            .memory_budget = memory_budget.value()};

@@ -109,9 +109,4 @@ std::string ReferenceConfig::Describe() const {
   return "model '" + model_name + "'" + (model_version > 0 ? " version " + std::to_string(model_version) : "");
 }
 
-std::string ReferencedModelName(const inference::ModelConfig& config) {
-  auto parsed = ReferenceConfig::FromConfig(config);
-  return parsed.ok() && parsed.value() ? parsed.value()->model_name : std::string();
-}
-
 }  // namespace ortserve

@@ -57,8 +57,4 @@ struct ReferenceConfig {
   std::string Describe() const;
 };
 
-// The model that `config`'s reference_model names ("" for a file, for none,
-// or for a bad value): it loads first (repository/PreparedOrder.h).
-std::string ReferencedModelName(const inference::ModelConfig& config);
-
 }  // namespace ortserve

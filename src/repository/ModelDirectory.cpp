@@ -67,4 +67,18 @@ std::string DirectoryStamp(const fs::path& dir) {
   return stamp;
 }
 
+std::string ListedStamp(const fs::path& dir) {
+  std::string stamp = DirectoryStamp(dir);
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& file : fs::directory_iterator(dir, ec)) {
+    std::error_code file_ec;
+    const std::string name = file.path().filename().string();
+    if (name != "config.pbtxt" && file.is_regular_file(file_ec)) files.push_back(name + "=" + FileStamp(file.path()));
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) stamp += ";" + f;
+  return stamp;
+}
+
 }  // namespace ortserve

@@ -28,4 +28,10 @@ std::string FileStamp(const std::filesystem::path& path);
 // directory (names, mtimes, sizes). Cheap: no file is read.
 std::string DirectoryStamp(const std::filesystem::path& dir);
 
+// DirectoryStamp and every other file of the model folder itself (a
+// model-level model.sig, label files, a drift reference): what a listed
+// model's prepared metadata is kept by (ListedModels.h). Files in other
+// subfolders (warmup/, initial states) and outside the folder are not in it.
+std::string ListedStamp(const std::filesystem::path& dir);
+
 }  // namespace ortserve

@@ -307,15 +307,17 @@ uint64_t ModelLoader::ResidentCost(const Candidate& c) {
   return EstimateResidentBytes(version_dir, IsEnsemble(c.config));
 }
 
-Status ModelLoader::MakeRoom(const PreparedModel& p, const std::set<std::string>* loading) {
+Status ModelLoader::MakeRoom(const PreparedModel& p, const std::vector<uint64_t>& costs,
+                             const std::set<std::string>* loading) {
   if (options_->memory_budget == 0 || p.candidates.empty()) return Status::Ok();
   std::map<int64_t, uint64_t> replaced;  // versions of `p` the new loads replace
   for (const VersionMemory& m : table_->Memory()) {
     if (m.model == p.name) replaced[std::stoll(m.version)] = m.bytes;
   }
   uint64_t need = 0;
-  for (const Candidate& c : p.candidates) {
-    const uint64_t cost = ResidentCost(c), old = replaced.count(c.version) ? replaced[c.version] : 0;
+  for (size_t i = 0; i < p.candidates.size(); ++i) {
+    const int64_t version = p.candidates[i].version;
+    const uint64_t cost = costs[i], old = replaced.count(version) ? replaced[version] : 0;
     need += cost > old ? cost - old : 0;
   }
   std::vector<std::string> pinned = options_->startup_models;  // '*' names no model
@@ -379,7 +381,10 @@ bool ModelLoader::EvictNow(const std::string& name, const std::string& for_model
 }
 
 Status ModelLoader::LoadCandidates(const PreparedModel& p, LoadReason reason, const std::set<std::string>* loading) {
-  if (Status room = MakeRoom(p, loading); !room.ok()) {
+  // Walks each candidate's files once: for the budget and for the table.
+  std::vector<uint64_t> costs;
+  for (const Candidate& c : p.candidates) costs.push_back(ResidentCost(c));
+  if (Status room = MakeRoom(p, costs, loading); !room.ok()) {
     for (const Candidate& c : p.candidates) {
       bool kept = false;
       (void)table_->Install(c, room, &kept);
@@ -390,12 +395,13 @@ Status ModelLoader::LoadCandidates(const PreparedModel& p, LoadReason reason, co
   std::vector<std::string> failures;
   if (!p.failure.empty()) failures.push_back(p.failure);
   for (const auto& [v, why] : p.version_failures) failures.push_back("version " + std::to_string(v) + ": " + why);
-  for (const Candidate& c : p.candidates) {
+  for (size_t i = 0; i < p.candidates.size(); ++i) {
+    const Candidate& c = p.candidates[i];
     const ThreadPlanEntry plan = c.plan ? *c.plan : IsEnsemble(c.config) ? ThreadPlanEntry{} : RuntimePlan(c);
     auto loaded = BuildModel(c, plan, context_);
     const Status status = loaded.status();
     bool kept = false;
-    std::shared_ptr<ServedModel> old = table_->Install(c, std::move(loaded), &kept, ResidentCost(c));
+    std::shared_ptr<ServedModel> old = table_->Install(c, std::move(loaded), &kept, costs[i]);
     if (!status.ok()) {
       spdlog::error("model '{}' version {} {}: {}", c.name, c.version,
                     kept ? "failed to reload; the previous load keeps serving" : "is UNAVAILABLE", status.message());

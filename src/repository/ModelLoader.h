@@ -91,7 +91,8 @@ class ModelLoader {
   // Evicts least recently used idle models until `p`'s candidates fit in the
   // budget (MemoryBudget.h's PlanEviction); a loaded ensemble composing an
   // evicted model is evicted with it (it could not serve without it).
-  Status MakeRoom(const PreparedModel& p, const std::set<std::string>* loading);
+  // `costs`: each candidate's ResidentCost, in order.
+  Status MakeRoom(const PreparedModel& p, const std::vector<uint64_t>& costs, const std::set<std::string>* loading);
   // Unloads `name` to make room for `for_model`; false when it turned out
   // to be in use (ModelTable::BeginEvict).
   bool EvictNow(const std::string& name, const std::string& for_model);

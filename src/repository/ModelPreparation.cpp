@@ -54,9 +54,9 @@ void WarnAboutIgnored(const std::string& name, const inference::ModelConfig& con
 }
 
 // config.pbtxt (when there is one), named after its directory; the canary
-// weights it sets go into `p`.
+// weights it sets go into `p`, its reference_* parameters into `reference`.
 Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string& name, bool auto_complete,
-                                          PreparedModel* p) {
+                                          PreparedModel* p, std::optional<ReferenceConfig>* reference) {
   inference::ModelConfig config;
   const fs::path config_path = dir / "config.pbtxt";
   std::error_code ec;
@@ -83,11 +83,12 @@ Result<inference::ModelConfig> ReadConfig(const fs::path& dir, const std::string
   auto rollout = RolloutConfig::FromConfig(config);
   if (!rollout.ok()) return rollout.status();
   p->rollout = std::move(rollout).value();
-  // Checked here so that a bad reference_* parameter fails before any session
-  // is made; BuildModel reads it again (repository/ReferenceCheck.h).
-  auto reference = ReferenceConfig::FromConfig(config);
-  if (!reference.ok()) return reference.status();
-  if (reference.value() && IsEnsemble(config)) {
+  // Read here so that a bad reference_* parameter fails before any session
+  // is made; the reference check uses what it read (repository/ReferenceCheck.h).
+  auto parsed_reference = ReferenceConfig::FromConfig(config);
+  if (!parsed_reference.ok()) return parsed_reference.status();
+  *reference = std::move(parsed_reference).value();
+  if (*reference && IsEnsemble(config)) {
     return Unavailable(std::string("parameter '") + kReferenceModelParameter +
                        "' cannot be used with an ensemble: it has no model file to compare; set it on a "
                        "composing model");
@@ -326,7 +327,8 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   p.name = name;
   const fs::path dir = repository / name;
   p.dir_stamp = DirectoryStamp(dir);
-  auto config = ReadConfig(dir, name, auto_complete.enabled, &p);
+  std::optional<ReferenceConfig> reference;
+  auto config = ReadConfig(dir, name, auto_complete.enabled, &p, &reference);
   if (!config.ok()) {
     p.failure = config.status().message();
     return p;
@@ -339,6 +341,7 @@ PreparedModel PrepareModel(const fs::path& repository, const std::string& name,
   common.model_dir = dir;
   common.stamp = FileStamp(dir / "config.pbtxt");
   common.config = std::move(config).value();
+  common.reference = std::move(reference);
   const bool names_its_backend = !common.config.platform().empty() || !common.config.backend().empty() ||
                                  !common.config.default_model_filename().empty();
   if (Status checked = CheckConfigBeforeFiles(&common, auto_complete.enabled, server_op_libraries,

@@ -13,6 +13,7 @@
 
 #include "config/ConfigAutoComplete.h"
 #include "config/DriftConfig.h"
+#include "config/ReferenceConfig.h"
 #include "config/RolloutConfig.h"
 #include "config/RuntimeConfig.h"
 #include "config/ShadowConfig.h"
@@ -45,6 +46,9 @@ struct Candidate {
   std::optional<DriftConfig> drift;     // drift_* parameters (config/DriftConfig.h)
   std::shared_ptr<const DriftProfile> drift_reference;  // drift_reference's profile, read and checked
   std::optional<ShadowConfig> shadow;   // shadow_* parameters (config/ShadowConfig.h)
+  // reference_* parameters (config/ReferenceConfig.h), parsed once when the
+  // config is read; the load order and the reference check use this.
+  std::optional<ReferenceConfig> reference;
 };
 
 // What preparing one model directory found.

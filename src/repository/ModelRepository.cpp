@@ -9,8 +9,10 @@
 #include <spdlog/spdlog.h>
 
 #include "config/EnsembleGraph.h"
+#include "repository/ListedModels.h"
 #include "repository/ModelDirectory.h"
 #include "repository/ModelLoader.h"
+#include "repository/ModelSigning.h"
 #include "repository/ModelTable.h"
 #include "repository/OnDemandLoads.h"
 #include "runtime/OrtModelInstance.h"
@@ -129,12 +131,16 @@ class ModelRepositoryImpl final : public ModelRepository {
                    [this](const std::string& name, OnDemandLoads::Done done) {
                      loader_.LoadOnDemand(name, std::move(done));
                    },
-                   [this](const std::string& name) {
-                     return DirectoryStamp(std::filesystem::path(options_.repository_path) / name);
-                   }),
+                   [this](const std::string& name) { return DirectoryStamp(ModelDir(name)); }),
         loader_(&options_, &table_,
                 ModelBuildContext{options_.model_cache_dir, std::make_shared<ComputeSlots>(options_.thread_budget),
-                                  fallbacks_, cache_, models_}) {}
+                                  fallbacks_, cache_, models_}),
+        listed_([this](const std::string& name) { return PrepareListed(name); },
+                [this](const std::string& name) { return ListedStamp(ModelDir(name)); },
+                [this](const std::string& name) {
+                  std::error_code ec;
+                  return !table_.HasReady(name, std::nullopt) && std::filesystem::is_directory(ModelDir(name), ec);
+                }) {}
   ~ModelRepositoryImpl() override { Shutdown(); }
 
   void LoadAll() override {
@@ -179,17 +185,14 @@ class ModelRepositoryImpl final : public ModelRepository {
     const auto touch_at = options_.memory_budget > 0 ? std::optional(Clock::now()) : std::nullopt;
     if (table_.HasReady(name, touch_at)) return false;
     std::error_code ec;
-    return std::filesystem::is_directory(std::filesystem::path(options_.repository_path) / name, ec);
+    return std::filesystem::is_directory(ModelDir(name), ec);
   }
   Result<ListedModel> Listed(const std::string& name) const override {
-    if (!NeedsLoad(name)) return UnknownModelError(name, "");
-    PreparedModel p = loader_.Prepare(name);
-    if (!p.failure.empty() || p.candidates.empty()) {
-      return ModelNotReadyError(name, "", p.failure.empty() ? "no version to load" : p.failure);
+    if (!NeedsLoad(name)) {
+      listed_.Forget(name);
+      return UnknownModelError(name, "");
     }
-    ListedModel listed{p.candidates.back().config, {}};
-    for (const Candidate& c : p.candidates) listed.versions.push_back(std::to_string(c.version));
-    return listed;
+    return listed_.Get(name);
   }
   void WhenLoaded(const std::string& name, Clock::time_point deadline, std::function<void(Status)> done) override {
     if (!NeedsLoad(name)) return done(Status::Ok());
@@ -228,13 +231,28 @@ class ModelRepositoryImpl final : public ModelRepository {
   }
 
  private:
+  std::filesystem::path ModelDir(const std::string& name) const {
+    return std::filesystem::path(options_.repository_path) / name;
+  }
+  // Listed's answer from the model's folder (ListedModels keeps it).
+  Result<ListedModel> PrepareListed(const std::string& name) const {
+    PreparedModel p = loader_.Prepare(name);
+    if (!p.failure.empty() || p.candidates.empty()) {
+      return ModelNotReadyError(name, "", p.failure.empty() ? "no version to load" : p.failure);
+    }
+    ListedModel listed{p.candidates.back().config, {}};
+    for (const Candidate& c : p.candidates) listed.versions.push_back(std::to_string(c.version));
+    return listed;
+  }
+
   const RepositoryOptions options_;
   ModelTable table_;
   const std::shared_ptr<FallbackLookup> fallbacks_;
   const std::shared_ptr<ModelLookup> models_;
   const std::shared_ptr<ResponseCache> cache_;  // null: none
   OnDemandLoads on_demand_;  // before loader_: the loader's queued loads answer into it
-  ModelLoader loader_;  // last: its thread starts once everything above exists
+  ModelLoader loader_;  // its thread starts once everything above exists
+  mutable ListedModels listed_;  // --model-load-on-demand: the models not loaded, prepared
 };
 
 }  // namespace
@@ -251,6 +269,9 @@ Result<std::unique_ptr<ModelRepository>> ModelRepository::Create(RepositoryOptio
   std::error_code ec;
   if (options.repository_path.empty() || !std::filesystem::is_directory(options.repository_path, ec)) {
     return InvalidArgument("model repository '" + options.repository_path + "' is not a directory");
+  }
+  if (options.signing.policy != SignaturePolicy::kOff && !options.signing.keys) {
+    ORTSERVE_RETURN_IF_ERROR(LoadSigningKeys(&options.signing));
   }
   if (options.thread_budget <= 0) {
     options.thread_budget = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

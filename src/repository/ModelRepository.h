@@ -45,6 +45,8 @@ enum class ModelControlMode { kNone, kPoll, kExplicit };
 // failure logged; kRequire: UNAVAILABLE with the failure as its reason.
 enum class SignaturePolicy { kOff, kWarn, kRequire };
 
+class SigningKeys;  // repository/SigningKeys.h
+
 struct ModelSigningOptions {
   SignaturePolicy policy = SignaturePolicy::kOff;
   // --model-signing-public-key: PEM files of the keys a signature may be made with.
@@ -52,6 +54,10 @@ struct ModelSigningOptions {
   // --model-signing-certificate-chain: PEM files of the certificates a
   // certificate-based signature's chain must lead to.
   std::vector<std::string> certificate_chain_files;
+  // The keys and certificates of those files, read once (LoadSigningKeys in
+  // repository/ModelSigning.h; ModelRepository::Create reads them when
+  // they are not yet): a changed key file takes effect at the next start.
+  std::shared_ptr<const SigningKeys> keys;
 };
 const char* ModelControlModeName(ModelControlMode mode);  // "none", "poll", "explicit"
 
@@ -168,8 +174,10 @@ class ModelRepository {
   // The config of `name` (from its config.pbtxt, completed as a load would)
   // while NeedsLoad(name), and the versions a load would serve, newest last
   // -- for its metadata without loading it. Reads the model's files on the
-  // caller's thread. kNotFound when it does not need a load (GetModel
-  // answers for it), kUnavailable when its config or files are invalid.
+  // caller's thread when they changed since the last call (the answer is
+  // kept per model while its folder is unchanged: repository/ListedModels.h).
+  // kNotFound when it does not need a load (GetModel answers for it),
+  // kUnavailable when its config or files are invalid.
   struct ListedModel {
     inference::ModelConfig config;
     std::vector<std::string> versions;

@@ -1,15 +1,14 @@
 #include "repository/ModelSigning.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "config/ModelFiles.h"
 #include "repository/SigningBundle.h"
 #include "repository/SigningKeys.h"
+#include "runtime/Sha256.h"
 
 namespace ortserve {
 namespace {
@@ -17,24 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSignatureFile = "model.sig";
-
-// Lowercase hex SHA-256 of the file's content, read in chunks.
-Result<std::string> HashFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Unavailable("cannot read " + path.string());
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  std::vector<char> buffer(1 << 20);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    EVP_DigestUpdate(ctx.get(), buffer.data(), static_cast<size_t>(in.gcount()));
-  }
-  if (in.bad()) return Unavailable("cannot read " + path.string());
-  unsigned char sum[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_DigestFinal_ex(ctx.get(), sum, &n);
-  return ToHex(std::string_view(reinterpret_cast<char*>(sum), n));
-}
 
 bool UnderPrefix(const std::string& name, const std::string& prefix) {
   return name == prefix || name.starts_with(prefix + "/");
@@ -96,10 +77,10 @@ Status CompareFiles(const Scope& scope, const SignedManifest& manifest) {
       if (ignored(name)) continue;
       return Unavailable("file '" + name + "' is not covered by the signature (added after signing?)");
     }
-    auto digest = HashFile(scope.root / name);
-    if (!digest.ok()) return digest.status();
-    if (digest.value() != signed_file->second) {
-      return Unavailable("file '" + name + "' does not match the signature (SHA-256 " + digest.value() +
+    const std::optional<std::string> digest = Sha256File(scope.root / name);
+    if (!digest) return Unavailable("cannot read " + (scope.root / name).string());
+    if (*digest != signed_file->second) {
+      return Unavailable("file '" + name + "' does not match the signature (SHA-256 " + *digest +
                          ", signed " + signed_file->second + ")");
     }
   }
@@ -129,6 +110,13 @@ Status CheckNamedFiles(const Scope& scope, const SignedManifest& manifest, const
 
 }  // namespace
 
+Status LoadSigningKeys(ModelSigningOptions* signing) {
+  auto keys = SigningKeys::Load(signing->public_key_files, signing->certificate_chain_files);
+  if (!keys.ok()) return keys.status();
+  signing->keys = std::make_shared<const SigningKeys>(std::move(keys).value());
+  return Status::Ok();
+}
+
 std::optional<SignaturePolicy> ParseSignaturePolicy(const std::string& text) {
   if (text == "off") return SignaturePolicy::kOff;
   if (text == "warn") return SignaturePolicy::kWarn;
@@ -152,9 +140,8 @@ Status CheckModelSignature(const fs::path& model_dir, int64_t version, const std
   if (!text.ok()) return text.status();
   auto bundle = ParseSigningBundle(text.value());
   if (!bundle.ok()) return Unavailable(sig_path.string() + ": " + bundle.status().message());
-  auto keys = SigningKeys::Load(signing.public_key_files, signing.certificate_chain_files);
-  if (!keys.ok()) return Unavailable(keys.status().message());
-  if (keys->empty()) {
+  const std::shared_ptr<const SigningKeys>& keys = signing.keys;
+  if (!keys || keys->empty()) {
     return Unavailable("no --model-signing-public-key or --model-signing-certificate-chain to check " +
                        sig_path.string() + " with");
   }

@@ -27,12 +27,16 @@ namespace ortserve {
 //     lie inside the signed folder and be signed;
 //   - the signature verifies with a --model-signing-public-key key or, for a
 //     certificate-based one, a chain to a --model-signing-certificate-chain
-//     certificate (SigningKeys.h).
+//     certificate (SigningKeys.h): `signing.keys`, read by LoadSigningKeys.
 // kUnavailable naming the file or the check that failed; Ok otherwise. The
 // policy (off/warn/require) is the caller's.
 Status CheckModelSignature(const std::filesystem::path& model_dir, int64_t version,
                            const std::vector<std::filesystem::path>& named_files,
                            const ModelSigningOptions& signing);
+
+// Reads `signing`'s public key and certificate chain files into its keys:
+// kInvalidArgument naming a file that holds no supported key or certificate.
+Status LoadSigningKeys(ModelSigningOptions* signing);
 
 // "off", "warn", "require" (--model-signature-policy); nullopt otherwise.
 std::optional<SignaturePolicy> ParseSignaturePolicy(const std::string& text);

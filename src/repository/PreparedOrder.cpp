@@ -24,7 +24,7 @@ std::set<std::string> ComposingModels(const PreparedModel& p) {
 
 std::string ReferencedModelOf(const PreparedModel& p) {
   for (const auto& c : p.candidates) {
-    if (std::string name = ReferencedModelName(c.config); !name.empty()) return name;
+    if (c.reference && !c.reference->model_name.empty()) return c.reference->model_name;
   }
   return "";
 }

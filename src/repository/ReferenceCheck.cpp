@@ -25,9 +25,7 @@ std::string Label(const Candidate& c) { return c.name + ":" + std::to_string(c.v
 
 // One output's figures over every sample.
 struct OutputFigures {
-  double max_abs = 0.0;
-  Top1Agreement top1;
-  bool has_classes = false;
+  OutputTally tally;
   std::string mismatch;  // a type/shape/name difference, or a differing non-floating output
 };
 
@@ -97,37 +95,35 @@ void Accumulate(const std::vector<Tensor>& served, const std::vector<Tensor>& ex
                 std::map<std::string, OutputFigures>* figures) {
   for (const Tensor& a : served) {
     OutputFigures& f = (*figures)[a.name];
-    auto e = std::find_if(expected.begin(), expected.end(), [&](const Tensor& t) { return t.name == a.name; });
-    if (e == expected.end()) {
+    const Tensor* e = FindTensor(expected, a.name);
+    if (!e) {
       f.mismatch = "the reference model has no output '" + a.name + "'";
       continue;
     }
-    const NumericalReport report = CompareOutputs({a}, {*e}, std::numeric_limits<double>::infinity());
-    if (!report.passed && f.mismatch.empty()) f.mismatch = report.detail;
-    f.max_abs = std::max(f.max_abs, report.max_abs_error);
-    if (auto top1 = CompareTop1(a, *e)) {
-      f.has_classes = true;
-      f.top1.agreeing += top1->agreeing;
-      f.top1.rows += top1->rows;
-    }
+    // No tolerance here: the thresholds apply to the figures over every sample (Passes).
+    const OutputComparison compared = CompareOutput(a, *e, std::numeric_limits<double>::infinity());
+    if (!compared.report.passed && f.mismatch.empty()) f.mismatch = compared.report.detail;
+    f.tally.Add(compared);
   }
 }
 
 std::string Describe(const std::string& output, const OutputFigures& f) {
-  std::string text = fmt::format("output '{}': max abs diff {:.4g}", output, f.max_abs);
-  if (f.has_classes && f.top1.rows > 0) {
-    text += fmt::format(", top-1 agreement {:.4g} ({}/{})", static_cast<double>(f.top1.agreeing) / f.top1.rows,
-                        f.top1.agreeing, f.top1.rows);
+  const Top1Agreement& top1 = f.tally.top1;
+  std::string text = fmt::format("output '{}': max abs diff {:.4g}", output, f.tally.max_abs);
+  if (f.tally.has_classes && top1.rows > 0) {
+    text += fmt::format(", top-1 agreement {:.4g} ({}/{})", static_cast<double>(top1.agreeing) / top1.rows,
+                        top1.agreeing, top1.rows);
   }
   if (!f.mismatch.empty()) text += " (" + f.mismatch + ")";
   return text;
 }
 
 bool Passes(const ReferenceConfig& reference, const OutputFigures& f) {
+  const Top1Agreement& top1 = f.tally.top1;
   if (!f.mismatch.empty()) return false;
-  if (reference.tolerance && !(f.max_abs <= *reference.tolerance)) return false;
-  if (reference.min_agreement && f.has_classes && f.top1.rows > 0 &&
-      static_cast<double>(f.top1.agreeing) / f.top1.rows < *reference.min_agreement) {
+  if (reference.tolerance && !(f.tally.max_abs <= *reference.tolerance)) return false;
+  if (reference.min_agreement && f.tally.has_classes && top1.rows > 0 &&
+      static_cast<double>(top1.agreeing) / top1.rows < *reference.min_agreement) {
     return false;
   }
   return true;
@@ -143,18 +139,14 @@ std::string Thresholds(const ReferenceConfig& reference) {
 }  // namespace
 
 Status CheckReferencedModel(const Candidate& c, const FindReferencedModel& find) {
-  auto parsed = ReferenceConfig::FromConfig(c.config);
-  if (!parsed.ok()) return Unavailable(parsed.status().message());
-  if (!parsed.value() || parsed.value()->model_name.empty()) return Status::Ok();
-  return FindCompatible(c, *parsed.value(), find).status();
+  if (!c.reference || c.reference->model_name.empty()) return Status::Ok();
+  return FindCompatible(c, *c.reference, find).status();
 }
 
 Status CheckAgainstReference(const Candidate& c, ModelInstance& served, const std::vector<WarmupSample>& warmup,
                              const FindReferencedModel& find) {
-  auto parsed = ReferenceConfig::FromConfig(c.config);
-  if (!parsed.ok()) return Unavailable(parsed.status().message());
-  if (!parsed.value()) return Status::Ok();
-  const ReferenceConfig& reference = *parsed.value();
+  if (!c.reference) return Status::Ok();
+  const ReferenceConfig& reference = *c.reference;
   auto inputs = CheckInputs(c, reference, warmup);
   if (!inputs.ok()) return inputs.status();
   auto instance = ReferenceInstance(c, reference, find);

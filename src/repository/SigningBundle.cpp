@@ -3,6 +3,8 @@
 #include <openssl/evp.h>
 #include <simdjson.h>
 
+#include "runtime/Sha256.h"
+
 namespace ortserve {
 namespace {
 
@@ -68,24 +70,6 @@ Result<std::string> DecodeBase64(std::string_view text) {
   if (text.size() > 1 && text[text.size() - 2] == '=') ++padding;
   out.resize(static_cast<size_t>(n) - padding);
   return out;
-}
-
-std::string ToHex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    hex.push_back(kDigits[c >> 4]);
-    hex.push_back(kDigits[c & 15]);
-  }
-  return hex;
-}
-
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char sum[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(bytes.data(), bytes.size(), sum, &n, EVP_sha256(), nullptr);
-  return ToHex(std::string_view(reinterpret_cast<char*>(sum), n));
 }
 
 std::string DssePae(std::string_view payload_type, std::string_view payload) {

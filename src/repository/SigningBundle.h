@@ -52,8 +52,5 @@ std::string DssePae(std::string_view payload_type, std::string_view payload);
 
 // Standard base64 (with padding); nullopt-like failure as kInvalidArgument.
 Result<std::string> DecodeBase64(std::string_view text);
-// Lowercase hex of `bytes`, and of their SHA-256.
-std::string ToHex(std::string_view bytes);
-std::string Sha256Hex(std::string_view bytes);
 
 }  // namespace ortserve

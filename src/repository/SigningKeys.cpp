@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "config/ModelFiles.h"
+#include "runtime/Sha256.h"
 
 namespace ortserve {
 namespace {

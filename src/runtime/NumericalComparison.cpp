@@ -128,6 +128,24 @@ std::optional<Top1Agreement> CompareTop1(const Tensor& actual, const Tensor& exp
   return out;
 }
 
+OutputComparison CompareOutput(const Tensor& actual, const Tensor& expected, double tolerance) {
+  return {CompareOutputs({actual}, {expected}, tolerance), CompareTop1(actual, expected)};
+}
+
+void OutputTally::Add(const OutputComparison& c) {
+  max_abs = std::max(max_abs, c.report.max_abs_error);
+  max_rel = std::max(max_rel, c.report.max_rel_error);
+  if (!c.top1) return;
+  has_classes = true;
+  top1.agreeing += c.top1->agreeing;
+  top1.rows += c.top1->rows;
+}
+
+const Tensor* FindTensor(const std::vector<Tensor>& tensors, const std::string& name) {
+  auto found = std::find_if(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.name == name; });
+  return found == tensors.end() ? nullptr : &*found;
+}
+
 std::string DescribeReport(const NumericalReport& report) {
   std::string out = fmt::format("max abs error {:.3g}, max rel error {:.3g}", report.max_abs_error,
                                 report.max_rel_error);

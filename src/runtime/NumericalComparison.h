@@ -46,6 +46,31 @@ struct Top1Agreement {
 };
 std::optional<Top1Agreement> CompareTop1(const Tensor& actual, const Tensor& expected);
 
+// One output against its counterpart in another answer, as the shadow
+// comparison (serving/ShadowComparison.h) and the reference check at load
+// (repository/ReferenceCheck.h) look at each output.
+struct OutputComparison {
+  NumericalReport report;             // CompareOutputs({actual}, {expected}, tolerance)
+  std::optional<Top1Agreement> top1;  // CompareTop1(actual, expected)
+  // Names, types, shapes or non-floating values differ (report.detail says which).
+  bool structural() const { return !report.passed && report.worst_output.empty(); }
+  // An element beyond the tolerance, a structural difference, or a row whose top-1 class differs.
+  bool mismatch() const { return !report.passed || (top1 && top1->agreeing < top1->rows); }
+};
+OutputComparison CompareOutput(const Tensor& actual, const Tensor& expected, double tolerance);
+
+// One output's figures over several comparisons.
+struct OutputTally {
+  double max_abs = 0.0;
+  double max_rel = 0.0;
+  bool has_classes = false;  // some comparison had a class dimension: `top1` applies
+  Top1Agreement top1;        // summed over those comparisons
+  void Add(const OutputComparison& c);
+};
+
+// The tensor named `name` in `tensors`; null when there is none.
+const Tensor* FindTensor(const std::vector<Tensor>& tensors, const std::string& name);
+
 // "max abs error 1.2e-05, max rel error 3.4e-06 (output 'y' element 17)"
 std::string DescribeReport(const NumericalReport& report);
 

@@ -1,13 +1,11 @@
 #include "runtime/OptimizedModelCache.h"
 
 #include <onnxruntime_cxx_api.h>
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -16,50 +14,12 @@
 #include <mutex>
 #include <vector>
 
+#include "runtime/Sha256.h"
+
 namespace ortserve {
 namespace {
 
 namespace fs = std::filesystem;
-
-// SHA-256 over a sequence of byte strings and files.
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) { EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr); }
-
-  void Add(const std::string& text) {
-    // Length first, so that two fields can never run into each other.
-    const uint64_t size = text.size();
-    EVP_DigestUpdate(ctx_.get(), &size, sizeof(size));
-    EVP_DigestUpdate(ctx_.get(), text.data(), text.size());
-  }
-
-  bool AddFile(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    std::vector<char> buffer(1 << 20);
-    while (in) {
-      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-      EVP_DigestUpdate(ctx_.get(), buffer.data(), static_cast<size_t>(in.gcount()));
-    }
-    return in.eof();
-  }
-
-  std::string Hex() {
-    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-    unsigned int size = 0;
-    EVP_DigestFinal_ex(ctx_.get(), digest.data(), &size);
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string hex;
-    for (unsigned int i = 0; i < size; ++i) {
-      hex += kDigits[digest[i] >> 4];
-      hex += kDigits[digest[i] & 15];
-    }
-    return hex;
-  }
-
- private:
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx_;
-};
 
 // The CPU's feature flags (the first "flags" line of /proc/cpuinfo): MLAS
 // picks kernels and NCHWc block sizes from them.
@@ -170,10 +130,7 @@ DigestMemo& Memo() {
 }
 
 std::string FileChecksum(const fs::path& cache_dir, const fs::path& path) {
-  return Memo().Get(cache_dir, FileStamp(path), [&] {
-    Sha256 hash;
-    return hash.AddFile(path) ? hash.Hex() : std::string();
-  });
+  return Memo().Get(cache_dir, FileStamp(path), [&] { return Sha256File(path).value_or(""); });
 }
 
 // The model's files' digest ("" when a file cannot be read).
@@ -248,8 +205,7 @@ bool OptimizedModelEntry::Usable() const {
 }
 
 bool OptimizedModelEntry::Commit() const {
-  Sha256 hash;
-  const std::string checksum = hash.AddFile(staging_path_) ? hash.Hex() : std::string();
+  const std::string checksum = Sha256File(staging_path_).value_or("");
   std::error_code ec;
   if (checksum.empty()) {
     spdlog::warn("{}: optimized-model cache: ORT saved no graph to {}; not cached", label_, staging_path_);

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/NumericalComparison.h"
-
 namespace ortserve {
 namespace {
 
@@ -115,25 +113,17 @@ void ShadowComparison::Record(const std::vector<Tensor>& served, const std::vect
   MutexLock lock(mu_);
   for (const Tensor& expected : served) {
     OutputFigures& f = *FiguresOf(expected.name);
-    auto actual = std::find_if(shadow.begin(), shadow.end(), [&](const Tensor& t) { return t.name == expected.name; });
-    if (actual == shadow.end()) {
+    const Tensor* actual = FindTensor(shadow, expected.name);
+    if (!actual) {
       ++f.mismatches;
       f.last_mismatch = "the shadow version's answer has no output '" + expected.name + "'";
       continue;
     }
-    const NumericalReport report = CompareOutputs({*actual}, {expected}, config_.tolerance);
-    bool mismatch = !report.passed;
-    if (auto top1 = CompareTop1(*actual, expected)) {
-      f.has_classes = true;
-      f.agreeing += top1->agreeing;
-      f.rows += top1->rows;
-      mismatch |= top1->agreeing < top1->rows;
-    }
-    if (!report.passed && report.worst_output.empty()) f.last_mismatch = report.detail;  // structural
-    f.mismatches += mismatch ? 1 : 0;
-    f.max_abs = std::max(f.max_abs, report.max_abs_error);
-    f.max_rel = std::max(f.max_rel, report.max_rel_error);
-    f.abs_difference.Observe(Scaled(report.max_abs_error));
+    const OutputComparison compared = CompareOutput(*actual, expected, config_.tolerance);
+    if (compared.structural()) f.last_mismatch = compared.report.detail;
+    f.mismatches += compared.mismatch() ? 1 : 0;
+    f.tally.Add(compared);
+    f.abs_difference.Observe(Scaled(compared.report.max_abs_error));
   }
 }
 
@@ -150,8 +140,8 @@ ShadowSummary ShadowComparison::Snapshot() const {
   MutexLock lock(mu_);
   s.last_failure = last_failure_;
   for (const auto& f : outputs_) {
-    s.outputs.push_back({f->name, f->mismatches, f->max_abs, f->max_rel, f->has_classes, f->agreeing, f->rows,
-                         f->last_mismatch, f->abs_difference.Read()});
+    s.outputs.push_back({f->name, f->mismatches, f->tally.max_abs, f->tally.max_rel, f->tally.has_classes,
+                         f->tally.top1.agreeing, f->tally.top1.rows, f->last_mismatch, f->abs_difference.Read()});
   }
   return s;
 }

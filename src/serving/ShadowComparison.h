@@ -32,6 +32,7 @@
 #include "core/Histogram.h"
 #include "core/InferenceRequest.h"
 #include "core/Mutex.h"
+#include "runtime/NumericalComparison.h"
 
 namespace ortserve {
 
@@ -107,11 +108,7 @@ class ShadowComparison : public std::enable_shared_from_this<ShadowComparison> {
     std::string name;
     Histogram abs_difference;
     uint64_t mismatches = 0;
-    double max_abs = 0.0;
-    double max_rel = 0.0;
-    bool has_classes = false;
-    uint64_t agreeing = 0;
-    uint64_t rows = 0;
+    OutputTally tally;
     std::string last_mismatch;
   };
   void Finish(const std::vector<Tensor>& served, Result<InferenceResponse> result) ORTSERVE_EXCLUDES(mu_);

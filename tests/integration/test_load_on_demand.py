@@ -2,7 +2,7 @@
 request (HTTP, gRPC and gRPC streams), one load for concurrent first requests, a load
 failure answering every waiting request with its error and backing off, and
 the interplay with --model-control-mode=explicit (--load-model still loads at
-startup).
+startup); the metadata of a model not loaded prepared once per folder change.
 
 Outputs are checked against onnxruntime on the served file; load counts come
 from ortserve_model_loads_total. No timing assertion.
@@ -205,3 +205,37 @@ def test_explicit_mode_loads_load_model_at_startup_and_the_rest_on_demand(tmp_pa
     client.unload_model("b")
     np.testing.assert_allclose(infer(client, "b", x), expected(repo, "b", x), rtol=1e-6)
     assert loads(srv) == 2
+
+
+def test_metadata_of_a_listed_model_is_prepared_once_per_folder_change(tmp_path, launch):
+    """Many metadata requests (HTTP and gRPC, concurrent; HTTP's with a ready check) for a listed
+    model all answer from its folder, and it stays unloaded; its folder is prepared
+    once (each preparation logs its unknown parameter) until a file changes."""
+    repo = tmp_path / "models"
+    probe = 'parameters { key: "listed_probe" value { string_value: "x" } }'
+    write_addk(repo, "a", extra=probe)
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+
+    def preparations():
+        return srv.log_text().count("model 'a': ignoring unknown parameters: listed_probe")
+
+    def one(i):
+        if i % 2:
+            client = httpclient.InferenceServerClient(srv.url)
+            meta = client.get_model_metadata("a")
+            return meta["versions"], [(t["name"], t["shape"]) for t in meta["inputs"]], client.is_model_ready("a")
+        client = grpcclient.InferenceServerClient(srv.grpc_url)
+        meta = client.get_model_metadata("a")
+        return list(meta.versions), [(t.name, list(t.shape)) for t in meta.inputs], False
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(one, range(40)))
+    assert all(a == (["1"], [("INPUT0", [-1, 4])], False) for a in answers), answers
+    assert preparations() == 1
+    assert loads(srv) == 0
+    # A new version folder: prepared again, and the metadata says so.
+    write_addk(repo, "a", {1: 1.0, 2: 2.0}, extra=probe)
+    assert httpclient.InferenceServerClient(srv.url).get_model_metadata("a")["versions"] == ["2"]
+    assert grpcclient.InferenceServerClient(srv.grpc_url).get_model_metadata("a").versions == ["2"]
+    assert preparations() == 2
+    assert loads(srv) == 0

@@ -12,6 +12,7 @@
 #include "repository/ModelSigning.h"
 #include "repository/SigningBundle.h"
 #include "repository/SigningKeys.h"
+#include "runtime/Sha256.h"
 
 namespace ortserve {
 namespace {
@@ -107,12 +108,27 @@ class ModelSigningTest : public ::testing::Test {
   Status Check(const std::vector<fs::path>& named = {}) {
     ModelSigningOptions signing;
     signing.public_key_files = {(kData / "signer.pub.pem").string()};
+    if (Status loaded = LoadSigningKeys(&signing); !loaded.ok()) return loaded;
     return CheckModelSignature(dir_, 1, named, signing);
   }
   fs::path dir_;
 };
 
 TEST_F(ModelSigningTest, SignedFolderVerifies) { EXPECT_TRUE(Check().ok()) << Check().message(); }
+
+TEST_F(ModelSigningTest, KeysAreReadOnceNotForEachCheck) {
+  const fs::path key = dir_.string() + "_signer.pub.pem";
+  fs::copy_file(kData / "signer.pub.pem", key, fs::copy_options::overwrite_existing);
+  ModelSigningOptions signing;
+  signing.public_key_files = {key.string()};
+  ASSERT_TRUE(LoadSigningKeys(&signing).ok());
+  fs::remove(key);  // checks go on with the keys read at startup
+  const Status checked = CheckModelSignature(dir_, 1, {}, signing);
+  EXPECT_TRUE(checked.ok()) << checked.message();
+  signing.keys = nullptr;
+  EXPECT_NE(CheckModelSignature(dir_, 1, {}, signing).message().find("no --model-signing-public-key"),
+            std::string::npos);
+}
 
 TEST_F(ModelSigningTest, OtherVersionsFoldersAreNotThisVersionsConcern) {
   Write(dir_ / "2/model.onnx", "unsigned version\n");

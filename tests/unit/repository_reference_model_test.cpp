@@ -55,11 +55,14 @@ TEST(ReferenceModel, EveryBadModelReferenceNamesReferenceModel) {
   EXPECT_THAT(self.status().message(), HasSubstr("names the model itself"));
 }
 
-TEST(ReferenceModel, ReferencedModelNameOnlyForTheModelForm) {
-  EXPECT_EQ(ReferencedModelName(Parse(WithReference("a", "model:b/2"))), "b");
-  EXPECT_EQ(ReferencedModelName(Parse(WithReference("a", "b.onnx"))), "");
-  EXPECT_EQ(ReferencedModelName(Parse("name: \"a\"")), "");
-  EXPECT_EQ(ReferencedModelName(Parse(WithReference("a", "model:"))), "");  // bad: fails on its own
+TEST(ReferenceModel, ModelNameOnlyForTheModelForm) {
+  auto model = ReferenceConfig::FromConfig(Parse(WithReference("a", "model:b/2")));
+  ASSERT_TRUE(model.ok() && model.value());
+  EXPECT_EQ(model.value()->model_name, "b");
+  auto file = ReferenceConfig::FromConfig(Parse(WithReference("a", "b.onnx")));
+  ASSERT_TRUE(file.ok() && file.value());
+  EXPECT_EQ(file.value()->model_name, "");
+  EXPECT_EQ(file.value()->model_file, "b.onnx");
 }
 
 constexpr const char* kIo = R"(max_batch_size: 8
@@ -93,6 +96,7 @@ PreparedModel Prepared(const std::string& name, const std::string& reference = "
   c.name = name;
   c.version = 1;
   c.config = Parse(reference.empty() ? "name: \"" + name + "\"" : WithReference(name, reference));
+  c.reference = ReferenceConfig::FromConfig(c.config).value();
   p.candidates.push_back(c);
   return p;
 }
@@ -130,6 +134,7 @@ TEST(ReferenceModel, CheckReferencedModelNamesTheMissingOrIncompatibleModel) {
   c.name = "a";
   c.version = 1;
   c.config = Parse(WithReference("a", "model:b/2", kIo));
+  c.reference = ReferenceConfig::FromConfig(c.config).value();
   Status missing = CheckReferencedModel(c, [](const std::string&, int64_t) { return std::nullopt; });
   EXPECT_EQ(missing.code(), StatusCode::kUnavailable);
   EXPECT_THAT(missing.message(), HasSubstr("parameter 'reference_model': model 'b' version 2 is not READY"));

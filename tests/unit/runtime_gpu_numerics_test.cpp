@@ -133,5 +133,28 @@ TEST(CompareTop1, NoClassDimensionNoAgreement) {
   EXPECT_FALSE(CompareTop1(Rows("y", 2, {1, 2, 3, 4}), Rows("y", 1, {1, 2, 3, 4})));  // shapes differ
 }
 
+TEST(CompareOutput, OneOutputWithItsTop1AndATallyOverComparisons) {
+  auto served = Rows("y", 2, {0.1f, 0.9f, 0.6f, 0.4f});
+  auto close = Rows("y", 2, {0.1f, 0.9f, 0.55f, 0.45f});   // within 0.1, same classes
+  auto flipped = Rows("y", 2, {0.1f, 0.9f, 0.45f, 0.55f});  // within 0.2, row 1 flips
+  const OutputComparison a = CompareOutput(close, served, 0.1);
+  EXPECT_FALSE(a.mismatch());
+  EXPECT_FALSE(a.structural());
+  const OutputComparison b = CompareOutput(flipped, served, 0.2);
+  EXPECT_TRUE(b.report.passed);
+  EXPECT_TRUE(b.mismatch());  // the top-1 class differs in a row
+  const OutputComparison c = CompareOutput(Make<float>("y", DataType::kFp32, {1, 2}), served, 1.0);
+  EXPECT_TRUE(c.structural() && c.mismatch()) << c.report.detail;
+  OutputTally tally;
+  for (const auto* o : {&a, &b}) tally.Add(*o);
+  EXPECT_TRUE(tally.has_classes);
+  EXPECT_EQ(tally.top1.agreeing, 3u);
+  EXPECT_EQ(tally.top1.rows, 4u);
+  EXPECT_NEAR(tally.max_abs, 0.15, 1e-6);
+  const std::vector<Tensor> answer = {Make<float>("x", DataType::kFp32, {1}), served};
+  EXPECT_EQ(FindTensor(answer, "y"), &answer[1]);
+  EXPECT_EQ(FindTensor(answer, "z"), nullptr);
+}
+
 }  // namespace
 }  // namespace ortserve
