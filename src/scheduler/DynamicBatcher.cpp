@@ -174,7 +174,7 @@ bool DynamicBatcher::TakeInline(Clock::time_point now, Work* work, size_t* index
 }
 
 void DynamicBatcher::RunInline(size_t index, Work& work, std::optional<ComputeSlots::Lease> lease) {
-  InlineRunsScope no_nesting(false);
+  InlineRunsScope no_nesting(nullptr);
   Execute(index, work.batch, std::move(lease), /*lent=*/true);
   MutexLock lock(mu_, MutexLock::kSpinFirst);
   --inline_runs_;

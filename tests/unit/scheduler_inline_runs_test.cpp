@@ -6,6 +6,7 @@
 // tests/unit/DynamicBatcherFixture.h says; nothing asserts on timing.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <future>
 #include <optional>
@@ -27,6 +28,9 @@ class InlineRunTest : public SchedulerTest {
     o.compute.inline_run_max_us = 50;
     return o;
   }
+
+  // What an HTTP I/O thread with one client connection lets run inline.
+  std::atomic<int> one_client_{1};
 
   // The first run is always a worker's: inline runs need a measured one.
   void Warm() {
@@ -62,7 +66,7 @@ class InlineRunTest : public SchedulerTest {
     std::promise<void> warmed;
     std::promise<void> go;
     std::thread submitter([&] {
-      InlineRunsScope allow(true);
+      InlineRunsScope allow(&one_client_);
       EXPECT_GT(SubmitUntilInline("w", 1000), 0);
       warmed.set_value();
       go.get_future().wait();
@@ -98,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Instances, InlineRunTest, ::testing::Values(1, 2), Inst
 TEST_P(InlineRunTest, LoneCheapRequestRunsOnTheSubmittingThreadAndIsCounted) {
   Start(InlineOptions());
   Warm();
-  InlineRunsScope allow(true);
+  InlineRunsScope allow(&one_client_);
   const int sent = SubmitUntilInline("a", 1000);
   ASSERT_GT(sent, 0) << "no lone request ran on the submitting thread";
   // The leader kept its role through the inline run: the next one is inline too.
@@ -122,10 +126,20 @@ TEST_P(InlineRunTest, ThreadsThatDoNotAllowItNeverRunInline) {
   EXPECT_EQ(InlineOf(50, 1000), 0);
 }
 
+TEST_P(InlineRunTest, ThreadsServingSeveralConnectionsHandEachRequestOver) {
+  Start(InlineOptions());
+  Warm();
+  std::atomic<int> connections{2};
+  InlineRunsScope allow(&connections);
+  EXPECT_EQ(InlineOf(50, 1000), 0);
+  connections = 1;  // the other client left
+  EXPECT_GT(SubmitUntilInline("b", 5000), 0);
+}
+
 TEST_P(InlineRunTest, ModelsWithoutABoundNeverRunInline) {
   Start(BatchingOptions());
   Warm();
-  InlineRunsScope allow(true);
+  InlineRunsScope allow(&one_client_);
   EXPECT_EQ(InlineOf(50, 1000), 0);
 }
 
@@ -133,7 +147,7 @@ TEST_P(InlineRunTest, SlowModelNeverRunsInline) {
   Start(InlineOptions());
   model_->AdvanceDuringRun(clock_.get(), std::chrono::milliseconds(1));  // 1 ms runs, 50 us bound
   Warm();
-  InlineRunsScope allow(true);
+  InlineRunsScope allow(&one_client_);
   EXPECT_EQ(InlineOf(50, 1000), 0);
 }
 
@@ -141,7 +155,7 @@ TEST_P(InlineRunTest, RequestsArrivingWhileEveryInstanceIsBusyStillBatch) {
   Start(InlineOptions());
   Warm();
   OccupyAllInstances();
-  InlineRunsScope allow(true);
+  InlineRunsScope allow(&one_client_);
   for (int i = 0; i < 3; ++i) Submit(Request("q" + std::to_string(i), 1, 2, 100.f * (i + 1)));
   EXPECT_EQ(scheduler_->QueueDepth(), 3u);
   model_->Open();
@@ -160,7 +174,7 @@ TEST_P(InlineRunTest, TheBatchingWindowStillHoldsALoneRequest) {
   Submit(Request("warm", 1, 2, -5));
   clock_->Advance(std::chrono::seconds(10));
   ExpectAddOne("warm", 1, 2, -5);
-  InlineRunsScope allow(true);
+  InlineRunsScope allow(&one_client_);
   Submit(Request("lone", 1, 2, 40));
   EXPECT_FALSE(done_.Done("lone"));  // Triton's window: it waits for company
   clock_->Advance(std::chrono::seconds(10));
@@ -174,7 +188,7 @@ TEST_P(InlineRunTest, TheThreadBudgetBoundsInlineRuns) {
   options.compute.slots = slots;
   Start(options);
   Warm();
-  InlineRunsScope allow(true);
+  InlineRunsScope allow(&one_client_);
   ASSERT_GT(SubmitUntilInline("a", 1000), 0);
   std::optional<ComputeSlots::Lease> taken;
   taken.emplace(slots->Acquire(1));  // another model computes on the one slot

@@ -5,9 +5,10 @@
 namespace ortserve::http {
 
 void RunIoThread(IoThread& io) {
-  // A cheap model may run a request's batch here (core/InlineRuns.h): its
-  // answer is queued on this thread's inbox, never run inside Submit.
-  InlineRunsScope inline_runs(true);
+  // A cheap model may run a request's batch here while this thread serves
+  // one connection (core/InlineRuns.h): its answer is queued on this thread's
+  // inbox, never run inside Submit.
+  InlineRunsScope inline_runs(&io.connections);
   for (;;) {
     if (!io.close_monitors.Pending()) {
       if (io.ioc.run_one() == 0) return;  // stopped
