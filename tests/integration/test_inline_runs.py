@@ -1,7 +1,8 @@
 """Inline runs (docs/model-config.md, "Inline runs"): a cheap model's lone HTTP
 request runs on the I/O thread that received it, without waking the model's
-worker; gRPC requests and models that opt out (inline_run_max_us "0") still
-hand each request to the worker.
+worker; with a second client connection on the I/O thread, over gRPC, and for
+a model that opts out (inline_run_max_us "0"), each request still goes to the
+worker.
 
 What is observed is the worker thread's sleeps: /proc/<pid>/task/<tid>/status
 counts its voluntary context switches, one each time it waits for a request
@@ -12,6 +13,7 @@ are compared with onnxruntime; nothing asserts on timing.
 from __future__ import annotations
 
 import pathlib
+import socket
 
 import numpy as np
 import tritonclient.grpc as grpcclient
@@ -72,13 +74,22 @@ def test_cheap_model_runs_lone_http_requests_without_waking_its_worker(tmp_path,
     assert woken["cheap"] <= REQUESTS // 10, woken
     assert woken["cheap_off"] >= REQUESTS // 2, woken
 
+    # A second client connection on the I/O thread (idle here) turns them off:
+    # with several clients the worker's overlap is worth more than the wake-up.
+    with socket.create_connection(("127.0.0.1", srv.http_port)) as other:
+        other.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert other.recv(4096).startswith(b"HTTP/1.1 200"), "the second connection was not served"
+        before = worker_sleeps(pid, "cheap")
+        send(http, httpclient, "cheap", cheap, reference, 50, seed=5)
+        assert worker_sleeps(pid, "cheap") - before >= 25
+
     # gRPC's threads do not run models inline: the worker computes each request.
     before = worker_sleeps(pid, "cheap")
     send(grpc, grpcclient, "cheap", cheap, reference, 50, seed=4)
     assert worker_sleeps(pid, "cheap") - before >= 25
 
     # Inline or not, every request is one execution in the statistics.
-    for name, sent in (("cheap", 5 + REQUESTS + 50), ("cheap_off", 5 + REQUESTS)):
+    for name, sent in (("cheap", 5 + REQUESTS + 50 + 50), ("cheap_off", 5 + REQUESTS)):
         stats = srv.model_stats(name)
         assert stats["inference_count"] == sent, stats
         assert stats["execution_count"] == sent, stats

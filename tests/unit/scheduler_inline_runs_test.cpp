@@ -154,7 +154,12 @@ TEST_P(InlineRunTest, SlowModelNeverRunsInline) {
 TEST_P(InlineRunTest, RequestsArrivingWhileEveryInstanceIsBusyStillBatch) {
   Start(InlineOptions());
   Warm();
-  OccupyAllInstances();
+  model_->Hold();  // every instance busy (the fixture's OccupyAllInstances counts from no run)
+  for (size_t i = 0; i < instances(); ++i) {
+    Submit(Request("blocker-" + std::to_string(i), 1, 1, -1));
+    ASSERT_TRUE(model_->WaitForRuns(2 + i));
+  }
+  ASSERT_EQ(scheduler_->BusyInstances(), instances());
   InlineRunsScope allow(&one_client_);
   for (int i = 0; i < 3; ++i) Submit(Request("q" + std::to_string(i), 1, 2, 100.f * (i + 1)));
   EXPECT_EQ(scheduler_->QueueDepth(), 3u);
