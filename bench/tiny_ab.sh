@@ -9,7 +9,8 @@
 #
 #   bench/tiny_ab.sh OLD_BIN NEW_BIN [ROUNDS] [WORK]   (defaults: 5, bench/work)
 # WORK holds bench/lib/make_bench_models.py's output (run it first). Env:
-# WRK_CONNECTIONS (32), WRK_SECONDS (5), THREAD_BUDGET (2), AB_PORT (18591), NEW_CONFIG_APPEND
+# WRK_CONNECTIONS (32), WRK_SECONDS (5), THREAD_BUDGET (2), AB_PORT (18591), AB_MODEL (tiny: another
+# bench model, e.g. mlp, under its own JSON request, for the loads a change must not slow), NEW_CONFIG_APPEND
 # (text appended to tiny's config.pbtxt for the NEW runs only: with the same
 # binary twice, an A/B of a config feature, e.g. drift statistics:
 #   NEW_CONFIG_APPEND='parameters { key: "drift_baseline_requests" value { string_value: "1000" } }' \
@@ -34,46 +35,64 @@ PORT=${AB_PORT:-18591}  # AB_PORT: another base port (three ports from it)
 REPO=$(mktemp -d)
 trap 'rm -rf "$REPO"' EXIT
 mkdir "$REPO/old" "$REPO/new"
-cp -r "$WORK/repo/tiny" "$REPO/old/tiny"
-cp -r "$WORK/repo/tiny" "$REPO/new/tiny"
+MODEL=${AB_MODEL:-tiny}
+cp -r "$WORK/repo/$MODEL" "$REPO/old/$MODEL"
+cp -r "$WORK/repo/$MODEL" "$REPO/new/$MODEL"
 for side in old new; do
-  if [ -n "${BOTH_CONFIG_APPEND:-}" ]; then printf '\n%s\n' "$BOTH_CONFIG_APPEND" >> "$REPO/$side/tiny/config.pbtxt"; fi
-  if [ -n "${AB_COPY_VERSION:-}" ]; then cp -r "$REPO/$side/tiny/1" "$REPO/$side/tiny/$AB_COPY_VERSION"; fi
+  if [ -n "${BOTH_CONFIG_APPEND:-}" ]; then printf '\n%s\n' "$BOTH_CONFIG_APPEND" >> "$REPO/$side/$MODEL/config.pbtxt"; fi
+  if [ -n "${AB_COPY_VERSION:-}" ]; then cp -r "$REPO/$side/$MODEL/1" "$REPO/$side/$MODEL/$AB_COPY_VERSION"; fi
 done
-if [ -n "${NEW_CONFIG_APPEND:-}" ]; then printf '\n%s\n' "$NEW_CONFIG_APPEND" >> "$REPO/new/tiny/config.pbtxt"; fi
+if [ -n "${NEW_CONFIG_APPEND:-}" ]; then printf '\n%s\n' "$NEW_CONFIG_APPEND" >> "$REPO/new/$MODEL/config.pbtxt"; fi
 TICKS=$(getconf CLK_TCK)
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # utime+stime, all threads
+io_ticks() {  # utime+stime of the HTTP I/O threads (http-io-N), the tiny load's busiest
+  local sum=0 task
+  for task in /proc/"$1"/task/*; do
+    [[ $(cat "$task/comm" 2>/dev/null) == http-io-* ]] && sum=$((sum + $(awk '{print $14 + $15}' "$task/stat")))
+  done
+  echo $sum
+}
 
-one_round() {  # binary repository -> "req_per_s us_cpu_per_req"
+one_round() {  # binary repository -> "req_per_s us_cpu_per_req us_io_thread_cpu_per_req"
   "$1" --model-repository "$2" --http-port $PORT --grpc-port $((PORT + 1)) --metrics-port $((PORT + 2)) \
     --thread-budget "${THREAD_BUDGET:-2}" --log-verbose 0 > "$WORK/tiny_ab.log" 2>&1 &
   local pid=$!
-  for _ in $(seq 100); do curl -sf "localhost:$PORT/v2/models/tiny/ready" > /dev/null && break; sleep 0.1; done
+  for _ in $(seq 100); do curl -sf "localhost:$PORT/v2/models/$MODEL/ready" > /dev/null && break; sleep 0.1; done
   local before; before=$(cpu_ticks $pid)
-  local out; out=$(WRK_BODY_FILE="$WORK/requests/tiny.json" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" \
-    -s "$ROOT/bench/lib/wrk_post.lua" "http://127.0.0.1:$PORT/v2/models/tiny/infer")
+  local io_before; io_before=$(io_ticks $pid)
+  local out; out=$(WRK_BODY_FILE="$WORK/requests/$MODEL.json" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" \
+    -s "$ROOT/bench/lib/wrk_post.lua" "http://127.0.0.1:$PORT/v2/models/$MODEL/infer")
   local after; after=$(cpu_ticks $pid)
+  local io_after; io_after=$(io_ticks $pid)
   kill $pid; wait $pid || true
   local requests; requests=$(grep -oP '^\s*\K[0-9]+(?= requests in)' <<< "$out")
   local rate; rate=$(grep -oP 'Requests/sec:\s*\K[0-9.]+' <<< "$out")
-  awk -v r="$rate" -v n="$requests" -v t=$((after - before)) -v hz="$TICKS" \
-    'BEGIN { printf "%.0f %.2f\n", r, t / hz * 1e6 / n }'
+  awk -v r="$rate" -v n="$requests" -v t=$((after - before)) -v io=$((io_after - io_before)) -v hz="$TICKS" \
+    'BEGIN { printf "%.0f %.2f %.2f\n", r, t / hz * 1e6 / n, io / hz * 1e6 / n }'
 }
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-declare -a old_rate old_cpu new_rate new_cpu
+declare -a old_rate old_cpu old_io new_rate new_cpu new_io
 for r in $(seq "$ROUNDS"); do
   # Alternate which build goes first, so that a drift in the machine's load
   # favours neither.
   if (( r % 2 )); then order="old new"; else order="new old"; fi
   for which in $order; do
     bin=$OLD; [ "$which" = new ] && bin=$NEW
-    read -r rate cpu < <(one_round "$bin" "$REPO/$which")
-    echo "round $r $which: $rate req/s, $cpu us CPU/request"
-    if [ "$which" = old ]; then old_rate+=("$rate"); old_cpu+=("$cpu"); else new_rate+=("$rate"); new_cpu+=("$cpu"); fi
+    read -r rate cpu io < <(one_round "$bin" "$REPO/$which")
+    echo "round $r $which: $rate req/s, $cpu us CPU/request ($io us on the HTTP I/O thread)"
+    if [ "$which" = old ]; then
+      old_rate+=("$rate"); old_cpu+=("$cpu"); old_io+=("$io")
+    else
+      new_rate+=("$rate"); new_cpu+=("$cpu"); new_io+=("$io")
+    fi
   done
 done
-echo "median old: $(printf '%s\n' "${old_rate[@]}" | median) req/s, $(printf '%s\n' "${old_cpu[@]}" | median) us CPU/request"
-echo "median new: $(printf '%s\n' "${new_rate[@]}" | median) req/s, $(printf '%s\n' "${new_cpu[@]}" | median) us CPU/request"
+for side in old new; do
+  declare -n rates=${side}_rate cpus=${side}_cpu ios=${side}_io
+  echo "median $side: $(printf '%s\n' "${rates[@]}" | median) req/s, $(printf '%s\n' "${cpus[@]}" | median) us CPU/request" \
+    "($(printf '%s\n' "${ios[@]}" | median) us on the HTTP I/O thread)"
+  unset -n rates cpus ios
+done

@@ -139,7 +139,8 @@ bool IsKnownParameter(const std::string& key) {
   static const std::set<std::string> kKnown = {
       "intra_op_thread_count", "inter_op_thread_count", "execution_mode",
       "enable_mem_arena",      "enable_mem_pattern",    "allow_spinning",        "ort_thread_pool",
-      kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter};
+      kFallbackModelParameter, kBatchWindowParameter, kInstanceBatchesParameter, kSequenceRestartParameter,
+      kInlineRunMaxUsParameter};
   return kKnown.count(key) > 0 || IsGpuParameter(key) || IsShapeBucketParameter(key) ||
          IsRolloutParameter(key) || IsReferenceParameter(key) || IsDriftParameter(key) ||
          IsShadowParameter(key) ||

@@ -32,6 +32,12 @@ inline constexpr const char* kFallbackModelParameter = "fallback_model";
 // closes (docs/model-config.md, "Adaptive batching window").
 inline constexpr const char* kBatchWindowParameter = "batch_window";
 inline constexpr const char* kInstanceBatchesParameter = "instance_batches";
+// Microseconds: a model whose average run is below this runs a request on
+// the HTTP I/O thread that received it when that thread serves one
+// connection and the model is idle ("0": never; docs/model-config.md,
+// "Inline runs").
+inline constexpr const char* kInlineRunMaxUsParameter = "inline_run_max_us";
+inline constexpr int kDefaultInlineRunMaxUs = 50;
 // The fallback named by `config`; empty when none.
 std::string FallbackModelName(const inference::ModelConfig& config);
 

@@ -277,6 +277,14 @@ Result<bool> ReadSharedInstanceBatches(const inference::ModelConfig& config) {
   return ReadTwoWayParameter(config, kInstanceBatchesParameter, "whole", "shared");
 }
 
+Result<uint64_t> ReadInlineRunMaxUs(const inference::ModelConfig& config) {
+  auto it = config.parameters().find(kInlineRunMaxUsParameter);
+  if (it == config.parameters().end()) return static_cast<uint64_t>(kDefaultInlineRunMaxUs);
+  auto us = ParseInt(kInlineRunMaxUsParameter, it->second.string_value(), 0);
+  if (!us.ok()) return us.status();
+  return static_cast<uint64_t>(us.value());
+}
+
 Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelConfig& config,
                                                         const std::string& version) {
   DynamicBatcherOptions s;
@@ -288,6 +296,9 @@ Result<DynamicBatcherOptions> MakeDynamicBatcherOptions(const inference::ModelCo
   auto shared = ReadSharedInstanceBatches(config);
   if (!shared.ok()) return shared.status();
   s.compute.balance_across_instances = shared.value();
+  auto inline_us = ReadInlineRunMaxUs(config);
+  if (!inline_us.ok()) return inline_us.status();
+  s.compute.inline_run_max_us = inline_us.value();
   if (!config.has_dynamic_batching()) return s;
   const auto& db = config.dynamic_batching();
   b.dynamic_batching = true;

@@ -87,6 +87,9 @@ Result<bool> ReadAdaptiveWindow(const inference::ModelConfig& config);
 // take its share of the work in hand (InstanceBalancer); 'whole' (false,
 // the default, Triton's) runs each batch whole on one instance.
 Result<bool> ReadSharedInstanceBatches(const inference::ModelConfig& config);
+// Parameter inline_run_max_us: the bound on a model's average run for inline
+// runs (ComputePolicy::inline_run_max_us), default kDefaultInlineRunMaxUs.
+Result<uint64_t> ReadInlineRunMaxUs(const inference::ModelConfig& config);
 
 // dynamic_batching -> DynamicBatcherOptions. Priority levels and queue
 // policies are checked (default_priority_level within 1..priority_levels,

@@ -162,6 +162,7 @@ ComputePolicy MakeComputePolicy(const Candidate& c, const ThreadPlanEntry& plan,
   compute.balance_across_instances =
       c.batcher_options.compute.balance_across_instances &&
       std::none_of(c.instances.begin(), c.instances.end(), [](const InstanceSpec& i) { return i.gpu; });
+  compute.inline_run_max_us = c.batcher_options.compute.inline_run_max_us;
   return compute;
 }
 

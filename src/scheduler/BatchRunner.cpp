@@ -17,12 +17,16 @@ BatchRunner::BatchRunner(size_t index, ModelInstance* instance, const DynamicBat
       watchdog_(watchdog),
       clock_(clock) {}
 
-void BatchRunner::Run(std::vector<QueuedRequest>& batch, BatchRun* run) {
+void BatchRunner::Run(std::vector<QueuedRequest>& batch, BatchRun* run, std::optional<ComputeSlots::Lease> held) {
   run->ending = RunWatchdog::RunEnd::kRan;
   run->responses.clear();
   // Waiting for compute slots counts as queue time: the batch has not started.
   const ComputePolicy& compute = options_->compute;
-  if (compute.slots) lease_.emplace(compute.slots->Acquire(compute.slots_per_run));
+  if (held) {
+    lease_.emplace(std::move(*held));
+  } else if (compute.slots) {
+    lease_.emplace(compute.slots->Acquire(compute.slots_per_run));
+  }
   run->start = clock_->Now();
   run->input_end = run->infer_end = run->start;
   // Lines logged while the batch runs carry its model and version and, for

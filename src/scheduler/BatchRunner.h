@@ -38,8 +38,11 @@ class BatchRunner {
   BatchRunner(size_t index, ModelInstance* instance, const DynamicBatcherOptions* options,
               RunWatchdog* watchdog, SchedulerClock* clock);
 
-  // Runs `batch` (not empty) and fills `run`. Never throws.
-  void Run(std::vector<QueuedRequest>& batch, BatchRun* run);
+  // Runs `batch` (not empty) and fills `run`. Never throws. `held`: compute
+  // slots the caller already leased (an inline run); otherwise Run waits for
+  // the policy's slots.
+  void Run(std::vector<QueuedRequest>& batch, BatchRun* run,
+           std::optional<ComputeSlots::Lease> held = std::nullopt);
 
  private:
   // Stacks, runs and splits: `per_request` gets each request's outputs.

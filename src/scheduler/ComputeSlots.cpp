@@ -23,6 +23,16 @@ ComputeSlots::Lease ComputeSlots::Acquire(int count) {
   return Lease(this, count);
 }
 
+std::optional<ComputeSlots::Lease> ComputeSlots::TryAcquire(int count) {
+  count = std::clamp(count, 1, total_);
+  MutexLock lock(mu_);
+  if (next_ticket_ != serving_ticket_ || available_ < count) return std::nullopt;
+  available_ -= count;
+  ++next_ticket_;
+  ++serving_ticket_;
+  return Lease(this, count);
+}
+
 void ComputeSlots::Release(int count) {
   {
     MutexLock lock(mu_);

@@ -14,6 +14,7 @@
 // starved by a stream of workers wanting 1). Thread-safe.
 #include <condition_variable>
 #include <cstdint>
+#include <optional>
 
 #include "core/Mutex.h"
 
@@ -43,6 +44,9 @@ class ComputeSlots {
 
   // Blocks until `count` slots (clamped to 1..total) are free, in arrival order.
   Lease Acquire(int count);
+  // `count` slots (clamped as Acquire's) now, or nullopt when they are not
+  // free or another caller waits for slots (it keeps its turn). Never blocks.
+  std::optional<Lease> TryAcquire(int count);
 
   int total() const { return total_; }
   int available() const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/InlineRuns.h"
 #include "core/ThreadName.h"
 #include "scheduler/SchedulerParts.h"
 
@@ -39,7 +40,8 @@ DynamicBatcher::DynamicBatcher(DynamicBatcherOptions options, std::vector<std::u
       watchdog_(options_.model_name, InstancePointers(instances_), clock_.get()),
       runs_(instances_.size()),
       queue_(label_, level_policies_, options_.queueing.default_max_queue_size),
-      planner_(options_.batching, instances_.size(), &balancer_) {
+      planner_(options_.batching, instances_.size(), &balancer_),
+      lent_(instances_.size(), 0) {
   runners_.reserve(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
     runners_.emplace_back(i, instances_[i].get(), &options_, &watchdog_, clock_.get());
@@ -91,20 +93,32 @@ Status DynamicBatcher::Enqueue(std::unique_ptr<InferenceRequest>& request, bool 
   if (!request) return Status::Ok();
   const uint32_t level = LevelOf(*request);
   const uint64_t rows = RowsOf(*request);
+  std::optional<ComputeSlots::Lease> inline_lease;
+  const bool inline_candidate = InlineCandidate(*request, &inline_lease);
+  Work inline_work;
+  size_t inline_index = 0;
+  bool run_inline = false;
   Status status;
   bool queue_full = false;
   bool wake_leader = false;
+  bool wake_follower = false;
   {
     MutexLock lock(mu_, MutexLock::kSpinFirst);
     if (stopping_) {
       status = Unavailable(label_ + " is shutting down");
     } else {
       const Clock::time_point now = clock_->Now();
+      const bool was_empty = queue_.empty();
       status = queue_.Push(request, level, rows, now);
       queue_full = !status.ok();
-      if (status.ok()) planner_.Arrived(now);
+      if (status.ok()) {
+        planner_.Arrived(now);
+        run_inline = inline_candidate && was_empty && TakeInline(now, &inline_work, &inline_index);
+      }
       queue_depth_.store(queue_.size(), std::memory_order_relaxed);
-      wake_leader = has_leader_;
+      // A leader whose instance is lent is woken when it comes back.
+      wake_leader = !run_inline && has_leader_ && !lent_[leader_index_];
+      wake_follower = !run_inline && !has_leader_;
     }
   }
   if (queue_full && keep_when_full) return status;
@@ -112,14 +126,70 @@ Status DynamicBatcher::Enqueue(std::unique_ptr<InferenceRequest>& request, bool 
     answerer_.Fail(std::move(request), std::move(status), RequestOutcome::kRejected);
     return Status::Ok();
   }
+  if (run_inline) {
+    RunInline(inline_index, inline_work, std::move(inline_lease));
+    return Status::Ok();
+  }
   // Notified after unlocking: the woken thread re-checks the queue under mu_,
   // which already holds this request, so no wake-up is lost.
   if (wake_leader) {
     leader_cv_.notify_one();
-  } else {
+  } else if (wake_follower) {
     follower_cv_.notify_one();
   }
   return Status::Ok();
+}
+
+bool DynamicBatcher::InlineCandidate(const InferenceRequest& request,
+                                     std::optional<ComputeSlots::Lease>* lease) const {
+  const uint64_t bound_us = options_.compute.inline_run_max_us;
+  if (bound_us == 0 || !InlineRunsAllowed()) return false;
+  // Only runs measured cheap: the first runs are always the workers'.
+  const uint64_t average_ns = average_execution_ns_.load(std::memory_order_relaxed);
+  if (average_ns == 0 || average_ns >= bound_us * 1000) return false;
+  if (queue_depth_.load(std::memory_order_relaxed) != 0) return false;
+  if (busy_instances_.load(std::memory_order_relaxed) >= instances_.size()) return false;
+  size_t bytes = 0;
+  for (const Tensor& input : request.inputs) bytes += input.data.size();
+  if (bytes > ComputePolicy::kInlineRunMaxInputBytes) return false;
+  if (const auto& slots = options_.compute.slots) {
+    auto leased = slots->TryAcquire(options_.compute.slots_per_run);
+    if (!leased) return false;  // the budget is in use: the worker waits for it
+    lease->emplace(std::move(*leased));
+  }
+  return true;
+}
+
+bool DynamicBatcher::TakeInline(Clock::time_point now, Work* work, size_t* index) {
+  if (!has_leader_ || lent_[leader_index_]) return false;
+  BatchPlan plan = planner_.Plan(queue_, now, /*stopping=*/false);
+  if (plan.members.empty()) return false;  // the batching window holds it
+  work->batch = queue_.Take(plan.members);
+  if (queue_.empty()) planner_.QueueEmptied();
+  busy_instances_.fetch_add(1, std::memory_order_relaxed);
+  *index = leader_index_;
+  lent_[*index] = 1;
+  ++inline_runs_;
+  return true;
+}
+
+void DynamicBatcher::RunInline(size_t index, Work& work, std::optional<ComputeSlots::Lease> lease) {
+  InlineRunsScope no_nesting(nullptr);
+  Execute(index, work.batch, std::move(lease), /*lent=*/true);
+  MutexLock lock(mu_, MutexLock::kSpinFirst);
+  --inline_runs_;
+  if (stopping_) drained_cv_.notify_all();  // Shutdown may wait for the last inline run
+}
+
+void DynamicBatcher::GiveBack(size_t index) {
+  bool wake_leader;
+  {
+    MutexLock lock(mu_, MutexLock::kSpinFirst);
+    lent_[index] = 0;
+    // Requests that queued meanwhile wait for this instance's leader.
+    wake_leader = has_leader_ && leader_index_ == index && (!queue_.empty() || stopping_);
+  }
+  if (wake_leader) leader_cv_.notify_one();
 }
 
 void DynamicBatcher::Shutdown(Clock::time_point abandon_at) {
@@ -133,12 +203,17 @@ void DynamicBatcher::Shutdown(Clock::time_point abandon_at) {
     // Workers notify drained_cv_ under mu_ each time they come back for work
     // while stopping, so this re-check cannot miss the last one.
     for (;;) {
-      drained = queue_.empty() && busy_instances_.load() == 0;
+      drained = queue_.empty() && busy_instances_.load() == 0 && inline_runs_ == 0;
       if (drained || abandon_at == Clock::time_point::max() || clock_->Now() >= abandon_at) break;
       clock_->WaitUntil(drained_cv_, lock.native(), abandon_at);
     }
   }
   if (!drained && abandon_at != Clock::time_point::max()) Abandon();
+  {
+    // Inline runs end on their callers' threads, after the drain above.
+    MutexLock lock(mu_);
+    while (inline_runs_ > 0) lock.Wait(drained_cv_);
+  }
   for (std::thread& worker : workers_)
     if (worker.joinable()) worker.join();
   // After the workers: no batch runs any more, so nothing is left to watch.
@@ -167,7 +242,7 @@ void DynamicBatcher::WorkerLoop(size_t index) {
   for (;;) {
     work.batch.clear();
     work.rejected.clear();
-    const bool keep_running = NextBatch(&work);
+    const bool keep_running = NextBatch(index, &work);
     answerer_.Reject(work.rejected);
     if (!work.batch.empty()) Execute(index, work.batch);
     if (!keep_running) return;
@@ -179,11 +254,12 @@ void DynamicBatcher::ResignLeader() {
   if (!queue_.empty() || stopping_) follower_cv_.notify_one();
 }
 
-bool DynamicBatcher::NextBatch(Work* work) {
+bool DynamicBatcher::NextBatch(size_t index, Work* work) {
   MutexLock lock(mu_, MutexLock::kSpinFirst);
   if (stopping_) drained_cv_.notify_all();  // Shutdown may be waiting for the drain
   while (has_leader_) lock.Wait(follower_cv_);
   has_leader_ = true;
+  leader_index_ = index;
   for (;;) {
     const Clock::time_point now = clock_->Now();
     const Clock::time_point next_deadline = queue_.ApplyPolicies(now, &work->rejected);
@@ -200,6 +276,15 @@ bool DynamicBatcher::NextBatch(Work* work) {
         return false;
       }
       lock.Wait(leader_cv_);
+      continue;
+    }
+    if (lent_[index]) {
+      // Its instance runs a batch inline; GiveBack wakes it.
+      if (next_deadline == Clock::time_point::max()) {
+        lock.Wait(leader_cv_);
+      } else {
+        clock_->WaitUntil(leader_cv_, lock.native(), next_deadline);
+      }
       continue;
     }
     BatchPlan plan = planner_.Plan(queue_, now, stopping_);
@@ -219,9 +304,10 @@ bool DynamicBatcher::NextBatch(Work* work) {
   }
 }
 
-void DynamicBatcher::Execute(size_t index, std::vector<QueuedRequest>& batch) {
+void DynamicBatcher::Execute(size_t index, std::vector<QueuedRequest>& batch,
+                             std::optional<ComputeSlots::Lease> held, bool lent) {
   BatchRun& run = runs_[index];
-  runners_[index].Run(batch, &run);
+  runners_[index].Run(batch, &run, std::move(held));
   if (run.ending == RunWatchdog::RunEnd::kRan && run.status.ok()) RecordExecution(Nanos(run.start, run.end));
   if (options_.batching.adaptive_window) {
     // Before any answer leaves: a client answered may send its next request
@@ -231,6 +317,7 @@ void DynamicBatcher::Execute(size_t index, std::vector<QueuedRequest>& batch) {
   }
   busy_instances_.fetch_sub(1, std::memory_order_relaxed);
   balancer_.Ended(run.rows);
+  if (lent) GiveBack(index);  // before the answers, for the same reason
   answerer_.Answer(batch, run);
 }
 

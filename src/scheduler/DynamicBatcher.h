@@ -27,6 +27,17 @@
 // Priorities: with priority_levels 0 the request's priority is ignored (as
 // Triton); otherwise 0 means default_priority_level.
 //
+// Inline runs (ComputePolicy::inline_run_max_us, opt-in per thread through
+// core/InlineRuns.h): a cheap model's request that finds the queue empty, the
+// leader idle and its instance not lent, compute slots free at once and a
+// plan that releases it at once runs inside Submit on the submitting thread,
+// on the leader's instance, which is lent for that run (lent_): the leader
+// plans nothing for it meanwhile, and requests arriving meanwhile queue and
+// batch as usual, planned when the instance comes back. The run is the
+// worker's (BatchRunner, watchdog, statistics, answers): only its thread
+// differs. Whether a run is cheap is the moving average of the model's runs
+// so far, so the first runs are always the workers'.
+//
 // Destruction: Shutdown() (also run by the destructor) drains the queue,
 // joins the workers and the watchdog, and only then destroys the instances.
 // With a deadline the drain stops there: the queue is emptied with
@@ -35,6 +46,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -87,9 +99,22 @@ class DynamicBatcher final : public Scheduler {
 
   void WorkerLoop(size_t index) ORTSERVE_EXCLUDES(mu_);
   // Blocks until this worker has work; false when it should exit.
-  bool NextBatch(Work* work) ORTSERVE_EXCLUDES(mu_);
+  bool NextBatch(size_t index, Work* work) ORTSERVE_EXCLUDES(mu_);
   void ResignLeader() ORTSERVE_REQUIRES(mu_);
-  void Execute(size_t index, std::vector<QueuedRequest>& batch) ORTSERVE_EXCLUDES(mu_);
+  // `held`: compute slots leased already (inline); `lent`: the instance was
+  // lent to an inline run, given back before the answers.
+  void Execute(size_t index, std::vector<QueuedRequest>& batch, std::optional<ComputeSlots::Lease> held = std::nullopt,
+               bool lent = false) ORTSERVE_EXCLUDES(mu_);
+  // Before taking mu_: whether `request` may run inline, with the compute
+  // slots it would run under leased into `lease` (none without a budget).
+  bool InlineCandidate(const InferenceRequest& request, std::optional<ComputeSlots::Lease>* lease) const;
+  // Under mu_, the request just queued into an empty queue: takes the batch
+  // the planner releases now and lends it the leader's instance; false
+  // (nothing taken) when the leader is busy or lent, or the plan waits.
+  bool TakeInline(Clock::time_point now, Work* work, size_t* index) ORTSERVE_REQUIRES(mu_);
+  // Runs the taken batch on the caller's thread, then gives the instance back.
+  void RunInline(size_t index, Work& work, std::optional<ComputeSlots::Lease> lease) ORTSERVE_EXCLUDES(mu_);
+  void GiveBack(size_t index) ORTSERVE_EXCLUDES(mu_);
   // Queues the request; with `keep_when_full` a full queue leaves it with
   // the caller and returns why (TrySubmit).
   Status Enqueue(std::unique_ptr<InferenceRequest>& request, bool keep_when_full) ORTSERVE_EXCLUDES(mu_);
@@ -119,6 +144,9 @@ class DynamicBatcher final : public Scheduler {
   RequestQueue queue_ ORTSERVE_GUARDED_BY(mu_);
   BatchPlanner planner_ ORTSERVE_GUARDED_BY(mu_);
   bool has_leader_ ORTSERVE_GUARDED_BY(mu_) = false;
+  size_t leader_index_ ORTSERVE_GUARDED_BY(mu_) = 0;  // meaningful while has_leader_
+  std::vector<char> lent_ ORTSERVE_GUARDED_BY(mu_);   // per instance: running inline
+  size_t inline_runs_ ORTSERVE_GUARDED_BY(mu_) = 0;  // callers inside RunInline
   bool stopping_ ORTSERVE_GUARDED_BY(mu_) = false;
 
   // Written under mu_ (queue depth) or by workers, read anywhere lock-free.

@@ -69,6 +69,14 @@ struct ComputePolicy {
   // batch whole: for instances sharing one device (GPU), where one larger
   // batch beats concurrent halves.
   bool balance_across_instances = false;
+  // Inline runs (DynamicBatcher.h): a request submitted from a thread that
+  // allows them (core/InlineRuns.h) runs on that thread when the queue is
+  // empty, the leader's instance and compute slots are free, the batcher
+  // would release it at once, its inputs are at most kInlineRunMaxInputBytes
+  // and the model's average run so far is below this many microseconds.
+  // 0: never (config parameter inline_run_max_us).
+  uint64_t inline_run_max_us = 0;
+  static constexpr uint64_t kInlineRunMaxInputBytes = 64 * 1024;
 };
 
 struct DynamicBatcherOptions {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fakes/FakeSchedulerClock.h"
@@ -33,6 +34,7 @@ class FakeInstanceControl {
     std::vector<float> values;
     std::vector<std::string> strings;
     std::map<std::string, Tensor> inputs;  // every input, sharing the run's data
+    std::thread::id thread = std::this_thread::get_id();  // the thread that ran it
   };
 
   // The gate: open by default. Hold() closes it; Release(n) lets n runs

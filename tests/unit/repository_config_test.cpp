@@ -552,5 +552,25 @@ TEST(RuntimeConfig, InstanceBatchesAreWholeUnlessSharedIsAsked) {
   EXPECT_TRUE(IsKnownParameter("instance_batches"));
 }
 
+TEST(RuntimeConfig, InlineRunsHaveADefaultBoundAndZeroTurnsThemOff) {
+  const auto with = [](const std::string& value) {
+    return Parse("name: \"m\"\nmax_batch_size: 8\nparameters { key: \"inline_run_max_us\" "
+                 "value { string_value: \"" + value + "\" } }\n");
+  };
+  auto plain = MakeDynamicBatcherOptions(Parse("name: \"m\"\nmax_batch_size: 8\n"), "1");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain.value().compute.inline_run_max_us, static_cast<uint64_t>(kDefaultInlineRunMaxUs));
+  auto off = MakeDynamicBatcherOptions(with("0"), "1");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_EQ(off.value().compute.inline_run_max_us, 0u);
+  auto wider = MakeDynamicBatcherOptions(with("200"), "1");
+  ASSERT_TRUE(wider.ok()) << wider.status().message();
+  EXPECT_EQ(wider.value().compute.inline_run_max_us, 200u);
+  auto bad = MakeDynamicBatcherOptions(with("fast"), "1");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("parameter 'inline_run_max_us' must be an integer >= 0"));
+  EXPECT_TRUE(IsKnownParameter("inline_run_max_us"));
+}
+
 }  // namespace
 }  // namespace ortserve

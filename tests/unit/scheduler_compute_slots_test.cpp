@@ -47,6 +47,23 @@ TEST(ComputeSlots, WaiterRunsOnlyAfterRelease) {
   EXPECT_EQ(slots.available(), 1);
 }
 
+// Inline runs lease without blocking: nothing when the slots are taken.
+TEST(ComputeSlots, TryAcquireNeverBlocks) {
+  ComputeSlots slots(2);
+  auto first = slots.TryAcquire(1);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(slots.available(), 1);
+  EXPECT_FALSE(slots.TryAcquire(2).has_value());
+  std::optional<ComputeSlots::Lease> held;
+  held.emplace(slots.Acquire(1));
+  EXPECT_FALSE(slots.TryAcquire(1).has_value());
+  held.reset();
+  first.reset();
+  EXPECT_EQ(slots.available(), 2);
+  EXPECT_TRUE(slots.TryAcquire(5).has_value());  // clamped to the budget, as Acquire
+  EXPECT_EQ(slots.available(), 2);
+}
+
 TEST(ComputeSlots, NeverGrantsMoreThanTheBudgetUnderContention) {
   ComputeSlots slots(3);
   std::atomic<int> in_use{0};

@@ -63,9 +63,13 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
         service_(std::move(service)),
         options_(options) {
     core_->connections.Opened();
+    io_thread_->connections.fetch_add(1, std::memory_order_relaxed);
   }
 
-  ~HttpSession() override { core_->connections.Closed(this); }
+  ~HttpSession() override {
+    io_thread_->connections.fetch_sub(1, std::memory_order_relaxed);
+    core_->connections.Closed(this);
+  }
 
   void Start() {
     core_->connections.Register(this, std::weak_ptr<SessionBase>(this->weak_from_this()));

@@ -1,8 +1,14 @@
 #include "server/http/IoThread.h"
 
+#include "core/InlineRuns.h"
+
 namespace ortserve::http {
 
 void RunIoThread(IoThread& io) {
+  // A cheap model may run a request's batch here while this thread serves
+  // one connection (core/InlineRuns.h): its answer is queued on this thread's
+  // inbox, never run inside Submit.
+  InlineRunsScope inline_runs(&io.connections);
   for (;;) {
     if (!io.close_monitors.Pending()) {
       if (io.ioc.run_one() == 0) return;  // stopped

@@ -8,6 +8,7 @@
 // runs its handler itself: a single io_context run by several threads hands
 // every event from the thread waiting in epoll to another one (a futex wake
 // and a context switch per request).
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
@@ -23,6 +24,9 @@ struct IoThread {
   DeferredCloseMonitors close_monitors;
   ConnectionDeadlines deadlines{ioc};
   CompletionInbox completions{ioc};
+  // Client connections on this thread, from their session's construction
+  // (on the accepting thread) to its destruction (core/InlineRuns.h).
+  std::atomic<int> connections{0};
 };
 
 // The thread's loop: io_context::run, except that while close monitors are
