@@ -220,6 +220,12 @@ def measure(binaries: list[str], seconds: float, rounds: int, connections: int, 
     return m
 
 
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU seconds of process `pid`, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_round(m: dict, srv: Server, protocol: str, body_file: Path, seconds: float, connections: int,
               label: str) -> None:
     """One round of one protocol on one server: the calm client alone, then
@@ -232,10 +238,12 @@ def run_round(m: dict, srv: Server, protocol: str, body_file: Path, seconds: flo
     print(f"[quota_latency] {label}: overload", flush=True)
     result: dict = {}
     runner = threading.Thread(target=lambda: result.update(greedy(srv, body_file, seconds + 2, connections)))
+    server_cpu = cpu_seconds(srv.pid)
     runner.start()
     time.sleep(1.0)  # the greedy client's connections open and its load is on
     lat, ref = calm(srv, seconds)
     runner.join()
+    result["server_cpu_s"] = cpu_seconds(srv.pid) - server_cpu
     m["overload"] += lat
     m["refused"]["overload"] += ref
     m["greedy"].append(result)
@@ -253,7 +261,10 @@ def summary(m: dict) -> dict:
          "accepted_s": sum(x["ok"] for x in g) / duration,
          # A full bucket at each round's start lets `burst` more through.
          "expected_s": GREEDY["rate"] + len(g) * GREEDY["burst"] / duration,
-         "cpu_pct": 100.0 * sum(x["cpu_s"] for x in g) / duration}
+         "cpu_pct": 100.0 * sum(x["cpu_s"] for x in g) / duration,
+         # The calm client's ~50 requests/s are in it too: a few percent at most.
+         "server_us": 1e6 * sum(x["server_cpu_s"] for x in g) / max(1, sum(x["requests"] for x in g)),
+         "server_pct": 100.0 * sum(x["server_cpu_s"] for x in g) / duration}
     s["ratio"] = s["p99o"] / s["p99a"]
     s["rate_ratio"] = s["accepted_s"] / GREEDY["rate"]
     return s
@@ -307,13 +318,15 @@ def report(m_all: dict, args, load_start: float, load_end: float) -> list[str]:
                       f"| {b} | {p} | greedy at {args.connections} in flight | {len(m[p]['overload'])} | "
                       f"{m[p]['refused']['overload']} | {s['p50o']:.2f} | {s['p99o']:.2f} | {s['ratio']:.2f} |"]
     lines += ["", "| binary | protocol | greedy client | answers/s | refused | refused (count) | other errors | "
-              "accepted/s | accepted / configured | client CPU (% of a core) |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "accepted/s | accepted / configured | client CPU (% of a core) | server CPU (% of a core) | "
+              "server CPU per greedy request (us) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for b, m in m_all.items():
         for p, s in sums[b].items():
             lines += [f"| {b} | {p} | {greedy_tool[p].split(' (')[0]} | {s['answers_s']:.0f} | "
                       f"{s['refused_pct']:.1f}% | {sum(x['refused'] for x in m[p]['greedy'])} | "
-                      f"{s['other_errors']} | {s['accepted_s']:.2f} | {s['rate_ratio']:.3f} | {s['cpu_pct']:.0f} |"]
+                      f"{s['other_errors']} | {s['accepted_s']:.2f} | {s['rate_ratio']:.3f} | {s['cpu_pct']:.0f} | "
+                      f"{s['server_pct']:.0f} | {s['server_us']:.1f} |"]
     lines += ["", f"Setup: {MODEL}, one HTTP I/O thread, `--thread-budget 2`; quotas greedy {GREEDY['rate']}/s "
               f"(burst {GREEDY['burst']}), calm 200/s (burst 20), the id in `{HEADER}` (HTTP header; over gRPC "
               f"the metadata key `{HEADER.lower()}`); the calm client sends one request every "
@@ -324,7 +337,9 @@ def report(m_all: dict, args, load_start: float, load_end: float) -> list[str]:
               f"protocol. Accepted/s is the greedy client's answered calls over its run; "
               f"its bucket is full at each run's start (the alone phase refills it), so `burst` more pass per "
               f"run than the rate alone. Client CPU is the greedy process's user+system time over its run "
-              f"(the Python client's start-up included). Placement: {pinning(args)}; unpinned, the overload "
+              f"(the Python client's start-up included); server CPU is the server process's user+system time "
+              f"over the same run (all threads, the calm client's requests included), also per greedy request. "
+              f"Placement: {pinning(args)}; unpinned, the overload "
               f"phase also measures the CPU the greedy client takes from the calm client's requests."]
     return lines
 
