@@ -2,7 +2,8 @@
 checked before an infer request's body is decoded, so a client over its
 quota gets 429 (HTTP) / RESOURCE_EXHAUSTED (gRPC) whatever its body holds,
 even a large one that is not valid JSON, and the keep-alive connection
-answers the next request on it correctly."""
+answers the next request on it correctly. A request that passes the check
+has taken its token, even if its body then fails decoding."""
 from __future__ import annotations
 
 import http.client
@@ -23,7 +24,8 @@ HEADER = "X-Client-Id"
 CONFIG = {
     "default": {"rate": 100, "burst": 100},
     # One token, then none for 1000 s: the first request passes, every later one is over the rate.
-    "clients": {"spent": {"rate": 0.001, "burst": 1}, "spent-grpc": {"rate": 0.001, "burst": 1}},
+    "clients": {"spent": {"rate": 0.001, "burst": 1}, "spent-grpc": {"rate": 0.001, "burst": 1},
+                "spent-stream": {"rate": 0.001, "burst": 1}},
 }
 DATA = [1.5, -2.0, 3.25, 4.0]
 BODY = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 4], "data": DATA}]}).encode()
@@ -74,6 +76,27 @@ def test_http_refused_before_its_large_invalid_body_is_decoded_and_the_connectio
         conn.close()
 
 
+def invalid_request() -> service_pb2.ModelInferRequest:
+    """Two raw contents for one input: the decoder's INVALID_ARGUMENT, were it decoded."""
+    bad = service_pb2.ModelInferRequest(model_name=MODEL)
+    bad.inputs.add(name="INPUT0", datatype="FP32", shape=[1, 4])
+    raw = np.array(DATA, dtype=np.float32).tobytes()
+    bad.raw_input_contents.extend([raw, raw])
+    return bad
+
+
+def test_grpc_stream_refuses_before_decoding_and_an_invalid_request_took_its_token(srv):
+    with grpc.insecure_channel(srv.grpc_url) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        answers = list(stub.ModelStreamInfer(iter([invalid_request(), invalid_request()]),
+                                             metadata=((HEADER.lower(), "spent-stream"),), timeout=30))
+    # The first takes the one token and fails decoding; the second is refused
+    # for the quota, not decoded.
+    assert [bool(a.error_message) for a in answers] == [True, True], answers
+    assert "raw_input_contents" in answers[0].error_message, answers[0].error_message
+    assert "requests/s" in answers[1].error_message, answers[1].error_message
+
+
 def test_grpc_refused_before_its_invalid_request_is_decoded(srv):
     client = grpcclient.InferenceServerClient(srv.grpc_url)
     inp = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
@@ -82,11 +105,7 @@ def test_grpc_refused_before_its_invalid_request_is_decoded(srv):
         client.infer(MODEL, [inp], headers={HEADER.lower(): "spent-grpc"})  # its one token
     finally:
         client.close()
-    # Two raw contents for one input: the decoder's INVALID_ARGUMENT, were it decoded.
-    bad = service_pb2.ModelInferRequest(model_name=MODEL)
-    bad.inputs.add(name="INPUT0", datatype="FP32", shape=[1, 4])
-    raw = np.array(DATA, dtype=np.float32).tobytes()
-    bad.raw_input_contents.extend([raw, raw])
+    bad = invalid_request()
     with grpc.insecure_channel(srv.grpc_url) as channel:
         stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
         with pytest.raises(grpc.RpcError) as refused:
