@@ -145,12 +145,13 @@ class InferAdmission {
 
   // The quota check before a request is decoded, so that a refusal costs
   // no decoding (or inflating): the status Admit would give (with
-  // quota->rejection set) when the client is over its quota for `model`; OK
-  // otherwise, with the ticket in `quota` for Admit. A request counts against the rate once it is checked,
-  // even if its body then turns out to be invalid. Models that are not
-  // loaded (unknown, or waiting for an on-demand load) are left to Admit,
-  // which answers them as before and keeps unknown names out of
-  // ortserve_quota_rejected_total. `quota` null or quotas off: OK.
+  // quota->rejection set) when the client is over its quota for `model`;
+  // OK otherwise, with the ticket in `quota` for Admit. A request counts
+  // against the rate once it is checked, even if its body then turns out to
+  // be invalid. Models that are not loaded (unknown, or waiting for an
+  // on-demand load) are left to Admit, which answers them as before and
+  // keeps unknown names out of ortserve_quota_rejected_total. `quota` null,
+  // already acquired, or quotas off: OK.
   Status CheckQuotaEarly(const std::string& model, const std::string& version, QuotaCheck* quota);
 
   // See the contract above. `request` names its model and version; `quota`
