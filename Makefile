@@ -193,7 +193,10 @@ bench-shm: build
 # while another overloads the server (wrk; bench/lib/grpc_greedy.py); its p99
 # ratio (issue 37's 1.5x) and the other's accepted rate against its configured
 # rate (within 10%) into bench/results/RESULTS-quotas.md.
-# QUOTA_BENCH_ARGS="--seconds 8 --rounds 3 --protocol http,grpc".
+# QUOTA_BENCH_ARGS="--seconds 8 --rounds 3 --protocol http,grpc"; add
+# "--server-cpus 0 --client-cpus 1" to pin the server and both clients to CPUs
+# of their own, "--compare /tmp/ortserve-main" to measure another build in the
+# same rounds.
 .PHONY: bench-quotas
 bench-quotas: build
 	$(PY) bench/quota_latency.py --binary $(BUILD_DIR)/ortserve $(QUOTA_BENCH_ARGS)

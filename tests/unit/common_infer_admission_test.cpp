@@ -161,5 +161,46 @@ TEST_F(InferAdmissionTest, AClientOverItsQuotaIsRefusedBeforeTheModelAndItsSlotR
   while (limited.in_flight().count() > 0) model->Answer(*model->TakeHeld());
 }
 
+TEST_F(InferAdmissionTest, AnEarlyQuotaCheckRefusesBeforeDecodingAndItsTicketIsTheOneAdmitUses) {
+  auto config = QuotaConfig::Parse(R"({"default": {"rate": 0.001, "burst": 1, "max_in_flight": 1}})", "q.json");
+  ASSERT_TRUE(config.ok());
+  auto quotas = std::make_shared<ClientQuotas>(std::move(config).value());
+  InferAdmission limited{&repository, {.quotas = quotas}};
+  const auto admit = [&](InferAdmission::QuotaCheck* quota) {
+    return limited.Admit(RequestFor("m"), nullptr, nullptr, [this] {
+      ++made;
+      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
+    }, quota);
+  };
+  // The early check takes the one token and the in-flight slot; Admit takes
+  // them from it, not a second time (which the empty bucket would refuse).
+  InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
+  ASSERT_TRUE(limited.CheckQuotaEarly("m", "", &first).ok());
+  EXPECT_TRUE(first.acquired);
+  ASSERT_TRUE(admit(&first).ok());
+  EXPECT_FALSE(first.rejection);
+  EXPECT_EQ(made, 1);
+  // An unknown model is left to Admit (404) and counted nowhere.
+  InferAdmission::QuotaCheck unknown{.client = "a", .rejection = {}};
+  EXPECT_TRUE(limited.CheckQuotaEarly("nope", "", &unknown).ok());
+  EXPECT_FALSE(unknown.acquired);
+  EXPECT_FALSE(unknown.rejection);
+  // Over the quota: refused early with Admit's status and the reason.
+  InferAdmission::QuotaCheck second{.client = "a", .rejection = {}};
+  Status refused = limited.CheckQuotaEarly("m", "", &second);
+  EXPECT_EQ(refused.code(), StatusCode::kUnavailable);
+  ASSERT_TRUE(second.rejection);
+  EXPECT_NE(second.rejection->message.find("requests in flight"), std::string::npos);
+  ASSERT_EQ(quotas->Rejected().size(), 1u);
+  EXPECT_EQ(quotas->Rejected()[0].count, 1u);
+  // The answer gives the slot back; the rate still refuses.
+  model->Answer(*model->TakeHeld());
+  InferAdmission::QuotaCheck third{.client = "a", .rejection = {}};
+  EXPECT_FALSE(limited.CheckQuotaEarly("m", "", &third).ok());
+  ASSERT_TRUE(third.rejection);
+  EXPECT_NE(third.rejection->message.find("requests/s"), std::string::npos);
+  EXPECT_EQ(made, 1);
+}
+
 }  // namespace
 }  // namespace ortserve::common

@@ -10,6 +10,16 @@ Status InferAdmission::CheckAccepting() const {
   return Unavailable(options_.stopping_message);
 }
 
+Status InferAdmission::CheckQuotaEarly(const std::string& model, const std::string& version, QuotaCheck* quota) {
+  if (!options_.quotas || quota == nullptr || quota->acquired) return Status::Ok();
+  if (!repository_->GetModel(model, version).ok()) return Status::Ok();
+  auto acquired = AcquireQuota(model, quota);
+  if (!acquired.ok()) return acquired.status();
+  quota->ticket = std::move(acquired).value();
+  quota->acquired = true;
+  return Status::Ok();
+}
+
 Result<std::shared_ptr<QuotaTicket>> InferAdmission::AcquireQuota(const std::string& model, QuotaCheck* quota) {
   auto acquired = options_.quotas->Acquire(quota->client, model);
   if (auto* refused = std::get_if<QuotaRejection>(&acquired)) {

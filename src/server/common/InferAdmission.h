@@ -89,10 +89,14 @@ class InferAdmission {
     std::shared_ptr<ClientQuotas> quotas{};
   };
 
-  // Admit's quota check: the client's id in, the refusal out.
+  // Admit's quota check: the client's id in, the refusal out. A check
+  // that CheckQuotaEarly() passed carries its ticket on to Admit, which then
+  // takes no second token.
   struct QuotaCheck {
     std::string_view client;
     std::optional<QuotaRejection> rejection;
+    std::shared_ptr<QuotaTicket> ticket{};
+    bool acquired = false;
   };
 
   // `repository` must outlive the admission.
@@ -139,6 +143,17 @@ class InferAdmission {
     return true;
   }
 
+  // The quota check before a request is decoded, so that a refusal costs
+  // no decoding (or inflating): the status Admit would give (with
+  // quota->rejection set) when the client is over its quota for `model`;
+  // OK otherwise, with the ticket in `quota` for Admit. A request counts
+  // against the rate once it is checked, even if its body then turns out to
+  // be invalid. Models that are not loaded (unknown, or waiting for an
+  // on-demand load) are left to Admit, which answers them as before and
+  // keeps unknown names out of ortserve_quota_rejected_total. `quota` null,
+  // already acquired, or quotas off: OK.
+  Status CheckQuotaEarly(const std::string& model, const std::string& version, QuotaCheck* quota);
+
   // See the contract above. `request` names its model and version; `quota`
   // null: no quota check.
   template <typename MakeDone>
@@ -164,7 +179,9 @@ Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFl
   Result<std::shared_ptr<Model>> model = repository_->GetModel(request->model_name, request->model_version);
   if (!model.ok()) return model.status();
   std::shared_ptr<QuotaTicket> ticket;
-  if (options_.quotas && quota != nullptr) {
+  if (quota != nullptr && quota->acquired) {
+    ticket = std::move(quota->ticket);
+  } else if (options_.quotas && quota != nullptr) {
     auto acquired = AcquireQuota(request->model_name, quota);
     if (!acquired.ok()) return acquired.status();
     ticket = std::move(acquired).value();

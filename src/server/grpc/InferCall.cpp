@@ -148,6 +148,15 @@ class GenericCall final : public CallBase {
   void Admit() {
     RequestLogScope log_scope = LogScopeOfCall();
     common::InferAdmission& admission = core_->admission();
+    std::string client;
+    if (admission.quotas()) client = ClientIdOf(ctx_, core_->options().quotas.client_id_header, core_->connections());
+    // A ticket taken before a wait for the model's reload is still this call's.
+    common::InferAdmission::QuotaCheck quota{
+        .client = client, .rejection = {}, .ticket = quota_ticket_, .acquired = quota_ticket_ != nullptr};
+    // Over quota: refused before the request is decoded.
+    if (!admission.CheckQuotaEarly(message_->model_name(), message_->model_version(), &quota).ok())
+      return FinishWithError(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, quota.rejection->message));
+    quota_ticket_ = quota.ticket;
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
     Status decoded = DecodeInferRequest(message_, request.get(), core_->options().max_tensor_elements, &regions);
@@ -157,9 +166,6 @@ class GenericCall final : public CallBase {
       if (!bound.ok()) return FinishWithError(bound.status());
       shm_outputs_ = std::move(bound).value();
     }
-    std::string client;
-    if (admission.quotas()) client = ClientIdOf(ctx_, core_->options().quotas.client_id_header, core_->connections());
-    common::InferAdmission::QuotaCheck quota{.client = client, .rejection = {}};
     Status admitted = admission.Admit(
         std::move(request), cancelled_, report_.trace,
         [this] {
@@ -246,6 +252,7 @@ class GenericCall final : public CallBase {
   Status load_status_;  // the on-demand load's outcome (kLoaded)
   int load_waits_ = 0;  // loads this call waited for (InferAdmission::AwaitsAnotherLoad)
   common::InFlightHold load_wait_;  // from AwaitModelLoad to kLoaded
+  std::shared_ptr<common::QuotaTicket> quota_ticket_;  // once CheckQuotaEarly admitted it
   grpc::Alarm load_alarm_;  // its own: alarm_ wakes the queue for the result
 };
 

@@ -238,6 +238,13 @@ class StreamCall final : public CallBase {
     };
     if (!loaded.ok()) return fail(std::move(loaded));
     if (Status accepting = admission.CheckAccepting(); !accepting.ok()) return fail(std::move(accepting));
+    // A quota refusal is answered in-band like every stream error (Triton's
+    // streams carry errors as messages, not as the call's status), before
+    // the request is decoded.
+    common::InferAdmission::QuotaCheck quota{.client = client_id_, .rejection = {}};
+    if (Status within = admission.CheckQuotaEarly(message->model_name(), message->model_version(), &quota);
+        !within.ok())
+      return fail(std::move(within));
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
     Status decoded = DecodeInferRequest(message, request.get(), core_->options().max_tensor_elements, &regions);
@@ -248,9 +255,6 @@ class StreamCall final : public CallBase {
       answer.shm_outputs = std::move(bound).value();
     }
     std::shared_ptr<RequestTrace> trace = answer.report.trace;
-    // A quota refusal is answered in-band like every stream error (Triton's
-    // streams carry errors as messages, not as the call's status).
-    common::InferAdmission::QuotaCheck quota{.client = client_id_, .rejection = {}};
     Status admitted = admission.Admit(
         std::move(request), cancelled_, std::move(trace),
         [&] {

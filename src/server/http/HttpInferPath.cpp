@@ -163,8 +163,30 @@ void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model,
   });
 }
 
+bool HttpService::CheckQuotaEarly(const std::string& model, const std::string& version, InferArrival& arrival) {
+  if (!admission_->quotas() || arrival.quota_checked) return true;
+  common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {}};
+  if (!admission_->CheckQuotaEarly(model, version, &quota).ok()) {
+    RefuseOverQuota(*quota.rejection, model, version, arrival);
+    return false;
+  }
+  arrival.quota_checked = quota.acquired;
+  arrival.quota_ticket = std::move(quota.ticket);
+  return true;
+}
+
+void HttpService::RefuseOverQuota(const common::QuotaRejection& rejection, const std::string& model,
+                                  const std::string& version, InferArrival& arrival) {
+  HttpResponse r = ErrorResponse(429, rejection.message);
+  r.retry_after_s = rejection.retry_after_s;
+  if (arrival.report) ReportInfer(arrival.report, {}, model, version, r, arrival.bytes_in, nullptr);
+  arrival.context.reply(std::move(r));
+}
+
 void HttpService::DecodeInfer(HttpRequest& request, const std::string& model, const std::string& version,
                               InferArrival arrival) {
+  // Over quota: refused before any decoding or inflating.
+  if (!CheckQuotaEarly(model, version, arrival)) return;
   auto coding = ParseContentEncoding(request.content_encoding);
   if (!coding.ok()) return FailInfer(coding.status(), model, version, arrival);
   if (*coding != ContentCoding::kIdentity) return InflateInfer(request, *coding, model, version, std::move(arrival));
@@ -256,7 +278,9 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
   // A copy while the request may still wait for a load (fail_or_wait).
   CancelFlag cancelled = source ? arrival.context.cancelled : std::move(arrival.context.cancelled);
   const uint64_t bytes_in = arrival.bytes_in;
-  common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {}};
+  common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {},
+                                           .ticket = arrival.quota_ticket,  // kept should it wait for a load
+                                           .acquired = arrival.quota_checked};
   Status admitted = admission_->Admit(std::move(decoded->request), std::move(cancelled), std::move(trace), [&] {
     // Runs exactly once, so it moves its captures on to the connection's I/O
     // thread; `admission` stays, keeping the in-flight counter alive.
@@ -282,12 +306,7 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
       });
     };
   }, admission_->quotas() ? &quota : nullptr);
-  if (quota.rejection) {
-    HttpResponse r = ErrorResponse(429, quota.rejection->message);
-    r.retry_after_s = quota.rejection->retry_after_s;
-    if (arrival.report) ReportInfer(arrival.report, {}, model, version, r, arrival.bytes_in, nullptr);
-    return arrival.context.reply(std::move(r));
-  }
+  if (quota.rejection) return RefuseOverQuota(*quota.rejection, model, version, arrival);
   if (!admitted.ok()) return fail_or_wait(admitted);
 }
 

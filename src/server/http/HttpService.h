@@ -134,6 +134,10 @@ class HttpService {
     std::string accept_encoding;
     RequestContext context;
     std::string client_id;  // quotas on only
+    // Its quota ticket once the quota was checked before decoding
+    // (InferAdmission::CheckQuotaEarly); `quota_checked` false: Admit checks.
+    std::shared_ptr<common::QuotaTicket> quota_ticket{};
+    bool quota_checked = false;
     int load_waits = 0;     // on-demand loads it waited for (InferAdmission::AwaitsAnotherLoad)
   };
   struct InflateJob;
@@ -145,6 +149,11 @@ class HttpService {
   // or waits again when the model was evicted meanwhile (AwaitsAnotherLoad).
   void AwaitModelLoad(HttpRequest& request, const std::string& model, const std::string& version,
                       InferArrival arrival);
+  // The quota check before the body is decoded: false when it refused the
+  // request, which is then answered (429 with Retry-After).
+  bool CheckQuotaEarly(const std::string& model, const std::string& version, InferArrival& arrival);
+  static void RefuseOverQuota(const common::QuotaRejection& rejection, const std::string& model,
+                              const std::string& version, InferArrival& arrival);
   // The body decoded (inflated first when compressed) and admitted.
   void DecodeInfer(HttpRequest& request, const std::string& model, const std::string& version, InferArrival arrival);
   // A compressed body: its model looked up first, then inflated here up to
