@@ -74,7 +74,7 @@ SCHED_TESTS = $(basename $(notdir $(wildcard tests/unit/scheduler_*_test.cpp))) 
 tsan: deps
 	cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DORTSERVE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS) --target $(SCHED_TESTS)
-	set -e; for t in $(SCHED_TESTS); do TSAN_OPTIONS=halt_on_error=1 build-tsan/$$t --gtest_brief=1; done
+	set -e; for t in $(SCHED_TESTS); do TSAN_OPTIONS="halt_on_error=1 suppressions=tests/unit/tsan.supp" build-tsan/$$t --gtest_brief=1; done
 
 # clang's thread-safety analysis over the annotated locks of the scheduler
 # and repository (core/Mutex.h), as errors, in build-tsa/. CI runs it.
