@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import pytest
+import requests
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
@@ -59,7 +60,15 @@ def test_models_are_listed_and_load_on_their_first_request(tmp_path, launch):
     assert [(t["name"], t["shape"]) for t in meta["inputs"]] == [("INPUT0", [-1, 4])]
     gmeta = grpcclient.InferenceServerClient(srv.grpc_url).get_model_metadata("b")
     assert [t.name for t in gmeta.outputs] == ["OUTPUT0"]
+    # Known and not ready (as Triton answers for a model it has not loaded): gRPC
+    # ready=false with OK, HTTP 400 saying why; an unknown name stays NOT_FOUND / 404.
     assert not httpclient.InferenceServerClient(srv.url).is_model_ready("a")
+    assert not grpcclient.InferenceServerClient(srv.grpc_url).is_model_ready("b")
+    r = requests.get(f"{srv.base}/v2/models/a/ready", timeout=10)
+    assert r.status_code == 400 and "loads on its first inference request" in r.text, r.text
+    assert requests.get(f"{srv.base}/v2/models/nope/ready", timeout=10).status_code == 404
+    with pytest.raises(InferenceServerException, match="unknown model"):
+        grpcclient.InferenceServerClient(srv.grpc_url).is_model_ready("nope")
     assert loads(srv) == 0
 
     x = np.arange(8, dtype=np.float32).reshape(2, 4)

@@ -272,6 +272,9 @@ HttpResponse HttpService::HandleModelGet(const std::string& model, const std::st
     Result<bool> ready = IsModelVersionReady(*repository_, model, version);
     if (!ready.ok()) return ErrorResponse(404, ready.status().message());
     if (ready.value()) return EmptyResponse(200);
+    if (repository_->NeedsLoad(model)) {
+      return ErrorResponse(400, "model '" + model + "' is not loaded; it loads on its first inference request");
+    }
     auto why = repository_->GetModel(model, version);  // why not: GetModel's words
     return ErrorResponse(400, why.ok() ? "Model version not ready" : why.status().message());
   }
