@@ -3,16 +3,10 @@
 #include <string_view>
 
 #include "config/ModelFiles.h"
+#include "config/ParameterError.h"
 #include "core/Text.h"
 
 namespace ortserve {
-namespace {
-
-Status Bad(const std::string& key, const std::string& text, const std::string& why) {
-  return InvalidArgument("parameter '" + key + "' value '" + text + "': " + why);
-}
-
-}  // namespace
 
 bool IsDriftParameter(const std::string& key) {
   return key == kDriftBaselineRequestsParameter || key == kDriftReferenceParameter || key == kDriftBinsParameter ||
@@ -47,13 +41,13 @@ Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::Mode
   if (baseline) {
     auto v = ParseNumber<uint64_t>(*baseline);
     if (!v || *v < 1 || *v > 1'000'000'000) {
-      return Bad(kDriftBaselineRequestsParameter, *baseline, "must be a whole number from 1 to 1000000000");
+      return BadParameterValue(kDriftBaselineRequestsParameter, *baseline, "must be a whole number from 1 to 1000000000");
     }
     out.baseline_requests = *v;
   }
   if (reference) {
     if (Status inside = CheckRelativeInside(*reference, "the model folder"); !inside.ok()) {
-      return Bad(kDriftReferenceParameter, *reference, inside.message());
+      return BadParameterValue(kDriftReferenceParameter, *reference, inside.message());
     }
     if (bins) {
       return InvalidArgument(std::string("parameter '") + kDriftBinsParameter + "' cannot be used with '" +
@@ -64,14 +58,14 @@ Result<std::optional<DriftConfig>> DriftConfig::FromConfig(const inference::Mode
   if (bins) {
     auto v = ParseNumber<uint64_t>(*bins);
     if (!v || *v < 2 || *v > static_cast<uint64_t>(kDriftMaxBins)) {
-      return Bad(kDriftBinsParameter, *bins, "must be a whole number from 2 to " + std::to_string(kDriftMaxBins));
+      return BadParameterValue(kDriftBinsParameter, *bins, "must be a whole number from 2 to " + std::to_string(kDriftMaxBins));
     }
     out.bins = static_cast<int>(*v);
   }
   if (fraction) {
     auto v = ParseNumber<double>(*fraction);  // refuses inf and NaN
     if (!v || !(*v > 0.0 && *v <= 1.0)) {
-      return Bad(kDriftSampleFractionParameter, *fraction, "must be above 0 and at most 1");
+      return BadParameterValue(kDriftSampleFractionParameter, *fraction, "must be above 0 and at most 1");
     }
     out.sample_fraction = *v;
   }

@@ -5,22 +5,19 @@
 #include <cmath>
 #include <cstring>
 
+#include "config/ParameterError.h"
 #include "core/Text.h"
 
 namespace ortserve {
 namespace {
 
-Status Bad(const std::string& key, const std::string& text, const std::string& why) {
-  return InvalidArgument("parameter '" + key + "' value '" + text + "': " + why);
-}
-
 // A finite number in [low, high], or why not (naming the parameter).
 Result<double> ParseBounded(const std::string& key, const std::string& text, double low, double high) {
   const std::optional<double> parsed = ParseNumber<double>(text);
-  if (!parsed) return Bad(key, text, "not a number");
+  if (!parsed) return BadParameterValue(key, text, "not a number");
   const double v = *parsed;
   if (v < low || v > high) {
-    return Bad(key, text, std::isinf(high) ? fmt::format("must be >= {:g}", low)
+    return BadParameterValue(key, text, std::isinf(high) ? fmt::format("must be >= {:g}", low)
                                            : fmt::format("must be from {:g} to {:g}", low, high));
   }
   return v;
@@ -30,7 +27,7 @@ Result<double> ParseBounded(const std::string& key, const std::string& text, dou
 Status CheckPlainName(const std::string& key, const std::string& text, const char* where) {
   if (text.empty() || text.find('/') != std::string::npos || text.find('\\') != std::string::npos ||
       text == "." || text == "..") {
-    return Bad(key, text, std::string("must be a file name inside the ") + where);
+    return BadParameterValue(key, text, std::string("must be a file name inside the ") + where);
   }
   return Status::Ok();
 }
@@ -44,16 +41,16 @@ Status ParseModelReference(const inference::ModelConfig& config, const std::stri
     const std::string version = rest.substr(slash + 1);
     const std::optional<int64_t> v = ParseNumber<int64_t>(version);
     if (!v || *v <= 0 || version.find_first_not_of("0123456789") != std::string::npos) {
-      return Bad(key, text, "the version after '/' must be a positive integer (model:<name>/<version>)");
+      return BadParameterValue(key, text, "the version after '/' must be a positive integer (model:<name>/<version>)");
     }
     out->model_version = *v;
     rest.resize(slash);
   }
   if (rest.empty() || rest[0] == '.' || rest.find('\\') != std::string::npos) {
-    return Bad(key, text, "must be model:<name> or model:<name>/<version>, <name> a model directory of the repository");
+    return BadParameterValue(key, text, "must be model:<name> or model:<name>/<version>, <name> a model directory of the repository");
   }
   if (rest == config.name()) {
-    return Bad(key, text, "names the model itself; a reference file of the version folder is named without 'model:'");
+    return BadParameterValue(key, text, "names the model itself; a reference file of the version folder is named without 'model:'");
   }
   out->model_name = rest;
   return Status::Ok();

@@ -2,12 +2,11 @@
 
 #include <string_view>
 
+#include "config/ParameterError.h"
 #include "core/Text.h"
 
 namespace ortserve {
 namespace {
-
-
 
 template <typename T>
 Result<std::vector<T>> ParseList(const std::string& key, const std::string& text, const char* expected) {
@@ -17,18 +16,13 @@ Result<std::vector<T>> ParseList(const std::string& key, const std::string& text
     const size_t comma = rest.find(',');
     auto v = ParseNumber<T>(rest.substr(0, comma));
     if (!v) {
-      return InvalidArgument("parameter '" + key + "' value '" + text + "': item '" +
-                             std::string(TrimBlanks(rest.substr(0, comma))) + "' is not a number (expected " +
-                             expected + ")");
+      return BadParameterValue(key, text, "item '" + std::string(TrimBlanks(rest.substr(0, comma))) +
+                                              "' is not a number (expected " + expected + ")");
     }
     out.push_back(*v);
     if (comma == std::string_view::npos) return out;
     rest.remove_prefix(comma + 1);
   }
-}
-
-Status Bad(const std::string& key, const std::string& text, const std::string& why) {
-  return InvalidArgument("parameter '" + key + "' value '" + text + "': " + why);
 }
 
 Status ParseSteps(const std::string& text, RolloutConfig* out) {
@@ -37,12 +31,12 @@ Status ParseSteps(const std::string& text, RolloutConfig* out) {
   int previous = 0;
   for (size_t i = 0; i < steps->size(); ++i) {
     const int s = (*steps)[i];
-    if (s < 1 || s > 100) return Bad(kRolloutStepsParameter, text, "each step must be a percent from 1 to 100");
-    if (s <= previous) return Bad(kRolloutStepsParameter, text, "steps must be strictly increasing");
+    if (s < 1 || s > 100) return BadParameterValue(kRolloutStepsParameter, text, "each step must be a percent from 1 to 100");
+    if (s <= previous) return BadParameterValue(kRolloutStepsParameter, text, "steps must be strictly increasing");
     previous = s;
     if (s < 100) out->steps.push_back(s);
   }
-  if (out->steps.empty()) return Bad(kRolloutStepsParameter, text, "needs at least one step below 100");
+  if (out->steps.empty()) return BadParameterValue(kRolloutStepsParameter, text, "needs at least one step below 100");
   return Status::Ok();
 }
 
@@ -50,7 +44,7 @@ Status ParseStepSeconds(const std::string& text, RolloutConfig* out) {
   auto seconds = ParseList<double>(kRolloutStepSecondsParameter, text, "seconds such as \"300\" or \"300,600,600\"");
   if (!seconds.ok()) return seconds.status();
   for (double s : *seconds) {
-    if (!(s > 0) || s > 86400.0 * 365) return Bad(kRolloutStepSecondsParameter, text, "each value must be > 0 seconds");
+    if (!(s > 0) || s > 86400.0 * 365) return BadParameterValue(kRolloutStepSecondsParameter, text, "each value must be > 0 seconds");
   }
   const size_t steps = out->steps.size();
   if (seconds->size() == 1) {
@@ -58,7 +52,7 @@ Status ParseStepSeconds(const std::string& text, RolloutConfig* out) {
   } else if (seconds->size() == steps) {
     out->step_seconds = std::move(seconds).value();
   } else {
-    return Bad(kRolloutStepSecondsParameter, text,
+    return BadParameterValue(kRolloutStepSecondsParameter, text,
                "needs one value or one per step below 100 (" + std::to_string(steps) + "), has " +
                    std::to_string(seconds->size()));
   }
@@ -68,7 +62,7 @@ Status ParseStepSeconds(const std::string& text, RolloutConfig* out) {
 Result<double> ParsePositive(const std::string& key, const std::string& text, double max) {
   auto v = ParseNumber<double>(text);
   if (!v || !(*v > 0) || *v > max) {
-    return Bad(key, text, "must be a number > 0 and <= " + std::to_string(static_cast<int64_t>(max)));
+    return BadParameterValue(key, text, "must be a number > 0 and <= " + std::to_string(static_cast<int64_t>(max)));
   }
   return *v;
 }
@@ -106,7 +100,7 @@ Result<std::optional<RolloutConfig>> RolloutConfig::FromParameters(
   if (const std::string* t = get(kRolloutMinRequestsParameter)) {
     auto v = ParseNumber<uint64_t>(*t);
     if (!v || *v < 1 || *v > 1'000'000'000) {
-      return Bad(kRolloutMinRequestsParameter, *t, "must be a whole number from 1 to 1000000000");
+      return BadParameterValue(kRolloutMinRequestsParameter, *t, "must be a whole number from 1 to 1000000000");
     }
     out.min_requests = *v;
   }
@@ -117,7 +111,7 @@ Result<std::optional<RolloutConfig>> RolloutConfig::FromParameters(
   }
   if (const std::string* t = get(kRolloutMaxErrorRateParameter)) {
     auto v = ParseNumber<double>(*t);
-    if (!v || *v < 0 || *v > 1) return Bad(kRolloutMaxErrorRateParameter, *t, "must be a fraction from 0 to 1");
+    if (!v || *v < 0 || *v > 1) return BadParameterValue(kRolloutMaxErrorRateParameter, *t, "must be a fraction from 0 to 1");
     out.max_error_rate = *v;
   }
   if (const std::string* t = get(kRolloutMaxP95RatioParameter)) {

@@ -1,15 +1,9 @@
 #include "config/ShadowConfig.h"
 
+#include "config/ParameterError.h"
 #include "core/Text.h"
 
 namespace ortserve {
-namespace {
-
-Status Bad(const std::string& key, const std::string& text, const std::string& why) {
-  return InvalidArgument("parameter '" + key + "' value '" + text + "': " + why);
-}
-
-}  // namespace
 
 bool IsShadowParameter(const std::string& key) {
   return key == kShadowVersionParameter || key == kShadowFractionParameter || key == kShadowToleranceParameter;
@@ -24,19 +18,19 @@ Result<std::optional<ShadowConfig>> ShadowConfig::FromConfig(const inference::Mo
     const std::string& text = value.string_value();
     if (key == kShadowVersionParameter) {
       const std::optional<int64_t> v = ParseNumber<int64_t>(text);
-      if (!v || *v < 1) return Bad(key, text, "must be a version number (an integer >= 1)");
+      if (!v || *v < 1) return BadParameterValue(key, text, "must be a version number (an integer >= 1)");
       out.version = *v;
       has_version = true;
       continue;
     }
     const std::optional<double> v = ParseNumber<double>(text);
-    if (!v) return Bad(key, text, "not a number");  // ParseNumber refuses inf and NaN
+    if (!v) return BadParameterValue(key, text, "not a number");  // ParseNumber refuses inf and NaN
     if (key == kShadowFractionParameter) {
-      if (!(*v > 0.0 && *v <= 1.0)) return Bad(key, text, "must be above 0 and at most 1");
+      if (!(*v > 0.0 && *v <= 1.0)) return BadParameterValue(key, text, "must be above 0 and at most 1");
       out.fraction = *v;
       has_fraction = true;
     } else {
-      if (*v < 0.0) return Bad(key, text, "must be >= 0");
+      if (*v < 0.0) return BadParameterValue(key, text, "must be >= 0");
       out.tolerance = *v;
     }
   }
