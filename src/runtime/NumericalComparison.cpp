@@ -41,66 +41,70 @@ double ElementAt(const std::byte* data, DataType type, size_t i) {
   }
 }
 
+void Fail(NumericalReport& report, std::string why) {
+  report.passed = false;
+  if (report.detail.empty()) report.detail = std::move(why);
+}
+
+// Output #k of both sides into `report`; `worst_score` (error over allowed
+// error of the worst element so far, -1 for none) carries across outputs.
+void ComparePair(size_t k, const Tensor& a, const Tensor& e, double tolerance, NumericalReport& report,
+                 double& worst_score) {
+  if (a.name != e.name || a.dtype != e.dtype || a.shape != e.shape) {
+    Fail(report, fmt::format("output #{} is '{}' {} {}, reference '{}' {} {}", k, a.name, DataTypeName(a.dtype),
+                             ShapeToString(a.shape), e.name, DataTypeName(e.dtype), ShapeToString(e.shape)));
+    return;
+  }
+  if (a.data.size() != e.data.size()) {
+    Fail(report, fmt::format("output '{}' has {} bytes, reference {}", a.name, a.data.size(), e.data.size()));
+    return;
+  }
+  if (!IsFloating(a.dtype)) {
+    if (a.data.size() != 0 && std::memcmp(a.data.data(), e.data.data(), a.data.size()) != 0)
+      Fail(report, fmt::format("output '{}' ({}) differs from the reference", a.name, DataTypeName(a.dtype)));
+    return;
+  }
+  const size_t n = a.data.size() / DataTypeSize(a.dtype);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = ElementAt(a.data.data(), a.dtype, i);
+    const double y = ElementAt(e.data.data(), e.dtype, i);
+    double abs_err = 0.0;
+    if (std::isnan(x) || std::isnan(y)) {
+      abs_err = (std::isnan(x) && std::isnan(y)) ? 0.0 : std::numeric_limits<double>::infinity();
+    } else if (x != y) {  // equal infinities compare equal
+      abs_err = std::fabs(x - y);
+    }
+    // Relative error only where the relative criterion applies (|y| >= 1);
+    // near zero a relative number says nothing.
+    const double rel_err = (abs_err == 0.0 || !(std::fabs(y) >= 1.0)) ? 0.0 : abs_err / std::fabs(y);
+    report.max_abs_error = std::max(report.max_abs_error, abs_err);
+    report.max_rel_error = std::max(report.max_rel_error, rel_err);
+    const double allowed = tolerance * std::max(1.0, std::isnan(y) ? 1.0 : std::fabs(y));
+    const double score = abs_err / allowed;  // inf when allowed is 0 and the values differ
+    if (abs_err > 0.0 && score > worst_score) {
+      worst_score = score;
+      report.worst_output = a.name;
+      report.worst_index = i;
+      if (!(abs_err <= allowed)) {
+        report.passed = false;
+        report.detail = fmt::format("output '{}' element {}: {} vs reference {} (tolerance {})", a.name,
+                                    i, x, y, tolerance);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 NumericalReport CompareOutputs(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected,
                                double tolerance) {
   NumericalReport report;
-  auto fail = [&](std::string why) {
-    report.passed = false;
-    if (report.detail.empty()) report.detail = std::move(why);
-  };
   if (actual.size() != expected.size()) {
-    fail(fmt::format("{} outputs, reference has {}", actual.size(), expected.size()));
+    Fail(report, fmt::format("{} outputs, reference has {}", actual.size(), expected.size()));
     return report;
   }
-  double worst_score = -1.0;  // error / allowed error of the worst element
-  for (size_t k = 0; k < actual.size(); ++k) {
-    const Tensor& a = actual[k];
-    const Tensor& e = expected[k];
-    if (a.name != e.name || a.dtype != e.dtype || a.shape != e.shape) {
-      fail(fmt::format("output #{} is '{}' {} {}, reference '{}' {} {}", k, a.name, DataTypeName(a.dtype),
-                       ShapeToString(a.shape), e.name, DataTypeName(e.dtype), ShapeToString(e.shape)));
-      continue;
-    }
-    if (a.data.size() != e.data.size()) {
-      fail(fmt::format("output '{}' has {} bytes, reference {}", a.name, a.data.size(), e.data.size()));
-      continue;
-    }
-    if (!IsFloating(a.dtype)) {
-      if (a.data.size() != 0 && std::memcmp(a.data.data(), e.data.data(), a.data.size()) != 0)
-        fail(fmt::format("output '{}' ({}) differs from the reference", a.name, DataTypeName(a.dtype)));
-      continue;
-    }
-    const size_t n = a.data.size() / DataTypeSize(a.dtype);
-    for (size_t i = 0; i < n; ++i) {
-      const double x = ElementAt(a.data.data(), a.dtype, i);
-      const double y = ElementAt(e.data.data(), e.dtype, i);
-      double abs_err = 0.0;
-      if (std::isnan(x) || std::isnan(y)) {
-        abs_err = (std::isnan(x) && std::isnan(y)) ? 0.0 : std::numeric_limits<double>::infinity();
-      } else if (x != y) {  // equal infinities compare equal
-        abs_err = std::fabs(x - y);
-      }
-      // Relative error only where the relative criterion applies (|y| >= 1);
-      // near zero a relative number says nothing.
-      const double rel_err = (abs_err == 0.0 || !(std::fabs(y) >= 1.0)) ? 0.0 : abs_err / std::fabs(y);
-      report.max_abs_error = std::max(report.max_abs_error, abs_err);
-      report.max_rel_error = std::max(report.max_rel_error, rel_err);
-      const double allowed = tolerance * std::max(1.0, std::isnan(y) ? 1.0 : std::fabs(y));
-      const double score = abs_err / allowed;  // inf when allowed is 0 and the values differ
-      if (abs_err > 0.0 && score > worst_score) {
-        worst_score = score;
-        report.worst_output = a.name;
-        report.worst_index = i;
-        if (!(abs_err <= allowed)) {
-          report.passed = false;
-          report.detail = fmt::format("output '{}' element {}: {} vs reference {} (tolerance {})", a.name,
-                                      i, x, y, tolerance);
-        }
-      }
-    }
-  }
+  double worst_score = -1.0;
+  for (size_t k = 0; k < actual.size(); ++k) ComparePair(k, actual[k], expected[k], tolerance, report, worst_score);
   return report;
 }
 
@@ -129,7 +133,10 @@ std::optional<Top1Agreement> CompareTop1(const Tensor& actual, const Tensor& exp
 }
 
 OutputComparison CompareOutput(const Tensor& actual, const Tensor& expected, double tolerance) {
-  return {CompareOutputs({actual}, {expected}, tolerance), CompareTop1(actual, expected)};
+  OutputComparison out{.report = {}, .top1 = CompareTop1(actual, expected)};
+  double worst_score = -1.0;
+  ComparePair(0, actual, expected, tolerance, out.report, worst_score);
+  return out;
 }
 
 void OutputTally::Add(const OutputComparison& c) {

@@ -50,7 +50,7 @@ std::optional<Top1Agreement> CompareTop1(const Tensor& actual, const Tensor& exp
 // comparison (serving/ShadowComparison.h) and the reference check at load
 // (repository/ReferenceCheck.h) look at each output.
 struct OutputComparison {
-  NumericalReport report;             // CompareOutputs({actual}, {expected}, tolerance)
+  NumericalReport report;             // as CompareOutputs({actual}, {expected}, tolerance), without copies
   std::optional<Top1Agreement> top1;  // CompareTop1(actual, expected)
   // Names, types, shapes or non-floating values differ (report.detail says which).
   bool structural() const { return !report.passed && report.worst_output.empty(); }
