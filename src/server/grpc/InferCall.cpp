@@ -152,11 +152,12 @@ class GenericCall final : public CallBase {
     if (admission.quotas()) client = ClientIdOf(ctx_, core_->options().quotas.client_id_header, core_->connections());
     // A ticket taken before a wait for the model's reload is still this call's.
     common::InferAdmission::QuotaCheck quota{
-        .client = client, .rejection = {}, .ticket = quota_ticket_, .acquired = quota_ticket_ != nullptr};
+        .client = client, .rejection = {}, .ticket = quota_ticket_, .acquired = quota_acquired_};
     // Over quota: refused before the request is decoded.
     if (!admission.CheckQuotaEarly(message_->model_name(), message_->model_version(), &quota).ok())
       return FinishWithError(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, quota.rejection->message));
     quota_ticket_ = quota.ticket;
+    quota_acquired_ = quota.acquired;
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
     Status decoded = DecodeInferRequest(message_, request.get(), core_->options().max_tensor_elements, &regions);
@@ -252,7 +253,9 @@ class GenericCall final : public CallBase {
   Status load_status_;  // the on-demand load's outcome (kLoaded)
   int load_waits_ = 0;  // loads this call waited for (InferAdmission::AwaitsAnotherLoad)
   common::InFlightHold load_wait_;  // from AwaitModelLoad to kLoaded
-  std::shared_ptr<common::QuotaTicket> quota_ticket_;  // once CheckQuotaEarly admitted it
+  // Once CheckQuotaEarly admitted it: a rate-only quota's admission has no ticket.
+  std::shared_ptr<common::QuotaTicket> quota_ticket_;
+  bool quota_acquired_ = false;
   grpc::Alarm load_alarm_;  // its own: alarm_ wakes the queue for the result
 };
 
