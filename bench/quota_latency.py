@@ -63,6 +63,7 @@ sys.path.insert(0, str(ROOT / "tests" / "integration"))
 import benchlib  # noqa: F401,E402  (bench/lib/ on sys.path)
 import make_test_models  # noqa: E402
 from bench_common import git_head  # noqa: E402
+from bench_procs import tree_cpu_seconds  # noqa: E402
 from hostile_common import Server, percentile  # noqa: E402
 
 MODEL = "identity_fp32"
@@ -220,12 +221,6 @@ def measure(binaries: list[str], seconds: float, rounds: int, connections: int, 
     return m
 
 
-def cpu_seconds(pid: int) -> float:
-    """User+system CPU seconds of process `pid`, all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def run_round(m: dict, srv: Server, protocol: str, body_file: Path, seconds: float, connections: int,
               label: str) -> None:
     """One round of one protocol on one server: the calm client alone, then
@@ -238,12 +233,12 @@ def run_round(m: dict, srv: Server, protocol: str, body_file: Path, seconds: flo
     print(f"[quota_latency] {label}: overload", flush=True)
     result: dict = {}
     runner = threading.Thread(target=lambda: result.update(greedy(srv, body_file, seconds + 2, connections)))
-    server_cpu = cpu_seconds(srv.pid)
+    server_cpu = tree_cpu_seconds(srv.pid)
     runner.start()
     time.sleep(1.0)  # the greedy client's connections open and its load is on
     lat, ref = calm(srv, seconds)
     runner.join()
-    result["server_cpu_s"] = cpu_seconds(srv.pid) - server_cpu
+    result["server_cpu_s"] = tree_cpu_seconds(srv.pid) - server_cpu
     m["overload"] += lat
     m["refused"]["overload"] += ref
     m["greedy"].append(result)

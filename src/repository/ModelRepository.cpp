@@ -69,10 +69,10 @@ Result<bool> IsModelVersionReady(const ModelRepository& repository, const std::s
   if (model.status().code() != StatusCode::kNotFound) return false;  // known, not ready
   const bool numeric = !version.empty() && std::all_of(version.begin(), version.end(),
                                                        [](char c) { return c >= '0' && c <= '9'; });
-  if (!numeric && !version.empty()) return model.status();
+  if (!version.empty() && !numeric) return model.status();
   // A model in the repository that loads on its first request is known too.
   if (repository.NeedsLoad(name)) return false;
-  if (!numeric) return model.status();
+  if (version.empty()) return model.status();
   // A version it does not have: not ready, unless the name itself is unknown.
   Result<std::shared_ptr<Model>> any = repository.GetModel(name, "");
   if (!any.ok() && any.status().code() == StatusCode::kNotFound) return any.status();

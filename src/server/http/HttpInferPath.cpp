@@ -192,7 +192,7 @@ void HttpService::DecodeInfer(HttpRequest& request, const std::string& model, co
   if (*coding != ContentCoding::kIdentity) return InflateInfer(request, *coding, model, version, std::move(arrival));
   AdmitInfer(DecodeInferBody(request.body, request.inference_header_length, options_, *repository_, model, version,
                              nullptr),
-             model, version, std::move(arrival), &request);
+             model, version, std::move(arrival), request);
 }
 
 void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const std::string& model,
@@ -212,7 +212,7 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
     auto body = std::make_shared<const std::string>((*inflater)->TakeOutput());
     return AdmitInfer(DecodeInferBody(std::move(body), request.inference_header_length, options_, *repository_,
                                       model, version, std::move(target).value()),
-                      model, version, std::move(arrival), &request);
+                      model, version, std::move(arrival), request);
   }
   auto job = std::make_shared<InflateJob>();
   job->inflater = std::move(inflater).value();
@@ -241,18 +241,18 @@ void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const
       RequestLogScope log_scope(job->model, job->version, {}, job->arrival.report.trace.get());
       if (Status accepting = admission_->CheckAccepting(); !accepting.ok())
         return FailInfer(accepting, job->model, job->version, job->arrival);
-      AdmitInfer(std::move(job->decoded), job->model, job->version, std::move(job->arrival), &job->source);
+      AdmitInfer(std::move(job->decoded), job->model, job->version, std::move(job->arrival), job->source);
     });
   });
 }
 
 void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::string& model,
-                             const std::string& version, InferArrival arrival, HttpRequest* source) {
+                             const std::string& version, InferArrival arrival, HttpRequest& source) {
   // Evicted (memory budget) since it was looked at: the request decodes
   // again after the model's next load.
   auto fail_or_wait = [&](const Status& failed) {
-    if (source && admission_->AwaitsAnotherLoad(model, arrival.load_waits))
-      return AwaitModelLoad(*source, model, version, std::move(arrival));
+    if (admission_->AwaitsAnotherLoad(model, arrival.load_waits))
+      return AwaitModelLoad(source, model, version, std::move(arrival));
     FailInfer(failed, model, version, arrival);
   };
   if (!decoded.ok()) return fail_or_wait(decoded.status());
@@ -276,7 +276,7 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
   std::string log_version = report ? version : std::string();
   std::shared_ptr<RequestTrace> trace = report.trace;
   // A copy while the request may still wait for a load (fail_or_wait).
-  CancelFlag cancelled = source ? arrival.context.cancelled : std::move(arrival.context.cancelled);
+  CancelFlag cancelled = arrival.context.cancelled;
   const uint64_t bytes_in = arrival.bytes_in;
   common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {},
                                            .ticket = arrival.quota_ticket,  // kept should it wait for a load

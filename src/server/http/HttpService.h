@@ -163,9 +163,9 @@ class HttpService {
   // On the connection's thread: binds shared memory and hands the request to
   // its model, or answers the error. `source`: the request as it arrived,
   // which waits for the model's next load (AwaitModelLoad) instead when the
-  // model was evicted since it was looked at; null when it is gone.
+  // model was evicted since it was looked at.
   void AdmitInfer(Result<DecodedInferRequest> decoded, const std::string& model, const std::string& version,
-                  InferArrival arrival, HttpRequest* source);
+                  InferArrival arrival, HttpRequest& source);
   static void FailInfer(const Status& status, const std::string& model, const std::string& version,
                         InferArrival& arrival);
   HttpResponse HandleModelGet(const std::string& model, const std::string& version, std::string_view action);
