@@ -3,17 +3,22 @@ checked before an infer request's body is decoded, so a client over its
 quota gets 429 (HTTP) / RESOURCE_EXHAUSTED (gRPC) whatever its body holds,
 even a large one that is not valid JSON, and the keep-alive connection
 answers the next request on it correctly. A request that passes the check
-has taken its token, even if its body then fails decoding."""
+has taken its token, even if its body then fails decoding. A connection
+whose request was refused is not read again for a short pause, so a client
+that ignores Retry-After cannot have refusals written as fast as it sends."""
 from __future__ import annotations
 
 import http.client
 import json
+import socket
+import time
 
 import grpc
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
+from tritonclient.utils import InferenceServerException
 
 from harness import make_test_models, start_server
 
@@ -25,7 +30,8 @@ CONFIG = {
     "default": {"rate": 100, "burst": 100},
     # One token, then none for 1000 s: the first request passes, every later one is over the rate.
     "clients": {"spent": {"rate": 0.001, "burst": 1}, "spent-grpc": {"rate": 0.001, "burst": 1},
-                "spent-stream": {"rate": 0.001, "burst": 1}},
+                "spent-stream": {"rate": 0.001, "burst": 1}, "spent-paced": {"rate": 0.001, "burst": 1},
+                "spent-grpc-paced": {"rate": 0.001, "burst": 1}},
 }
 DATA = [1.5, -2.0, 3.25, 4.0]
 BODY = json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 4], "data": DATA}]}).encode()
@@ -74,6 +80,63 @@ def test_http_refused_before_its_large_invalid_body_is_decoded_and_the_connectio
         assert json.loads(body)["outputs"][0]["data"] == DATA
     finally:
         conn.close()
+
+
+def read_responses(sock: socket.socket, count: int) -> list[int]:
+    """The status codes of the next `count` responses on `sock` (each with a Content-Length body)."""
+    statuses, data = [], b""
+    while len(statuses) < count:
+        head_end = data.find(b"\r\n\r\n")
+        if head_end >= 0:
+            head = data[:head_end].decode()
+            length = int(next(line.split(":")[1] for line in head.split("\r\n")
+                              if line.lower().startswith("content-length:")))
+            if len(data) >= head_end + 4 + length:
+                statuses.append(int(head.split(" ")[1]))
+                data = data[head_end + 4 + length:]
+                continue
+        chunk = sock.recv(65536)
+        assert chunk, f"connection closed after {len(statuses)} responses"
+        data += chunk
+    return statuses
+
+
+def test_http_refusals_on_one_connection_are_paced(srv):
+    """Ten requests pipelined on one connection by a client out of tokens: each
+    refusal pauses the connection (at least 10 ms, docs/limits.md), so the ten
+    answers take at least nine pauses, where without the pause they all came
+    in a few milliseconds. A lower bound set by the server's timer: a slow
+    machine only makes it longer."""
+    request = (f"POST /v2/models/{MODEL}/infer HTTP/1.1\r\nHost: x\r\n{HEADER}: spent-paced\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(BODY)}\r\n\r\n").encode() + BODY
+    with socket.create_connection(("127.0.0.1", srv.http_port), timeout=30) as sock:
+        sock.sendall(request)
+        assert read_responses(sock, 1) == [200]  # its one token
+        start = time.monotonic()
+        sock.sendall(request * 10)
+        assert read_responses(sock, 10) == [429] * 10
+        elapsed = time.monotonic() - start
+    assert elapsed >= 9 * 0.010, f"10 refusals in {elapsed * 1000:.1f} ms: the connection was not paused"
+
+
+def test_grpc_refusals_are_paced(srv):
+    """The same over gRPC: each refused ModelInfer call is answered after the
+    pause, so ten calls one after another take at least ten pauses."""
+    client = grpcclient.InferenceServerClient(srv.grpc_url)
+    inp = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+    inp.set_data_from_numpy(np.array([DATA], dtype=np.float32))
+    headers = {HEADER.lower(): "spent-grpc-paced"}
+    try:
+        client.infer(MODEL, [inp], headers=headers)  # its one token
+        start = time.monotonic()
+        for _ in range(10):
+            with pytest.raises(InferenceServerException) as refused:
+                client.infer(MODEL, [inp], headers=headers)
+            assert refused.value.status() == "StatusCode.RESOURCE_EXHAUSTED", refused.value
+        elapsed = time.monotonic() - start
+    finally:
+        client.close()
+    assert elapsed >= 10 * 0.010, f"10 refusals in {elapsed * 1000:.1f} ms: the calls were not paused"
 
 
 def invalid_request() -> service_pb2.ModelInferRequest:

@@ -66,6 +66,28 @@ TEST_F(ClientQuotasTest, RateAdmitsBurstThenOnePerIntervalWithRetryAfterRoundedU
   EXPECT_FALSE(Admitted(quotas.Acquire("a", "m")));
 }
 
+TEST_F(ClientQuotasTest, RefusalsPauseUntilTheNextTokenWithinTheBounds) {
+  using std::chrono::microseconds;
+  ClientQuotas quotas(Config(R"({"clients": {"fast": {"rate": 20, "burst": 1}, "slow": {"rate": 0.001, "burst": 1},
+                                 "busy": {"max_in_flight": 1}}})"),
+                      clock());
+  ASSERT_TRUE(Admitted(quotas.Acquire("fast", "m")));
+  auto fast = quotas.Acquire("fast", "m");  // a token in 50 ms
+  ASSERT_FALSE(Admitted(fast));
+  EXPECT_EQ(std::get<QuotaRejection>(fast).pause, microseconds(50'000));
+  now += milliseconds(45);
+  EXPECT_EQ(std::get<QuotaRejection>(quotas.Acquire("fast", "m")).pause, QuotaRejection::kMinQuotaPause);
+  ASSERT_TRUE(Admitted(quotas.Acquire("slow", "m")));
+  auto slow = quotas.Acquire("slow", "m");  // a token in 1000 s, Retry-After says so
+  EXPECT_EQ(std::get<QuotaRejection>(slow).pause, QuotaRejection::kMaxQuotaPause);
+  EXPECT_EQ(std::get<QuotaRejection>(slow).retry_after_s, 1000u);
+  auto held = quotas.Acquire("busy", "m");
+  ASSERT_TRUE(Admitted(held));
+  auto busy = quotas.Acquire("busy", "m");  // its request in flight may end any time
+  EXPECT_EQ(std::get<QuotaRejection>(busy).pause, QuotaRejection::kMinQuotaPause);
+  EXPECT_EQ(std::get<QuotaRejection>(busy).retry_after_s, 1u);
+}
+
 TEST_F(ClientQuotasTest, InFlightSlotsAreHeldByTheTicket) {
   ClientQuotas quotas(Config(R"({"default": {"max_in_flight": 2}})"), clock());
   auto first = quotas.Acquire("a", "m");

@@ -37,19 +37,30 @@ struct ModelState {
   std::atomic<uint32_t> in_flight{0};
 };
 
-// Why a limit refuses now; empty when it admits. Sets *wait to the seconds
-// until it would admit.
+// Why a limit refuses now; empty when it admits. Sets *retry_wait to the
+// seconds a client is told to wait (Retry-After: 1 s for requests in flight,
+// whose end nobody knows) and *token_wait to the seconds until the bucket
+// holds a token (0 when the bucket did not refuse).
 std::string Refusal(const QuotaLimit& limit, const TokenBucket& bucket, uint32_t in_flight, std::string_view whose,
-                    double* wait) {
+                    double* retry_wait, double* token_wait) {
   if (limit.max_in_flight && in_flight >= *limit.max_in_flight) {
-    *wait = std::max(*wait, 1.0);
+    *retry_wait = std::max(*retry_wait, 1.0);
     return fmt::format("{} allows at most {} requests in flight", whose, *limit.max_in_flight);
   }
   if (limit.rate && !bucket.HasToken()) {
-    *wait = std::max(*wait, bucket.SecondsUntilToken(limit));
+    *token_wait = std::max(*token_wait, bucket.SecondsUntilToken(limit));
+    *retry_wait = std::max(*retry_wait, *token_wait);
     return fmt::format("{} allows {} requests/s (burst {})", whose, *limit.rate, limit.burst);
   }
   return {};
+}
+
+// QuotaRejection::pause for a refusal whose bucket holds a token in
+// `token_wait_s` (0: refused for requests in flight, which may end any time).
+std::chrono::microseconds QuotaPause(double token_wait_s) {
+  const double us = std::clamp(token_wait_s * 1e6, double(QuotaRejection::kMinQuotaPause.count()),
+                               double(QuotaRejection::kMaxQuotaPause.count()));
+  return std::chrono::microseconds(static_cast<int64_t>(us));
 }
 
 }  // namespace
@@ -141,11 +152,12 @@ std::variant<QuotaTicket, QuotaRejection> ClientQuotas::Acquire(std::string_view
     model_state = &m->second;
     model_state->bucket.Advance(*model_limit, now);
   }
-  double wait = 0;
-  std::string why = Refusal(client_limit, state.bucket, state.in_flight.load(), "the client's quota", &wait);
+  double wait = 0, token_wait = 0;
+  std::string why =
+      Refusal(client_limit, state.bucket, state.in_flight.load(), "the client's quota", &wait, &token_wait);
   if (why.empty() && model_state != nullptr) {
     why = Refusal(*model_limit, model_state->bucket, model_state->in_flight.load(),
-                  "the client's quota for this model", &wait);
+                  "the client's quota for this model", &wait, &token_wait);
   }
   if (!why.empty()) {
     lock.unlock();
@@ -153,7 +165,8 @@ std::variant<QuotaTicket, QuotaRejection> ClientQuotas::Acquire(std::string_view
     const auto retry = static_cast<uint32_t>(std::max(1.0, std::ceil(wait - 1e-9)));
     return QuotaRejection{.message = fmt::format("client over quota for model '{}': {}; retry after {} s", model,
                                                  why, retry),
-                          .retry_after_s = retry};
+                          .retry_after_s = retry,
+                          .pause = QuotaPause(token_wait)};
   }
   QuotaTicket ticket;
   if (client_limit.rate) state.bucket.Take();

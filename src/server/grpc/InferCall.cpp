@@ -1,6 +1,7 @@
 #include "server/grpc/InferCall.h"
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,9 @@ class GenericCall final : public CallBase {
         if (core_->admission().AwaitsAnotherLoad(message_->model_name(), load_waits_)) return AwaitModelLoad();
         Admit();
         return;
+      case kRefused:
+        Finish(refusal_);
+        return;
       case kFinish:
         Unref();
         return;
@@ -70,7 +74,7 @@ class GenericCall final : public CallBase {
   }
 
  private:
-  enum { kRequest, kRead, kResult, kFinish, kDone, kLoaded };
+  enum { kRequest, kRead, kResult, kFinish, kDone, kLoaded, kRefused };
   enum class Method { kModelInfer, kHealthCheck };
 
   GenericCall(GrpcServiceCore* core, grpc::ServerCompletionQueue* cq) : CallBase(core), cq_(cq) {
@@ -155,7 +159,7 @@ class GenericCall final : public CallBase {
         .client = client, .rejection = {}, .ticket = quota_ticket_, .acquired = quota_acquired_};
     // Over quota: refused before the request is decoded.
     if (!admission.CheckQuotaEarly(message_->model_name(), message_->model_version(), &quota).ok())
-      return FinishWithError(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, quota.rejection->message));
+      return RefuseOverQuota(*quota.rejection);
     quota_ticket_ = quota.ticket;
     quota_acquired_ = quota.acquired;
     auto request = std::make_unique<InferenceRequest>();
@@ -176,9 +180,7 @@ class GenericCall final : public CallBase {
           };
         },
         admission.quotas() ? &quota : nullptr);
-    if (quota.rejection) {
-      return FinishWithError(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, quota.rejection->message));
-    }
+    if (quota.rejection) return RefuseOverQuota(*quota.rejection);
     if (!admitted.ok()) {
       // Evicted (memory budget) after Start looked: wait for its reload; the message is still here.
       if (admission.AwaitsAnotherLoad(message_->model_name(), load_waits_)) return AwaitModelLoad();
@@ -212,6 +214,18 @@ class GenericCall final : public CallBase {
   // it (core/LogContext.h).
   RequestLogScope LogScopeOfCall() const {
     return RequestLogScope(message_->model_name(), message_->model_version(), message_->id(), report_.trace.get());
+  }
+
+  // RESOURCE_EXHAUSTED, logged now and sent once the rejection's pause has
+  // passed (QuotaRejection::pause): a closed-loop client that ignores it is
+  // paced as over HTTP. The message's tensors are dropped meanwhile.
+  void RefuseOverQuota(const common::QuotaRejection& rejection) {
+    refusal_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, rejection.message);
+    if (report_) LogAccess(refusal_.error_code(), nullptr, refusal_.error_message().size());
+    message_->clear_inputs();
+    message_->clear_raw_input_contents();
+    const auto at = std::chrono::system_clock::now() + rejection.pause;
+    alarm_.Set(cq_, at, &refused_tag_);
   }
 
   void FinishWithError(const Status& status) { FinishWithError(ToGrpcStatus(status)); }
@@ -250,6 +264,8 @@ class GenericCall final : public CallBase {
   Tag finish_tag_{this, kFinish};
   Tag done_tag_{this, kDone};
   Tag loaded_tag_{this, kLoaded};
+  Tag refused_tag_{this, kRefused};
+  grpc::Status refusal_;  // RefuseOverQuota's, sent at kRefused
   Status load_status_;  // the on-demand load's outcome (kLoaded)
   int load_waits_ = 0;  // loads this call waited for (InferAdmission::AwaitsAnotherLoad)
   common::InFlightHold load_wait_;  // from AwaitModelLoad to kLoaded

@@ -179,6 +179,7 @@ void HttpService::RefuseOverQuota(const common::QuotaRejection& rejection, const
                                   const std::string& version, InferArrival& arrival) {
   HttpResponse r = ErrorResponse(429, rejection.message);
   r.retry_after_s = rejection.retry_after_s;
+  r.pause_reading = rejection.pause;
   if (arrival.report) ReportInfer(arrival.report, {}, model, version, r, arrival.bytes_in, nullptr);
   arrival.context.reply(std::move(r));
 }

@@ -10,6 +10,7 @@
 // replied there. A compressed body that inflates to more than a small budget
 // is inflated and decoded on the service's inflate worker ("http-inflate",
 // InflateWorker.h) and posted back the same way to be admitted.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,6 +61,9 @@ struct HttpResponse {
   std::string content_encoding;  // empty: identity
   // Sent as Retry-After when set (a quota refusal).
   std::optional<uint32_t> retry_after_s;
+  // After this response the connection's next request is not read before
+  // this much time has passed (a quota refusal: HttpSession::PauseReading).
+  std::chrono::microseconds pause_reading{0};
   // The server should close the connection after this response.
   bool close = false;
   size_t size() const {

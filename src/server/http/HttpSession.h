@@ -361,10 +361,23 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
   }
 
   void OnWrite(beast::error_code ec) {
+    const std::chrono::microseconds pause = response_->pause_reading;
     response_.reset();  // releases the body and the tensors; head and buffer list keep their capacity
     if (!ec && linger_after_write_) return StartLinger();
     if (ec || !keep_alive_) return DoClose();
+    if (pause.count() > 0) return PauseReading(pause);
     DoRead();
+  }
+
+  // The next request is read once `pause` has passed (a quota refusal,
+  // HttpResponse::pause_reading); nothing is read meanwhile, the idle
+  // deadline set for the write keeps running, and closing ends the wait.
+  void PauseReading(std::chrono::microseconds pause) {
+    if (!pause_timer_) pause_timer_.emplace(stream_.get_executor());
+    pause_timer_->expires_after(pause);
+    pause_timer_->async_wait([self = this->shared_from_this()](beast::error_code ec) {
+      if (!ec) self->DoRead();
+    });
   }
 
   // Lingering close: FIN, then read and drop what the client still sends
@@ -399,6 +412,7 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
     if (closed_) return;
     closed_ = true;
     if (awaiting_reply_ && cancel_) cancel_->Cancel();
+    if (pause_timer_) pause_timer_->cancel();
     beast::error_code ec;
     Tcp().shutdown(tcp::socket::shutdown_send, ec);
     Tcp().close(ec);
@@ -418,6 +432,7 @@ class HttpSession final : public SessionBase, public std::enable_shared_from_thi
   size_t lingered_bytes_ = 0;        // dropped since (StartLinger)
   char peek_byte_ = 0;  // the close monitor's receive target (MSG_PEEK: never consumed)
   std::optional<HttpResponse> deferred_response_;
+  std::optional<net::steady_timer> pause_timer_;  // PauseReading's, made on first use
   std::optional<RequestParser> request_;  // the request being read
   // The response being written (DoWrite to OnWrite).
   std::optional<HttpResponse> response_;
