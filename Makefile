@@ -156,7 +156,9 @@ bench-cache: build
 
 # The text pre/post-processing pipeline: three ortserve models called by the
 # client vs the ensemble vs FastAPI with Python pre/post; writes
-# bench/results/RESULTS-pipeline.md. PIPELINE_BENCH_ARGS="--duration 10".
+# bench/results/RESULTS-pipeline.md. 5 rounds, the legs' order flipping each
+# round: medians and the ensemble/FastAPI ratio of each round's pair.
+PIPELINE_BENCH_ARGS ?= --rounds 5
 .PHONY: bench-pipeline
 bench-pipeline: build
 	$(PY) bench/pipeline_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(PIPELINE_BENCH_ARGS)

@@ -9,7 +9,7 @@
             softmax/labels in Python around the classifier: one request
 
     make bench-pipeline      # or:
-    .venv/bin/python bench/pipeline_bench.py [--concurrency 1,8,32] [--duration 4] [--legs separate,ensemble,fastapi]
+    .venv/bin/python bench/pipeline_bench.py [--concurrency 1,8,32] [--duration 4] [--legs separate,ensemble,fastapi] [--rounds 5]
 
 Throughput and latency percentiles (one sentence = one pipeline run, from the first byte sent to
 the last answer) at each concurrency, closed loop: N client threads, each on its own keep-alive
@@ -24,6 +24,7 @@ import http.client
 import json
 import os
 import sys
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -164,26 +165,61 @@ def start_servers(args, repo, wanted):
     return servers, legs
 
 
+def median_points(raw):
+    """One point per (leg, concurrency): the medians over its rounds (errors and counts summed)."""
+    groups = {}
+    for p in raw:
+        groups.setdefault((p["leg"], p["concurrency"]), []).append(p)
+    points = []
+    for (leg, concurrency), runs in groups.items():
+        mid = lambda key: statistics.median(r[key] for r in runs if r[key] is not None) if any(
+            r[key] is not None for r in runs) else None
+        points.append({"leg": leg, "concurrency": concurrency, "rounds": len(runs),
+                       **{k: mid(k) for k in ("throughput", "p50_ms", "p90_ms", "p99_ms")},
+                       "count": sum(r["count"] for r in runs), "errors": sum(r["errors"] for r in runs)})
+    return sorted(points, key=lambda p: p["concurrency"])
+
+
+def paired_ratios(raw, leg, baseline):
+    """Per concurrency: leg/baseline throughput of each round (measured back to back), median and spread."""
+    by_round = {(p["leg"], p["concurrency"], p["round"]): p["throughput"] for p in raw}
+    rows = []
+    for concurrency in sorted({p["concurrency"] for p in raw}):
+        ratios = [by_round[(leg, concurrency, r)] / by_round[(baseline, concurrency, r)]
+                  for (name, c, r) in by_round if name == leg and c == concurrency
+                  and by_round.get((baseline, concurrency, r))]
+        if ratios:
+            rows.append({"concurrency": concurrency, "median": round(statistics.median(ratios), 3),
+                         "min": round(min(ratios), 3), "max": round(max(ratios), 3), "rounds": len(ratios)})
+    return rows
+
+
 def headline(points, concurrency):
     """The line RESULTS.md quotes (bench_report.OTHER_BENCHES): each leg at the highest concurrency."""
     legs = [f"{p['leg']} {p['throughput']}/s (p99 {p['p99_ms']} ms)" for p in points if p["concurrency"] == concurrency]
     return f"Text pipeline at concurrency {concurrency}: " + ", ".join(legs) + "."
 
 
-def write_report(args, points, machine, load_before, load_after):
+def write_report(args, raw, machine, load_before, load_after):
     RESULTS.mkdir(parents=True, exist_ok=True)
-    data = {"commit": git_head(), "machine": machine, "args": vars(args), "points": points, "notes": NOTES,
-            "loadavg_before": load_before, "loadavg_after": load_after}
+    points, pairs = median_points(raw), paired_ratios(raw, "ensemble", "fastapi")
+    data = {"commit": git_head(), "machine": machine, "args": vars(args), "points": points, "rounds": raw,
+            "ensemble_vs_fastapi": pairs, "notes": NOTES, "loadavg_before": load_before, "loadavg_after": load_after}
     (RESULTS / "pipeline.json").write_text(json.dumps(data, indent=2, default=str))
     lines = ["# Text pipeline: separate models vs ensemble vs FastAPI with Python pre/post", "",
              f"Commit {data['commit']}, {machine['cpu']}, {machine['cores']} cores, "
-             f"thread budget {args.thread_budget}; {args.duration} s per point after {args.warmup} s warm-up; "
+             f"thread budget {args.thread_budget}; {args.duration} s per point after {args.warmup} s warm-up, "
+             f"{args.rounds} round(s), the legs' order flipping each round (medians below); "
              f"closed loop, Python client on the same cores. Load average before {load_before}, "
              f"after {load_after} (other work on this machine counts in these figures).", "",
              "| leg | concurrency | pipelines/s | p50 ms | p90 ms | p99 ms | errors |", "|---|---|---|---|---|---|---|"]
     for p in points:
         lines.append(f"| {p['leg']} | {p['concurrency']} | {p['throughput']} | {p['p50_ms']} | {p['p90_ms']} | "
                      f"{p['p99_ms']} | {p['errors']} |")
+    if pairs:
+        lines += ["", "Ensemble / FastAPI throughput, each round's pair measured back to back:", "",
+                  "| concurrency | median | spread | rounds |", "|---|---|---|---|"]
+        lines += [f"| {r['concurrency']} | {r['median']} | {r['min']}-{r['max']} | {r['rounds']} |" for r in pairs]
     lines += ["", headline(points, max(p["concurrency"] for p in points))] if points else []
     lines += ["", "Notes:"] + [f"- {n}" for n in NOTES or ["none"]]
     lines += ["", f"Command: `.venv/bin/python bench/pipeline_bench.py {' '.join(sys.argv[1:])}`".rstrip()]
@@ -200,27 +236,33 @@ def main():
     ap.add_argument("--thread-budget", type=int, default=os.cpu_count() or 1,
                     help="ortserve --thread-budget; FastAPI workers (one intra-op thread each)")
     ap.add_argument("--legs", default="separate,ensemble,fastapi")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every point this many times, the legs' order flipping each round; "
+                         "the table shows medians, and the ensemble/FastAPI ratio of each round's pair")
     args = ap.parse_args()
     LOGS.mkdir(parents=True, exist_ok=True)
     repo = pipelines.write_text_pipeline(WORK / "pipeline" / "text_pipeline", pipelines.extensions_library())
     wanted = set(args.legs.split(","))
     machine, load_before = machine_info(), [round(x, 2) for x in os.getloadavg()]
-    servers, points = [], []
+    servers, raw = [], []
     try:
         servers, legs = start_servers(args, repo, wanted)
         check_agreement(legs)
         log(f"answers agree across {', '.join(legs)} for {len(SENTENCES)} sentences")
-        for concurrency in [int(c) for c in args.concurrency.split(",")]:
-            for name, (port, run) in legs.items():
-                point = {"leg": name, "concurrency": concurrency,
-                         **measure(port, run, concurrency, args.duration, args.warmup)}
-                log(f"{name} c={concurrency}: {point['throughput']}/s p99 {point['p99_ms']} ms")
-                points.append(point)
+        for round_no in range(1, args.rounds + 1):
+            order = list(legs.items()) if round_no % 2 else list(reversed(legs.items()))
+            for concurrency in [int(c) for c in args.concurrency.split(",")]:
+                for name, (port, run) in order:
+                    point = {"leg": name, "concurrency": concurrency, "round": round_no,
+                             **measure(port, run, concurrency, args.duration, args.warmup)}
+                    log(f"round {round_no} {name} c={concurrency}: {point['throughput']}/s "
+                        f"p99 {point['p99_ms']} ms")
+                    raw.append(point)
     finally:
         for s in servers:
             s.stop()
         Procs.stop_all()
-    write_report(args, points, machine, load_before, [round(x, 2) for x in os.getloadavg()])
+    write_report(args, raw, machine, load_before, [round(x, 2) for x in os.getloadavg()])
     return 0
 
 
