@@ -25,12 +25,15 @@ def limit_at_mix(inproc, mix):
 
 
 # Target rows: (target, measured, ratio, goal, detail); GOALS says when a ratio meets its goal.
-GOALS = {">= 10x": lambda r: r >= 10, "< 1x": lambda r: r < 1, ">= 0.95x": lambda r: r >= 0.95,
-         ">= 2x": lambda r: r >= 2, "<= 1x": lambda r: r <= 1}
+GOALS = {">= 10x": lambda r: r >= 10, "< 1x": lambda r: r < 1, ">= 0.97x": lambda r: r >= 0.97,
+         ">= 0.9x": lambda r: r >= 0.9, ">= 2x": lambda r: r >= 2, "<= 1x": lambda r: r <= 1}
 TINY_TARGET = "tiny JSON @32: ortserve / FastAPI throughput"
 CNN_TARGET = "cnn @4: ortserve / in-process ORT"
 # The lightest client first: on two shared cores a client's own CPU is taken from the server.
-CNN_LOADS = ("wrk_bin", "pa_http")
+CNN_LOADS = ("wrk_bin", "pa_http", "pa_grpc", "wrk_json")
+# Issue 41: binary tensors (HTTP or gRPC) at least 0.97x in-process ORT; a JSON body, whose
+# decoding is work in-process ORT never does, at least 0.9x.
+CNN_GOALS = {"wrk_bin": ">= 0.97x", "pa_http": ">= 0.97x", "pa_grpc": ">= 0.97x", "wrk_json": ">= 0.9x"}
 MLP_LOADS = ("pa_http", "pa_grpc", "wrk_json", "wrk_bin")
 
 
@@ -54,7 +57,7 @@ def cnn_rows(load, o, inproc):
     if not lim:
         return []
     return [(f"cnn @4 ({load}): ortserve / in-process ORT", f"{o['throughput']:.1f} vs {lim:.1f} inf/s",
-             o["throughput"] / lim, ">= 0.95x",
+             o["throughput"] / lim, CNN_GOALS[load],
              "; ".join(x for x in (f"batch mix {mix}",
                                    f"in-process batch-1 limit {lim1:.1f} inf/s" if lim1 else "",
                                    client_cpu_str(o)) if x))]
@@ -154,7 +157,7 @@ def compute_targets(out, manifest):
     t = [{"target": name, "measured": measured, "ratio": ratio, "goal": goal,
           "verdict": "PASS" if GOALS[goal](ratio) else "MISS", "detail": detail}
          for name, measured, ratio, goal, detail in rows]
-    for name, goal in ((TINY_TARGET, ">= 10x"), (CNN_TARGET, ">= 0.95x"),
+    for name, goal in ((TINY_TARGET, ">= 10x"), (CNN_TARGET, ">= 0.97x"),
                        ("mlp @32: batching on / off throughput", ">= 2x")):
         if not any(x["target"].startswith(name.split(":")[0]) for x in t):
             t.append({"target": name, "measured": "missing data", "ratio": None, "goal": goal,

@@ -139,6 +139,13 @@ def test_cnn_target_has_a_row_per_client_against_one_in_process_run():
     # 1 run of 1 and 1 of 3: 4 inferences in 1/300 + 3/330 s.
     assert rows["cnn @4 (pa_http): ortserve / in-process ORT"][2] == pytest.approx(270.0 / (4 / (1 / 300 + 3 / 330)))
     assert "client CPU 8% of one core" in rows["cnn @4 (pa_http): ortserve / in-process ORT"][4]
+    # gRPC and JSON have rows of their own; binary tensors are held to 0.97x, a JSON body to 0.9x.
+    rounds[0]["cnn"].update(pa_grpc=cnn_point(285.0, {1: 1}, 6.0), wrk_json=cnn_point(276.0, {1: 1}, 1.2))
+    rows = {r[0]: r for r in bench.rounds_rows({"rounds": rounds}, {})[0]}
+    assert [r[3] for r in rows.values()] == [">= 0.97x", ">= 0.97x", ">= 0.97x", ">= 0.9x"]
+    targets = {t["target"]: t for t in bench.compute_targets({"rounds": rounds}, {})}
+    assert targets["cnn @4 (pa_grpc): ortserve / in-process ORT"]["verdict"] == "MISS"  # 0.95
+    assert targets["cnn @4 (wrk_json): ortserve / in-process ORT"]["verdict"] == "PASS"  # 0.92
     # Results from before the wrk binary load kept perf_analyzer's point under "ortserve".
     old = [{"cnn": {"ortserve": cnn_point(270.0, {1: 1}, None), "inprocess": inproc}}]
     assert [r[0] for r in bench.rounds_rows({"rounds": old}, {})[0]] == ["cnn @4 (pa_http): ortserve / in-process ORT"]

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include <absl/synchronization/mutex.h>
+
 #include "GrpcServerFixture.h"
 #include "server/common/StatisticsSnapshot.h"
 
@@ -208,6 +210,26 @@ TEST_F(GrpcServerTest, SharedMemoryWithoutClientShmAndLaterExtensions) {
   grpc::Status unknown_region = Infer(shm, &infer);
   EXPECT_EQ(unknown_region.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_NE(unknown_region.error_message().find("Unable to find shared memory region: 'r'"), std::string::npos);
+}
+
+// gRPC's locks are absl::Mutex; the distribution's abseil, built without
+// NDEBUG, checks every lock against a process-wide lock graph and aborts on a
+// cycle. A started server turns that off (GrpcServer.cpp says why), so two
+// locks taken in both orders by one thread, a cycle but no deadlock, pass.
+TEST_F(GrpcServerTest, AbseilDeadlockDetectionIsOffOnceStarted) {
+  absl::Mutex a;
+  absl::Mutex b;
+  {
+    absl::MutexLock first(&a);
+    absl::MutexLock second(&b);
+  }
+  {
+    absl::MutexLock first(&b);
+    absl::MutexLock second(&a);  // aborts here while detection is on
+  }
+  grpc::ClientContext ctx;
+  inference::ServerLiveResponse live;
+  EXPECT_TRUE(stub_->ServerLive(&ctx, {}, &live).ok());
 }
 
 TEST(GrpcServerOptionsTest, CreateRejectsBadOptions) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include <absl/synchronization/mutex.h>
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
@@ -224,6 +225,12 @@ class GrpcServer::Impl {
     const std::string endpoint =
         (ipv6 ? "[" + options.address + "]" : options.address) + ":" + std::to_string(options.port);
 
+    // gRPC's locks are absl::Mutex. Debian's abseil is built without NDEBUG,
+    // which leaves its deadlock detection on: every lock then updates one
+    // process-wide lock graph (GraphCycles, under a global lock) and records
+    // a stack trace. Upstream release builds leave it off; so does ortserve
+    // (docs/decisions.md, "abseil deadlock detection off for gRPC").
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     grpc::ServerBuilder builder;
     int bound_port = 0;
     // Plaintext: ortserve's own accept loop (GrpcAcceptor.h says why); TLS:
