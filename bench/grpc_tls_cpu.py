@@ -10,8 +10,9 @@ ports: a connection limit through gRPC's socket mutator").
 Per round and build (the builds alternate, a fresh server each): one
 tritonclient.grpc client over TLS, --warmup sequential identity_fp32 calls of
 64 bytes, then --calls more; the server's utime+stime (/proc/<pid>/stat,
-threads that ended included) over those calls, per call. Prints each round,
-the medians and the load average. A measurement: nothing is asserted.
+threads that ended included) over those calls, per call (the clock tick is
+10 ms: 3.3 us at 3,000 calls). Prints each round, the medians, the median of
+the rounds' ratios and the load average. A measurement: nothing is asserted.
 """
 from __future__ import annotations
 
@@ -100,7 +101,9 @@ def main() -> None:
         print(f"{label}: rounds {', '.join(f'{v:.1f}' for v in results[label])} us; "
               f"median {statistics.median(results[label]):.1f} us/call")
     ratio = statistics.median(results["after"]) / statistics.median(results["before"])
-    print(f"after/before medians: {ratio:.3f}; load average at the end: {os.getloadavg()}")
+    paired = statistics.median(a / b for a, b in zip(results["after"], results["before"]))
+    print(f"after/before medians: {ratio:.3f}; median of the rounds' after/before: {paired:.3f}; "
+          f"load average at the end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
