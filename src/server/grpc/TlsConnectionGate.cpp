@@ -13,8 +13,8 @@ namespace ortserve::grpcfe {
 
 namespace {
 
-// gRPC holds it by its base, as grpc::ChannelArguments gives it (the same
-// pattern as gRPC's own mutators in C++).
+// gRPC sees the grpc_socket_mutator base; the vtable's functions cast back.
+// gRPC owns it: Destroy runs when its last reference goes.
 struct LimitMutator : grpc_socket_mutator {
   explicit LimitMutator(std::shared_ptr<ConnectionLimit> l) : grpc_socket_mutator{}, limit(std::move(l)) {}
   std::shared_ptr<ConnectionLimit> limit;
