@@ -80,10 +80,9 @@ void AddGrpcFlags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--grpc-max-connections", f.grpc_max_connections,
-                 "Most gRPC client connections open at once (the HTTP port's default). One more is closed at "
-                 "once, unanswered (its client sees UNAVAILABLE), and counted in "
-                 "ortserve_connections_rejected_total{protocol=\"grpc\"}. Not applied with --grpc-use-ssl, "
-                 "where gRPC accepts the connections itself (docs/limits.md)")
+                 "Most gRPC client connections open at once (the HTTP port's default), plaintext or TLS "
+                 "(--grpc-use-ssl). One more is closed at once, unanswered (its client sees UNAVAILABLE), and "
+                 "counted in ortserve_connections_rejected_total{protocol=\"grpc\"} (docs/limits.md)")
       ->check(CLI::Range(size_t{1}, size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--grpc-max-buffered-bytes", f.grpc_max_buffered_bytes,

@@ -323,13 +323,8 @@ Status StartMetrics(const Flags& flags, const std::string& malloc_name, Server* 
       .http_open_connections = [h = s->http.get()] { return h->OpenConnections(); },
       .http_rejected_connections = [h = s->http.get()] { return h->RejectedConnections(); },
       .grpc_active_calls = [g = s->grpc.get()] { return g->ActiveCalls(); },
-      .grpc_open_connections = s->grpc->CountsConnections()
-                                   ? std::function<size_t()>([g = s->grpc.get()] { return g->OpenConnections(); })
-                                   : nullptr,
-      .grpc_rejected_connections =
-          s->grpc->CountsConnections()
-              ? std::function<uint64_t()>([g = s->grpc.get()] { return g->RejectedConnections(); })
-              : nullptr,
+      .grpc_open_connections = [g = s->grpc.get()] { return g->OpenConnections(); },
+      .grpc_rejected_connections = [g = s->grpc.get()] { return g->RejectedConnections(); },
       .quota_rejections = s->quotas ? std::function<std::vector<common::ClientQuotas::RejectedCount>()>(
                                           [q = s->quotas] { return q->Rejected(); })
                                     : nullptr,

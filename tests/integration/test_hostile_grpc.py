@@ -14,7 +14,10 @@
     acceptor stopped for good);
   - at --grpc-max-connections open connections, one more is closed at once:
     idle connections cannot take every descriptor (a host name as
-    --grpc-address included); a connection that sends nothing is closed.
+    --grpc-address included); a connection that sends nothing is closed;
+  - the same on a TLS port (--grpc-use-ssl), which gRPC accepts itself: the
+    limit through its socket mutator, the silence through its handshake
+    deadline.
 
 The clients speak raw HTTP/2 (hostile_grpc_clients.py): grpcio only sends
 whole messages. Memory is the server's RSS (VmHWM, the peak, where the kernel
@@ -22,6 +25,7 @@ lets it be reset), with generous margins: never timing."""
 from __future__ import annotations
 
 import contextlib
+import ssl
 import time
 
 import numpy as np
@@ -91,8 +95,8 @@ def peak_bytes(pid: int) -> int:
     return status_kib(pid, "VmHWM") << 10
 
 
-def infer_ok(srv, metadata: dict | None = None) -> None:
-    client = grpcclient.InferenceServerClient(srv.grpc_url)
+def infer_ok(srv, metadata: dict | None = None, client_args: dict | None = None) -> None:
+    client = grpcclient.InferenceServerClient(**(client_args or {"url": srv.grpc_url}))
     data = np.arange(16, dtype=np.float32).reshape(1, 16)
     inp = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
     inp.set_data_from_numpy(data)
@@ -115,11 +119,11 @@ def infer_ok_once_released(srv, within_s: float = 60) -> None:
         time.sleep(0.5)
 
 
-def grpc_serves(srv, bound_s: float) -> bool:
+def grpc_serves(srv, bound_s: float, client_args: dict | None = None) -> bool:
     deadline = time.monotonic() + bound_s
     while time.monotonic() < deadline:
         try:
-            infer_ok(srv)
+            infer_ok(srv, client_args=client_args)
             return True
         except Exception:  # noqa: BLE001 - not yet: the port is still out of descriptors/connections
             time.sleep(0.5)
@@ -297,3 +301,72 @@ def test_a_connection_that_sends_nothing_is_closed(srv):
     finally:
         close_all([sock])
     infer_ok(srv)
+
+
+@pytest.fixture(scope="module")
+def tls_srv(repo, log_dir, certs):
+    server = start_server(repo, log_dir, "hostile_grpc_tls", extra_args=(
+        "--grpc-use-ssl=true", f"--grpc-server-cert={certs['server_cert']}",
+        f"--grpc-server-key={certs['server_key']}", "--grpc-max-connections", str(MAX_CONNECTIONS)))
+    try:
+        server.wait_models_ready([MODEL])
+        yield server
+    finally:
+        server.stop()
+
+
+def tls_client_args(srv, certs) -> dict:
+    return {"url": f"localhost:{srv.grpc_port}", "ssl": True, "root_certificates": str(certs["ca"])}
+
+
+def open_tls_connections(port: int, count: int, ca) -> list:
+    """`count` TLS connections with their handshake done (gRPC has accepted
+    each), idle after the HTTP/2 preface."""
+    context = ssl.create_default_context(cafile=str(ca))
+    context.set_alpn_protocols(["h2"])
+    socks = []
+    try:
+        for sock in open_connections(port, count):
+            socks.append(context.wrap_socket(sock, server_hostname="localhost"))
+            socks[-1].sendall(HTTP2_PREFACE)
+    except BaseException:
+        close_all(socks)
+        raise
+    return socks
+
+
+def test_tls_connections_past_the_limit_are_closed_until_one_closes(tls_srv, certs):
+    # gRPC's own acceptor had no limit: the 9th TLS client was served too.
+    client_args = tls_client_args(tls_srv, certs)
+    infer_ok(tls_srv, client_args=client_args)
+    socks = open_tls_connections(tls_srv.grpc_port, MAX_CONNECTIONS, certs["ca"])
+    try:
+        with pytest.raises(InferenceServerException) as refused:
+            infer_ok(tls_srv, client_args=client_args)
+        assert refused.value.status() == "StatusCode.UNAVAILABLE", refused.value
+        assert metric(tls_srv, "ortserve_connections_rejected_total", protocol="grpc") >= 1
+        assert metric(tls_srv, "ortserve_open_connections", protocol="grpc") == MAX_CONNECTIONS
+        socks.pop().close()
+        # gRPC closes its end when it reads the end of the stream; the bound
+        # only turns a hang into a failure.
+        assert grpc_serves(tls_srv, 30, client_args), tls_srv.log_tail(5)
+    finally:
+        close_all(socks)
+    assert "the limit (--grpc-max-connections)" in tls_srv.log_text()
+    assert tls_srv.alive()
+
+
+def test_a_tls_connection_that_sends_nothing_is_closed(tls_srv, certs):
+    # gRPC's own handshake deadline is 120 s unless set; ortserve sets 10 s.
+    client_args = tls_client_args(tls_srv, certs)
+    assert grpc_serves(tls_srv, 30, client_args), tls_srv.log_tail(5)  # a slot is free
+    refused = metric(tls_srv, "ortserve_connections_rejected_total", protocol="grpc")
+    (sock,) = open_connections(tls_srv.grpc_port, 1)
+    try:
+        sock.settimeout(60)  # the server's deadline is 10 s; this only ends a hang
+        assert closed_by_server(sock), "the server kept a silent TLS connection open"
+    finally:
+        close_all([sock])
+    # Closed by the deadline, not refused over the limit.
+    assert metric(tls_srv, "ortserve_connections_rejected_total", protocol="grpc") == refused
+    infer_ok(tls_srv, client_args=client_args)

@@ -21,7 +21,6 @@
 
 #include "core/ThreadName.h"
 #include "server/common/AcceptPacer.h"
-#include "server/common/RefusedConnections.h"
 
 namespace ortserve::grpcfe {
 
@@ -29,12 +28,6 @@ namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
 namespace {
-
-constexpr std::chrono::seconds kFirstBytesTimeout{10};
-// At the limit, the connections handed over are checked at most this often:
-// a flood of connections then costs one check per interval, not one per
-// connection.
-constexpr std::chrono::milliseconds kCheckInterval{100};
 
 // A connection accepted and waiting for its client's first bytes.
 struct Waiting {
@@ -82,12 +75,9 @@ class GrpcAcceptor::Impl {
   std::vector<std::unique_ptr<Listener>> listeners;
   std::thread thread;
   grpc::Server* server = nullptr;
-  HandedOverConnections* connections = nullptr;
-  size_t max_connections = 0;
-  common::RefusedConnections rejected{"grpc", "--grpc-max-connections", "closed unanswered"};
+  ConnectionLimit* limit = nullptr;
   // Connections waiting for their first bytes (the acceptor's thread only).
   std::unordered_set<std::shared_ptr<Waiting>> waiting;
-  std::chrono::steady_clock::time_point next_check{};  // the acceptor's thread only
   uint16_t port = 0;
   bool stopped = false;
 
@@ -118,23 +108,12 @@ class GrpcAcceptor::Impl {
     });
   }
 
-  // Whether max_connections are open. The connections handed over are
-  // checked (one fstat each) only when the entries reach the limit, and then
-  // at most once per kCheckInterval.
-  bool AtLimit() {
-    if (waiting.size() + connections->Remembered() < max_connections) return false;
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next_check) return true;
-    next_check = now + kCheckInterval;
-    return waiting.size() + connections->Open() >= max_connections;
-  }
-
-  // A connection over max_connections is closed at once, unanswered, as the
+  // A connection over the limit is closed at once, unanswered, as the
   // HTTPS and metrics ports do: an answer would need the HTTP/2 (or TLS) work
   // that the limit is there to save.
   void Serve(tcp::socket socket) {
-    if (AtLimit()) {
-      rejected.Count(max_connections);
+    if (limit->Full(waiting.size())) {
+      limit->Refuse();
       return;  // the socket closes as it goes
     }
     AwaitFirstBytes(std::move(socket));
@@ -142,13 +121,13 @@ class GrpcAcceptor::Impl {
 
   // A gRPC client sends its HTTP/2 preface as soon as it connects. gRPC
   // applies no handshake deadline to a descriptor handed over (its own
-  // acceptor's is 120 s), so a connection that sends nothing within
-  // kFirstBytesTimeout is closed here, never handed over: silent connections
-  // cannot hold the limit's slots for good.
+  // acceptor's is 120 s unless told), so a connection that sends nothing
+  // within kHandshakeTimeout is closed here, never handed over: silent
+  // connections cannot hold the limit's slots for good.
   void AwaitFirstBytes(tcp::socket socket) {
     auto entry = std::make_shared<Waiting>(std::move(socket));
     waiting.insert(entry);
-    entry->timer.expires_after(kFirstBytesTimeout);
+    entry->timer.expires_after(kHandshakeTimeout);
     entry->timer.async_wait([entry](const boost::system::error_code& ec) {
       boost::system::error_code ignored;
       if (!ec) entry->socket.cancel(ignored);  // the wait below ends operation_aborted
@@ -171,17 +150,15 @@ class GrpcAcceptor::Impl {
     socket.non_blocking(true, ec);
     socket.set_option(tcp::no_delay(true), ec);
     const int fd = socket.release(ec);
-    connections->Add(fd, peer.address().to_string());  // before gRPC may close it
+    limit->connections().Add(fd, peer.address().to_string());  // before gRPC may close it
     grpc::AddInsecureChannelFromFd(server, fd);
   }
 };
 
 Result<std::unique_ptr<GrpcAcceptor>> GrpcAcceptor::Listen(const std::string& address, uint16_t port,
-                                                           size_t max_connections,
-                                                           HandedOverConnections* connections) {
+                                                           ConnectionLimit* limit) {
   auto impl = std::make_unique<Impl>();
-  impl->max_connections = max_connections;
-  impl->connections = connections;
+  impl->limit = limit;
   auto addresses = Addresses(impl->ioc, address);
   if (!addresses.ok()) return addresses.status();
   std::vector<std::string> failures;
@@ -204,7 +181,6 @@ GrpcAcceptor::GrpcAcceptor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 GrpcAcceptor::~GrpcAcceptor() { Stop(); }
 
 uint16_t GrpcAcceptor::port() const { return impl_->port; }
-uint64_t GrpcAcceptor::RejectedConnections() const { return impl_->rejected.count(); }
 
 void GrpcAcceptor::Start(grpc::Server* server) {
   Impl& s = *impl_;

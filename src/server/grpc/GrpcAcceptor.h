@@ -3,12 +3,12 @@
 // connection and hands its descriptor to gRPC (grpc::AddInsecureChannelFromFd),
 // pacing itself as the HTTP and metrics listeners do (common::AcceptPacer)
 // when accepting fails for want of descriptors, and holding the connections
-// it handed over to max_connections (one more is closed at once, unanswered);
-// a connection is handed over once its client has sent something, and closed
-// if it sends nothing for 10 s.
+// it handed over to the ConnectionLimit (one more is closed at once,
+// unanswered); a connection is handed over once its client has sent
+// something, and closed if it sends nothing for kHandshakeTimeout.
 // gRPC 1.51's own acceptor logs one "Failed accept4" on EMFILE and never
 // accepts on that port again. A TLS port keeps gRPC's acceptor: 1.51 hands
-// only plaintext descriptors over.
+// only plaintext descriptors over (its limit: TlsConnectionGate.h).
 //
 // Threads: one, "grpc-accept", which only accepts. Internal to src/server/grpc.
 #include <cstddef>
@@ -19,7 +19,7 @@
 #include <grpcpp/server.h>
 
 #include "core/Status.h"
-#include "server/grpc/HandedOverConnections.h"
+#include "server/grpc/ConnectionLimit.h"
 
 namespace ortserve::grpcfe {
 
@@ -29,16 +29,14 @@ class GrpcAcceptor {
   // IP address ("::" takes IPv4 too) or a host name, which listens on every
   // address it resolves to (the same port on each; one that cannot be bound
   // is logged and left out, as gRPC does). kUnavailable naming the endpoint
-  // when none can be. `connections` must outlive the acceptor.
+  // when none can be. `limit` must outlive the acceptor.
   static Result<std::unique_ptr<GrpcAcceptor>> Listen(const std::string& address, uint16_t port,
-                                                      size_t max_connections, HandedOverConnections* connections);
+                                                      ConnectionLimit* limit);
   ~GrpcAcceptor();
   GrpcAcceptor(const GrpcAcceptor&) = delete;
   GrpcAcceptor& operator=(const GrpcAcceptor&) = delete;
 
   uint16_t port() const;
-  // Connections closed at once because max_connections were open. Any thread.
-  uint64_t RejectedConnections() const;
   // Accepts on its thread, handing each connection to `server` (which must
   // outlive Stop()).
   void Start(grpc::Server* server);

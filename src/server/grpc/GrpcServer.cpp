@@ -29,6 +29,7 @@
 #include "server/grpc/GrpcInferCodec.h"
 #include "server/grpc/GrpcLogBridge.h"
 #include "server/grpc/GrpcServiceCore.h"
+#include "server/grpc/TlsConnectionGate.h"
 
 namespace ortserve {
 namespace grpcfe {
@@ -211,7 +212,9 @@ grpc::Status GrpcServiceCore::RepositoryIndex(const inference::RepositoryIndexRe
 class GrpcServer::Impl {
  public:
   Impl(GrpcServerOptions options, ModelRepository* repository, std::shared_ptr<grpc::ServerCredentials> credentials)
-      : core_(std::move(options), repository), credentials_(std::move(credentials)) {}
+      : core_(std::move(options), repository),
+        credentials_(std::move(credentials)),
+        limit_(std::make_shared<grpcfe::ConnectionLimit>(core_.options().max_connections, &core_.connections())) {}
 
   ~Impl() {
     Stop(std::chrono::milliseconds(0));
@@ -234,17 +237,23 @@ class GrpcServer::Impl {
     grpc::ServerBuilder builder;
     int bound_port = 0;
     // Plaintext: ortserve's own accept loop (GrpcAcceptor.h says why); TLS:
-    // gRPC's, watched through its log (GrpcLogBridge.h).
-    grpcfe::RouteGrpcLogs(!counts_connections());
-    if (counts_connections()) {
-      auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port, options.max_connections,
-                                                   &core_.connections());
+    // gRPC's, limited through its socket mutator (TlsConnectionGate.h) and
+    // watched through its log (GrpcLogBridge.h).
+    grpcfe::RouteGrpcLogs(tls());
+    if (!tls()) {
+      auto acceptor = grpcfe::GrpcAcceptor::Listen(options.address, options.port, limit_.get());
       if (!acceptor.ok()) return acceptor.status();
       acceptor_ = std::move(acceptor).value();
       bound_port = acceptor_->port();
     } else {
+      builder.SetOption(grpcfe::TlsConnectionGate(limit_));
       builder.AddListeningPort(endpoint, credentials_, &bound_port);
     }
+    // The TLS handshake and the HTTP/2 settings exchange (gRPC's acceptor
+    // only: a descriptor handed over has none, GrpcAcceptor.h).
+    builder.AddChannelArgument(
+        GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+        static_cast<int>(std::chrono::milliseconds(grpcfe::kHandshakeTimeout).count()));
     // Without this a second server on the same port would bind "successfully".
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
@@ -282,13 +291,12 @@ class GrpcServer::Impl {
 
   uint16_t port() const { return port_; }
   size_t active_calls() const { return core_.active_calls(); }
-  bool counts_connections() const {
+  bool tls() const {
     const GrpcServerOptions& options = core_.options();
-    return !options.tls.enabled && !options.tls.mutual;
+    return options.tls.enabled || options.tls.mutual;
   }
-  size_t open_connections() { return core_.connections().Open(); }
-  // The acceptor lives from Start() to the destructor (Stop() only stops it).
-  uint64_t rejected_connections() const { return acceptor_ ? acceptor_->RejectedConnections() : 0; }
+  size_t open_connections() { return limit_->Open(); }
+  uint64_t rejected_connections() const { return limit_->Refused(); }
 
   void StopAccepting() { core_.SetStopping(); }
   void MarkNotReady() { core_.SetNotReady(); }
@@ -339,6 +347,10 @@ class GrpcServer::Impl {
 
   grpcfe::GrpcServiceCore core_;
   const std::shared_ptr<grpc::ServerCredentials> credentials_;
+  // Shared with gRPC's socket mutator on a TLS port, which may outlive the
+  // server object; it accepts nothing once the server is shut down, so the
+  // connections it points to (core_'s) are not used after.
+  const std::shared_ptr<grpcfe::ConnectionLimit> limit_;
   grpc::ResourceQuota quota_{"ortserve-grpc"};
   std::mutex lifecycle_mu_;
   std::unique_ptr<grpc::Server> server_;
@@ -421,7 +433,6 @@ void GrpcServer::StopAccepting() { impl_->StopAccepting(); }
 void GrpcServer::MarkNotReady() { impl_->MarkNotReady(); }
 void GrpcServer::Stop(std::chrono::milliseconds drain) { impl_->Stop(drain); }
 size_t GrpcServer::ActiveCalls() const { return impl_->active_calls(); }
-bool GrpcServer::CountsConnections() const { return impl_->counts_connections(); }
 size_t GrpcServer::OpenConnections() const { return impl_->open_connections(); }
 uint64_t GrpcServer::RejectedConnections() const { return impl_->rejected_connections(); }
 

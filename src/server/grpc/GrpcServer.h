@@ -56,10 +56,10 @@ struct GrpcServerOptions {
   // default and above the 100 RFC 9113 recommends, so that no Triton client
   // notices it, while one connection cannot open thousands of calls.
   int max_concurrent_streams = 128;
-  // Connections open at once (--grpc-max-connections), on a port ortserve
-  // accepts (GrpcAcceptor.h); one more is closed at once, unanswered. The
-  // HTTP port's default: each connection holds a descriptor
-  // (docs/limits.md, "Connections, descriptors and threads").
+  // Connections open at once (--grpc-max-connections), plaintext
+  // (GrpcAcceptor.h) or TLS (TlsConnectionGate.h); one more is closed at
+  // once, unanswered. The HTTP port's default: each connection holds a
+  // descriptor (docs/limits.md, "Connections, descriptors and threads").
   size_t max_connections = 1024;
   // The gRPC library's memory quota for the whole server (grpc::ResourceQuota):
   // bytes held by messages being received (and the transport's buffers).
@@ -133,11 +133,8 @@ class GrpcServer {
   void Stop(std::chrono::milliseconds drain);
   // Calls and streams in progress right now (for the metrics endpoint). Any thread.
   size_t ActiveCalls() const;
-  // Whether the port's connections are counted and limited (ortserve accepts
-  // them); false for a port gRPC accepts itself (TLS). Known from Create().
-  bool CountsConnections() const;
   // Connections open right now and connections closed at once over
-  // max_connections; 0 when !CountsConnections(). Any thread.
+  // max_connections, plaintext or TLS. Any thread.
   size_t OpenConnections() const;
   uint64_t RejectedConnections() const;
 

@@ -57,8 +57,8 @@ class GrpcServiceCore {
   ModelRepository& repository() { return *repository_; }
   const GrpcServerOptions& options() const { return options_; }
   common::SharedMemoryRegistry& shared_memory() { return *shared_memory_; }
-  // The connections ortserve's acceptor handed to gRPC (empty when gRPC
-  // accepts them itself).
+  // The connections served (ConnectionLimit.h): handed to gRPC by
+  // ortserve's acceptor, or accepted by gRPC's on a TLS port.
   HandedOverConnections& connections() { return connections_; }
 
   // ModelInfer and ModelStreamInfer requests go through it; its in-flight
