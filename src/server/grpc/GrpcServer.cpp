@@ -16,6 +16,7 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
+#include <grpcpp/version_info.h>
 #include <spdlog/spdlog.h>
 
 #include "core/ThreadName.h"
@@ -246,7 +247,13 @@ class GrpcServer::Impl {
       acceptor_ = std::move(acceptor).value();
       bound_port = acceptor_->port();
     } else {
-      builder.SetOption(grpcfe::TlsConnectionGate(limit_));
+      if (auto gate = grpcfe::TlsConnectionGate(limit_)) {
+        builder.SetOption(std::move(gate));
+      } else {
+        spdlog::warn("gRPC {}: --grpc-max-connections does not apply to the TLS port (ortserve mirrors the socket "
+                     "mutator of gRPC 1.51 only, src/server/grpc/GrpcSocketMutatorAbi.h)",
+                     GRPC_CPP_VERSION_STRING);
+      }
       builder.AddListeningPort(endpoint, credentials_, &bound_port);
     }
     // The TLS handshake and the HTTP/2 settings exchange (gRPC's acceptor

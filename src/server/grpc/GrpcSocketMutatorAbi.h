@@ -8,14 +8,15 @@
 // calls the vtable's fourth pointer (mutate_fd_2) with {fd, usage} when it is
 // set and answers true itself for usage 2 (GRPC_FD_SERVER_CONNECTION_USAGE).
 //
-// Any other gRPC fails the build here: a changed layout would corrupt memory
-// at run time. Check the new release's socket_mutator.h, then the version.
-// Only TlsConnectionGate.cpp includes it.
+// With any other gRPC nothing is declared and ORTSERVE_GRPC_SOCKET_MUTATOR_ABI
+// stays undefined (a changed layout would corrupt memory at run time), so the
+// TLS port has no connection limit and the server says so at start
+// (TlsConnectionGate.h). For a new release: check its socket_mutator.h, then
+// add its version here. Only TlsConnectionGate.cpp includes it.
 #include <grpcpp/version_info.h>
 
-#if !defined(GRPC_CPP_VERSION_MAJOR) || GRPC_CPP_VERSION_MAJOR != 1 || GRPC_CPP_VERSION_MINOR != 51
-#error "GrpcSocketMutatorAbi.h mirrors gRPC 1.51's socket_mutator.h: check it against this gRPC's copy"
-#endif
+#if defined(GRPC_CPP_VERSION_MAJOR) && GRPC_CPP_VERSION_MAJOR == 1 && GRPC_CPP_VERSION_MINOR == 51
+#define ORTSERVE_GRPC_SOCKET_MUTATOR_ABI 1
 
 #include <cstddef>
 
@@ -48,3 +49,5 @@ struct grpc_socket_mutator {
 static_assert(sizeof(grpc_mutate_socket_info) == 8 && offsetof(grpc_mutate_socket_info, usage) == 4);
 static_assert(offsetof(grpc_socket_mutator_vtable, mutate_fd_2) == 3 * sizeof(void*));
 static_assert(offsetof(grpc_socket_mutator, refcount) == sizeof(void*));
+
+#endif  // gRPC 1.51

@@ -11,6 +11,7 @@
 
 namespace ortserve::grpcfe {
 
+#ifdef ORTSERVE_GRPC_SOCKET_MUTATOR_ABI
 namespace {
 
 // gRPC sees the grpc_socket_mutator base; the vtable's functions cast back.
@@ -65,5 +66,9 @@ bool GateAcceptedConnection(ConnectionLimit& limit, int fd) {
 std::unique_ptr<grpc::ServerBuilderOption> TlsConnectionGate(std::shared_ptr<ConnectionLimit> limit) {
   return std::make_unique<GateOption>(std::move(limit));
 }
+#else
+bool GateAcceptedConnection(ConnectionLimit&, int) { return true; }
+std::unique_ptr<grpc::ServerBuilderOption> TlsConnectionGate(std::shared_ptr<ConnectionLimit>) { return nullptr; }
+#endif
 
 }  // namespace ortserve::grpcfe

@@ -23,7 +23,9 @@ namespace ortserve::grpcfe {
 bool GateAcceptedConnection(ConnectionLimit& limit, int fd);
 
 // Installs the mutator in a grpc::ServerBuilder (SetOption). gRPC owns the
-// mutator, which keeps `limit` alive while gRPC holds it.
+// mutator, which keeps `limit` alive while gRPC holds it. Null when this
+// gRPC is not one whose mutator layout ortserve mirrors
+// (GrpcSocketMutatorAbi.h): the TLS port then has no connection limit.
 std::unique_ptr<grpc::ServerBuilderOption> TlsConnectionGate(std::shared_ptr<ConnectionLimit> limit);
 
 }  // namespace ortserve::grpcfe
