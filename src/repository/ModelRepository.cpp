@@ -132,7 +132,8 @@ class ModelRepositoryImpl final : public ModelRepository {
                                                  : nullptr),
         on_demand_(options_.load_wait,
                    [this](const std::string& name, OnDemandLoads::Done done) {
-                     loader_.LoadOnDemand(name, std::move(done));
+                     loader_.LoadOnDemand(name, std::move(done),
+                                          [this](const std::string& n) { return listed_.Reuse(n); });
                    },
                    [this](const std::string& name) { return DirectoryStamp(ModelDir(name)); }),
         loader_(&options_, &table_,
@@ -237,15 +238,16 @@ class ModelRepositoryImpl final : public ModelRepository {
   std::filesystem::path ModelDir(const std::string& name) const {
     return std::filesystem::path(options_.repository_path) / name;
   }
-  // Listed's answer from the model's folder (ListedModels keeps it).
-  Result<ListedModel> PrepareListed(const std::string& name) const {
-    PreparedModel p = loader_.Prepare(name);
-    if (!p.failure.empty() || p.candidates.empty()) {
-      return ModelNotReadyError(name, "", p.failure.empty() ? "no version to load" : p.failure);
+  // Listed's answer from the model's folder, with the preparation for its
+  // load (ListedModels keeps both).
+  ListedModels::Prepared PrepareListed(const std::string& name) const {
+    auto p = std::make_shared<const PreparedModel>(loader_.Prepare(name));
+    if (!p->failure.empty() || p->candidates.empty()) {
+      return {ModelNotReadyError(name, "", p->failure.empty() ? "no version to load" : p->failure), std::move(p)};
     }
-    ListedModel listed{p.candidates.back().config, {}};
-    for (const Candidate& c : p.candidates) listed.versions.push_back(std::to_string(c.version));
-    return listed;
+    ListedModel listed{p->candidates.back().config, {}};
+    for (const Candidate& c : p->candidates) listed.versions.push_back(std::to_string(c.version));
+    return {std::move(listed), std::move(p)};
   }
 
   const RepositoryOptions options_;

@@ -248,3 +248,31 @@ def test_metadata_of_a_listed_model_is_prepared_once_per_folder_change(tmp_path,
     assert grpcclient.InferenceServerClient(srv.grpc_url).get_model_metadata("a").versions == ["2"]
     assert preparations() == 2
     assert loads(srv) == 0
+
+
+def test_the_first_request_after_a_metadata_request_loads_without_preparing_again(tmp_path, launch):
+    """A listed model's metadata prepares its folder; the load of its first request takes that
+    preparation while the folder is unchanged (each preparation logs its unknown parameter),
+    and prepares again once a file changed."""
+    repo = tmp_path / "models"
+    probe = 'parameters { key: "listed_probe" value { string_value: "x" } }'
+    write_addk(repo, "a", extra=probe)
+    write_addk(repo, "b", extra=probe)
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    client = httpclient.InferenceServerClient(srv.url)
+    x = np.ones((1, 4), np.float32)
+
+    def preparations(name):
+        return srv.log_text().count(f"model '{name}': ignoring unknown parameters: listed_probe")
+
+    assert client.get_model_metadata("a")["versions"] == ["1"]
+    np.testing.assert_allclose(infer(client, "a", x), expected(repo, "a", x), rtol=1e-6)
+    assert loads(srv) == 1
+    assert preparations("a") == 1
+    # Changed after its metadata was read: the load prepares the folder again.
+    assert client.get_model_metadata("b")["versions"] == ["1"]
+    write_addk(repo, "b", {1: 5.0}, extra=probe)
+    np.testing.assert_allclose(infer(client, "b", x), expected(repo, "b", x), rtol=1e-6)
+    assert loads(srv) == 2
+    assert preparations("b") == 2
+
