@@ -135,7 +135,7 @@ class ModelRepositoryImpl final : public ModelRepository {
                      loader_.LoadOnDemand(name, std::move(done),
                                           [this](const std::string& n) { return listed_.Reuse(n); });
                    },
-                   [this](const std::string& name) { return DirectoryStamp(ModelDir(name)); }),
+                   [this](const std::string& name) { return ListedStamp(ModelDir(name)); }),
         loader_(&options_, &table_,
                 ModelBuildContext{options_.model_cache_dir, std::make_shared<ComputeSlots>(options_.thread_budget),
                                   fallbacks_, cache_, models_}),

@@ -276,3 +276,26 @@ def test_the_first_request_after_a_metadata_request_loads_without_preparing_agai
     assert loads(srv) == 2
     assert preparations("b") == 2
 
+
+def test_a_changed_model_level_file_ends_the_back_off(tmp_path, launch):
+    """The back-off of a failed load ends when any file its preparation reads changes,
+    a model-level one (here the label file the config names) included."""
+    repo = on_demand_repo(tmp_path, ("good",))
+    model_dir = write_addk(repo, "labelled")
+    config = model_dir / "config.pbtxt"
+    config.write_text(config.read_text().replace('name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ]',
+                                                  'name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] '
+                                                  'label_filename: "labels.txt"'))
+    assert 'label_filename: "labels.txt"' in config.read_text()
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    client = httpclient.InferenceServerClient(srv.url)
+    x = np.ones((1, 4), np.float32)
+    failed_at = time.monotonic()
+    with pytest.raises(InferenceServerException) as e:
+        infer(client, "labelled", x)
+    assert "failed to load 'labelled'" in str(e.value) and "labels.txt" in str(e.value), str(e.value)
+    (model_dir / "labels.txt").write_text("a\nb\nc\nd\n")
+    if time.monotonic() - failed_at >= 2:
+        pytest.skip("the 2 s back-off ended before the next request came (a very slow run)")
+    np.testing.assert_allclose(infer(client, "labelled", x), expected(repo, "labelled", x), rtol=1e-6)
+    assert srv.log_text().count("model 'labelled': loading on its first request") == 2
