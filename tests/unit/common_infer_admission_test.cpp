@@ -43,6 +43,15 @@ class InferAdmissionTest : public ::testing::Test {
     });
   }
 
+  // Admits a request for `model` through `to`, checked against `quota`;
+  // `done` records its result in `answers`.
+  Status AdmitWith(InferAdmission& to, const std::string& model, InferAdmission::QuotaCheck* quota) {
+    return to.Admit(RequestFor(model), nullptr, nullptr, [this] {
+      ++made;
+      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
+    }, quota);
+  }
+
   std::shared_ptr<FakeModel> model = std::make_shared<FakeModel>(FakeModel::Options{.name = "m"});
   FakeRepository repository;
   InferAdmission admission{&repository, {.stopping_message = "stopping now"}};
@@ -129,11 +138,8 @@ TEST_F(InferAdmissionTest, AClientOverItsQuotaIsRefusedBeforeTheModelAndItsSlotR
   auto config = QuotaConfig::Parse(R"({"default": {"max_in_flight": 1}})", "q.json");
   ASSERT_TRUE(config.ok());
   InferAdmission limited{&repository, {.quotas = std::make_shared<ClientQuotas>(std::move(config).value())}};
-  const auto admit = [&](const std::string& model, InferAdmission::QuotaCheck* quota) {
-    return limited.Admit(RequestFor(model), nullptr, nullptr, [this] {
-      ++made;
-      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
-    }, quota);
+  const auto admit = [&](const std::string& name, InferAdmission::QuotaCheck* quota) {
+    return AdmitWith(limited, name, quota);
   };
   InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
   ASSERT_TRUE(admit("m", &first).ok());
@@ -166,12 +172,7 @@ TEST_F(InferAdmissionTest, AnEarlyQuotaCheckRefusesBeforeDecodingAndItsTicketIsT
   ASSERT_TRUE(config.ok());
   auto quotas = std::make_shared<ClientQuotas>(std::move(config).value());
   InferAdmission limited{&repository, {.quotas = quotas}};
-  const auto admit = [&](InferAdmission::QuotaCheck* quota) {
-    return limited.Admit(RequestFor("m"), nullptr, nullptr, [this] {
-      ++made;
-      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
-    }, quota);
-  };
+  const auto admit = [&](InferAdmission::QuotaCheck* quota) { return AdmitWith(limited, "m", quota); };
   // The early check takes the one token and the in-flight slot; Admit takes
   // them from it, not a second time (which the empty bucket would refuse).
   InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
@@ -206,12 +207,7 @@ TEST_F(InferAdmissionTest, AnEarlyQuotaCheckHandsItsModelToAdmitUnlessItIsNoLong
   auto config = QuotaConfig::Parse(R"({"default": {"max_in_flight": 10}})", "q.json");
   ASSERT_TRUE(config.ok());
   InferAdmission limited{&repository, {.quotas = std::make_shared<ClientQuotas>(std::move(config).value())}};
-  const auto admit = [&](InferAdmission::QuotaCheck* quota) {
-    return limited.Admit(RequestFor("m"), nullptr, nullptr, [this] {
-      ++made;
-      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
-    }, quota);
-  };
+  const auto admit = [&](InferAdmission::QuotaCheck* quota) { return AdmitWith(limited, "m", quota); };
   // Checked and admitted: one lookup in all.
   InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
   ASSERT_TRUE(limited.CheckQuotaEarly("m", "", &first).ok());
