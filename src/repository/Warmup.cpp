@@ -11,7 +11,6 @@
 #include "config/ConfigTypes.h"
 #include "config/ModelFiles.h"
 #include "config/RaggedConfig.h"
-#include "runtime/NumericalComparison.h"  // FindTensor
 #include "scheduler/SequenceControls.h"
 #include "scheduler/SequenceStates.h"
 #include "scheduler/TensorStacker.h"
