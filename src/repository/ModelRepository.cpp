@@ -132,8 +132,15 @@ class ModelRepositoryImpl final : public ModelRepository {
                                                  : nullptr),
         on_demand_(options_.load_wait,
                    [this](const std::string& name, OnDemandLoads::Done done) {
-                     loader_.LoadOnDemand(name, std::move(done),
-                                          [this](const std::string& n) { return listed_.Reuse(n); });
+                     // With model signing on, a load checks the signatures
+                     // itself, right before it opens the files: the folder's
+                     // stamp (sizes, mtimes) since a metadata request is no
+                     // proof that the bytes are still the ones checked then.
+                     ModelLoader::ReusePrepared reuse;
+                     if (options_.signing.policy == SignaturePolicy::kOff) {
+                       reuse = [this](const std::string& n) { return listed_.Reuse(n); };
+                     }
+                     loader_.LoadOnDemand(name, std::move(done), std::move(reuse));
                    },
                    [this](const std::string& name) { return ListedStamp(ModelDir(name)); }),
         loader_(&options_, &table_,
