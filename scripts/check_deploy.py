@@ -121,9 +121,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=pathlib.Path, help="keep the rendered manifests here")
     args = ap.parse_args()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        return run_checks(args.out, kept=True)
+    with tempfile.TemporaryDirectory(prefix="ortserve-deploy-") as out_dir:
+        return run_checks(pathlib.Path(out_dir), kept=False)
+
+
+def run_checks(out_dir: pathlib.Path, kept: bool) -> int:
+    """Every check, the rendered manifests written under `out_dir` (kept:
+    it outlives the run, and the summary names it); 0 when all passed."""
     custom = yaml.safe_load(CUSTOM_SCHEMAS.read_text())
-    out_dir = args.out or pathlib.Path(tempfile.mkdtemp(prefix="ortserve-deploy-"))
-    out_dir.mkdir(parents=True, exist_ok=True)
     failures = []
 
     def check(label: str, fn) -> None:
@@ -167,7 +175,8 @@ def main() -> int:
         check(f"deploy/kserve/{manifest.name}", validate_kserve)
 
     check("checkov", lambda: checkov(out_dir))
-    print(f"{'FAILED' if failures else 'passed'}: deployment checks; rendered manifests in {out_dir}")
+    print(f"{'FAILED' if failures else 'passed'}: deployment checks"
+          + (f"; rendered manifests in {out_dir}" if kept else ""))
     return 1 if failures else 0
 
 

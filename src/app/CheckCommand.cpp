@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -74,13 +73,7 @@ int RunCheck(int argc, char** argv) {
     return 2;
   }
   // The links of a single model's directory go with the check.
-  struct RemoveLinks {
-    bool linked;
-    ~RemoveLinks() {
-      std::error_code ec;
-      if (linked) std::filesystem::remove_all(SingleModelWorkDir(), ec);
-    }
-  } remove_links{flags.model_repository == SingleModelWorkDir()};
+  const SingleModelLinksRemover remove_links(flags.model_repository);
   auto triton = ApplyTritonFlags(app, flags.triton, flags.log_format == "json");
   if (!triton.ok()) {
     spdlog::critical("{}", triton.status().message());

@@ -93,6 +93,17 @@ std::string SingleModelWorkDir() {
   return (fs::temp_directory_path() / ("ortserve-single-model-" + std::to_string(getpid()))).string();
 }
 
+SingleModelLinksRemover::SingleModelLinksRemover(const std::string& repository) {
+  if (std::string dir = SingleModelWorkDir(); repository == dir) linked_ = std::move(dir);
+}
+
+SingleModelLinksRemover::~SingleModelLinksRemover() {
+  if (linked_.empty()) return;
+  std::error_code ec;  // only links and their folders: nothing they point to
+  fs::remove_all(linked_, ec);
+  if (ec) spdlog::warn("cannot remove the single-model links in {}: {}", linked_, ec.message());
+}
+
 Status MapSingleModelRepository(std::string* repository, const std::string& name) {
   if (name.empty() || !IsSingleModelDirectory(*repository)) return Status::Ok();
   auto linked = LinkSingleModelRepository(*repository, name, SingleModelWorkDir());

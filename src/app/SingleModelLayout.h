@@ -39,4 +39,18 @@ Status MapSingleModelRepository(std::string* repository, const std::string& name
 // The directory MapSingleModelRepository links into for this process.
 std::string SingleModelWorkDir();
 
+// Removes SingleModelWorkDir() when it goes, if `repository` (as
+// MapSingleModelRepository left it) is that directory: the process's links
+// go with it, on every return from main.
+class SingleModelLinksRemover {
+ public:
+  explicit SingleModelLinksRemover(const std::string& repository);
+  ~SingleModelLinksRemover();
+  SingleModelLinksRemover(const SingleModelLinksRemover&) = delete;
+  SingleModelLinksRemover& operator=(const SingleModelLinksRemover&) = delete;
+
+ private:
+  std::string linked_;  // empty: nothing to remove
+};
+
 }  // namespace ortserve::app

@@ -438,6 +438,9 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", st.message());
     return 1;
   }
+  // The links of a single model's directory go when the server does, after
+  // its models (declared before `server`).
+  const SingleModelLinksRemover remove_links(flags.model_repository);
   auto triton = ApplyTritonFlags(app, flags.triton, flags.log_format == "json");
   if (!triton.ok()) {
     spdlog::critical("{}", triton.status().message());

@@ -51,6 +51,12 @@ TensorData TensorData::Copy(const void* data, size_t size) {
   return FromVector(std::move(bytes));
 }
 
+const Tensor* FindTensor(const std::vector<Tensor>& tensors, const std::string& name) {
+  for (const Tensor& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 std::optional<uint64_t> CountBytesElements(const std::byte* data, size_t size) {
   uint64_t count = 0;
   size_t pos = 0;

@@ -60,6 +60,9 @@ struct Tensor {
   TensorData data;
 };
 
+// The tensor named `name` in `tensors`; null when there is none.
+const Tensor* FindTensor(const std::vector<Tensor>& tensors, const std::string& name);
+
 // Walks a BYTES buffer; returns the number of complete elements, or nullopt if a
 // length prefix runs past the end or bytes are left over.
 std::optional<uint64_t> CountBytesElements(const std::byte* data, size_t size);

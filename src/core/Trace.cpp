@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <random>
 
+#include "core/Hex.h"
+
 namespace ortserve {
 namespace {
-
-constexpr char kHexDigits[] = "0123456789abcdef";
 
 int LowerHexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -24,16 +24,6 @@ bool DecodeHex(std::string_view hex, std::array<uint8_t, N>* out) {
     (*out)[i] = static_cast<uint8_t>(hi * 16 + lo);
   }
   return true;
-}
-
-template <size_t N>
-std::string EncodeHex(const std::array<uint8_t, N>& bytes) {
-  std::string hex(2 * N, '0');
-  for (size_t i = 0; i < N; ++i) {
-    hex[2 * i] = kHexDigits[bytes[i] >> 4];
-    hex[2 * i + 1] = kHexDigits[bytes[i] & 15];
-  }
-  return hex;
 }
 
 template <typename T, size_t N>
@@ -92,9 +82,9 @@ std::string_view TrimOws(std::string_view s) {
 }  // namespace
 
 bool TraceId::valid() const { return AnyNonZero(bytes); }
-std::string TraceId::Hex() const { return EncodeHex(bytes); }
+std::string TraceId::Hex() const { return ToHex(bytes); }
 bool SpanId::valid() const { return AnyNonZero(bytes); }
-std::string SpanId::Hex() const { return EncodeHex(bytes); }
+std::string SpanId::Hex() const { return ToHex(bytes); }
 
 std::optional<TraceParent> ParseTraceparent(std::string_view header) {
   // version "-" trace-id "-" parent-id "-" trace-flags

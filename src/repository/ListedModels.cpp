@@ -12,26 +12,38 @@ ListedModels::Listed ListedModels::Get(const std::string& name) {
   // Taken before the preparation reads the folder: a change during it makes
   // the next request prepare again.
   std::string stamp = stamp_(name);
-  std::promise<std::shared_ptr<const Listed>> promise;
+  std::promise<std::shared_ptr<const Prepared>> promise;
   {
     MutexLock lock(mu_);
     auto found = entries_.find(name);
     if (found != entries_.end() && found->second.stamp == stamp) {
       Outcome outcome = found->second.outcome;
       lock.Unlock();
-      return *outcome.get();
+      return outcome.get()->listed;
     }
     if (found == entries_.end()) DropUnwanted();
     entries_[name] = Entry{std::move(stamp), promise.get_future().share()};
   }
-  std::shared_ptr<const Listed> listed;
+  std::shared_ptr<const Prepared> prepared;
   try {
-    listed = std::make_shared<const Listed>(prepare_(name));
+    prepared = std::make_shared<const Prepared>(prepare_(name));
   } catch (const std::exception& e) {  // never leaves the waiters without an answer
-    listed = std::make_shared<const Listed>(Unavailable("model '" + name + "': " + e.what()));
+    prepared = std::make_shared<const Prepared>(Prepared{Unavailable("model '" + name + "': " + e.what()), nullptr});
   }
-  promise.set_value(listed);
-  return *listed;
+  promise.set_value(prepared);
+  return prepared->listed;
+}
+
+std::shared_ptr<const PreparedModel> ListedModels::Reuse(const std::string& name) {
+  std::string stamp = stamp_(name);
+  Outcome outcome;
+  {
+    MutexLock lock(mu_);
+    auto found = entries_.find(name);
+    if (found == entries_.end() || found->second.stamp != stamp) return nullptr;
+    outcome = found->second.outcome;
+  }
+  return outcome.get()->model;
 }
 
 void ListedModels::Forget(const std::string& name) {

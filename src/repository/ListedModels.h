@@ -7,7 +7,9 @@
 // on a front end's thread. The outcome of a preparation, an error included,
 // is kept with the folder's stamp taken before it (ListedStamp); a request
 // finds it again while the stamp is unchanged, and a changed folder is
-// prepared again.
+// prepared again. The preparation itself is kept with it, so that the
+// model's on-demand load takes it (Reuse) rather than preparing the
+// unchanged folder once more.
 //
 // Bounded: one entry per model. Forget drops one; every new entry first
 // drops the entries whose model `keep` no longer wants (its folder removed,
@@ -27,10 +29,18 @@
 
 namespace ortserve {
 
+struct PreparedModel;
+
 class ListedModels {
  public:
   using Listed = Result<ModelRepository::ListedModel>;
-  using Prepare = std::function<Listed(const std::string& name)>;
+  // A preparation's outcome: the answer to Listed and what a load needs
+  // (null: nothing for a load to take).
+  struct Prepared {
+    Listed listed;
+    std::shared_ptr<const PreparedModel> model;
+  };
+  using Prepare = std::function<Prepared(const std::string& name)>;
   using Stamp = std::function<std::string(const std::string& name)>;
   using Keep = std::function<bool(const std::string& name)>;
 
@@ -38,12 +48,15 @@ class ListedModels {
 
   // `name`'s kept outcome when its stamp is unchanged, else prepares it.
   Listed Get(const std::string& name) ORTSERVE_EXCLUDES(mu_);
+  // `name`'s kept preparation while its stamp is unchanged (waiting for one
+  // under way); null when there is none or the folder changed since.
+  std::shared_ptr<const PreparedModel> Reuse(const std::string& name) ORTSERVE_EXCLUDES(mu_);
   // Drops `name`'s entry, if any.
   void Forget(const std::string& name) ORTSERVE_EXCLUDES(mu_);
   size_t size() const ORTSERVE_EXCLUDES(mu_);
 
  private:
-  using Outcome = std::shared_future<std::shared_ptr<const Listed>>;
+  using Outcome = std::shared_future<std::shared_ptr<const Prepared>>;
   struct Entry {
     std::string stamp;
     Outcome outcome;

@@ -124,14 +124,15 @@ Status WarmUp(const Candidate& c, const std::vector<WarmupSample>& samples, Inst
 Result<Instances> StartInstances(const Candidate& c, const ThreadPlanEntry& plan, const std::string& cache_dir,
                                  const std::shared_ptr<SharedWeights>& cpu_weights,
                                  const FindReferencedModel& find_reference, std::vector<WarmupSample>* samples) {
-  ORTSERVE_RETURN_IF_ERROR(CheckReferencedModel(c, find_reference));
+  auto reference_file = FindReferenceFile(c, find_reference);
+  if (!reference_file.ok()) return reference_file.status();
   auto instances = CreateInstances(c, plan, cache_dir, cpu_weights);
   if (!instances.ok()) return instances.status();
   auto built = BuildWarmupSamples(c.config, c.model_dir, c.sequence_options ? &c.sequence_options->sequence : nullptr);
   if (!built.ok()) return Unavailable("warm-up: " + built.status().message());
   *samples = std::move(built).value();
   ORTSERVE_RETURN_IF_ERROR(WarmUp(c, *samples, instances.value()));
-  ORTSERVE_RETURN_IF_ERROR(CheckAgainstReference(c, *instances.value().front(), *samples, find_reference));
+  ORTSERVE_RETURN_IF_ERROR(CheckAgainstReference(c, *instances.value().front(), *samples, *reference_file));
   return instances;
 }
 

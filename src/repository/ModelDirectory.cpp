@@ -49,36 +49,39 @@ std::string FileStamp(const fs::path& path) {
   return std::to_string(mtime.time_since_epoch().count()) + ":" + std::to_string(size);
 }
 
-std::string DirectoryStamp(const fs::path& dir) {
+namespace {
+
+// DirectoryStamp's text, followed with `top_files` by the folder's own files
+// (ListedStamp's), from one walk of `dir`.
+std::string StampOf(const fs::path& dir, bool top_files) {
   std::string stamp = "config=" + FileStamp(dir / "config.pbtxt");
   std::error_code ec;
-  std::vector<std::string> items;
-  for (const auto& version : fs::directory_iterator(dir, ec)) {
-    std::error_code vec;
-    if (!version.is_directory(vec) || !ParseVersionDir(version.path().filename().string())) continue;
-    items.push_back(version.path().filename().string() + "/");
-    for (const auto& file : fs::directory_iterator(version.path(), vec)) {
-      items.push_back(version.path().filename().string() + "/" + file.path().filename().string() + "=" +
-                      FileStamp(file.path()));
+  std::vector<std::string> items;  // the version folders and their files
+  std::vector<std::string> files;  // the folder's own files
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::error_code entry_ec;
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory(entry_ec)) {
+      if (!ParseVersionDir(name)) continue;
+      items.push_back(name + "/");
+      for (const auto& file : fs::directory_iterator(entry.path(), entry_ec)) {
+        items.push_back(name + "/" + file.path().filename().string() + "=" + FileStamp(file.path()));
+      }
+    } else if (top_files && name != "config.pbtxt" && entry.is_regular_file(entry_ec)) {
+      files.push_back(name + "=" + FileStamp(entry.path()));
     }
   }
   std::sort(items.begin(), items.end());
-  for (const auto& i : items) stamp += ";" + i;
-  return stamp;
-}
-
-std::string ListedStamp(const fs::path& dir) {
-  std::string stamp = DirectoryStamp(dir);
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (const auto& file : fs::directory_iterator(dir, ec)) {
-    std::error_code file_ec;
-    const std::string name = file.path().filename().string();
-    if (name != "config.pbtxt" && file.is_regular_file(file_ec)) files.push_back(name + "=" + FileStamp(file.path()));
-  }
   std::sort(files.begin(), files.end());
+  for (const auto& i : items) stamp += ";" + i;
   for (const auto& f : files) stamp += ";" + f;
   return stamp;
 }
+
+}  // namespace
+
+std::string DirectoryStamp(const fs::path& dir) { return StampOf(dir, /*top_files=*/false); }
+
+std::string ListedStamp(const fs::path& dir) { return StampOf(dir, /*top_files=*/true); }
 
 }  // namespace ortserve

@@ -143,12 +143,12 @@ void ModelLoader::Control(const std::string& name, bool load, std::function<void
   });
 }
 
-void ModelLoader::LoadOnDemand(const std::string& name, std::function<void(Status)> done) {
-  Enqueue([this, name, done = std::move(done)](bool cancelled) {
+void ModelLoader::LoadOnDemand(const std::string& name, std::function<void(Status)> done, ReusePrepared reuse) {
+  Enqueue([this, name, done = std::move(done), reuse = std::move(reuse)](bool cancelled) {
     if (cancelled) return done(Unavailable("server is shutting down; model '" + name + "' was not loaded"));
     if (table_->LatestReady(name)) return done(Status::Ok());  // loaded meanwhile
     spdlog::info("model '{}': loading on its first request", name);
-    const Status loaded = LoadNow(name, nullptr, LoadReason::kOnDemand);
+    const Status loaded = LoadNow(name, nullptr, LoadReason::kOnDemand, reuse ? reuse(name) : nullptr);
     if (table_->LatestReady(name)) return done(Status::Ok());
     done(loaded.ok() ? Unavailable("model '" + name + "' has no version to load") : loaded);
   });
@@ -210,7 +210,8 @@ void ModelLoader::AddComposingModels(std::vector<PreparedModel>& prepared) const
   AddComposingModelsOf(prepared, options_->repository_path, [this](const std::string& name) { return Prepare(name); });
 }
 
-Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* loading, LoadReason reason) {
+Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* loading, LoadReason reason,
+                            std::shared_ptr<const PreparedModel> prepared) {
   std::set<std::string> first_call;
   if (!loading) loading = &first_call;
   loading->insert(name);
@@ -219,7 +220,7 @@ Status ModelLoader::LoadNow(const std::string& name, std::set<std::string>* load
     return NotFound("failed to load '" + name + "': no model directory '" + name + "' in the model repository " +
                     options_->repository_path);
   }
-  PreparedModel p = Prepare(name);
+  PreparedModel p = prepared ? *prepared : Prepare(name);
   LoadComposingModels(p, loading, reason);
   ShutDown(table_->Publish(p));
   return LoadCandidates(p, reason, loading);

@@ -41,10 +41,16 @@ class ModelLoader {
   // exactly once, on the loader thread (on the caller's when refused at
   // once or when the loader has stopped).
   void Control(const std::string& name, bool load, std::function<void(Status)> done) ORTSERVE_EXCLUDES(mu_);
+  // A preparation of `name` made already whose folder is unchanged since
+  // (ListedModels::Reuse); null: none.
+  using ReusePrepared = std::function<std::shared_ptr<const PreparedModel>(const std::string& name)>;
   // Queues the on-demand load of `name` (OnDemandLoads' StartLoad): `done`
   // answers OK when a version of it is READY afterwards (loaded meanwhile
   // included), else the load's error; kUnavailable when the loader stops.
-  void LoadOnDemand(const std::string& name, std::function<void(Status)> done) ORTSERVE_EXCLUDES(mu_);
+  // `reuse`, asked on the loader thread when the load starts, spares it
+  // preparing `name` again.
+  void LoadOnDemand(const std::string& name, std::function<void(Status)> done, ReusePrepared reuse = {})
+      ORTSERVE_EXCLUDES(mu_);
   // Model loads so far, by LoadReason.
   std::array<uint64_t, kLoadReasonCount> LoadCounts() const;
   // Models evicted so far (memory budget).
@@ -72,7 +78,9 @@ class ModelLoader {
   // loaded first (as Triton loads an ensemble's dependencies with it), and
   // on demand the model its reference_model names.
   // `loading`: the models this load has started (null: only `name`).
-  Status LoadNow(const std::string& name, std::set<std::string>* loading, LoadReason reason);
+  // `prepared`: `name`'s preparation, made already; null: prepared here.
+  Status LoadNow(const std::string& name, std::set<std::string>* loading, LoadReason reason,
+                 std::shared_ptr<const PreparedModel> prepared = nullptr);
   void LoadComposingModels(const PreparedModel& p, std::set<std::string>* loading, LoadReason reason);
   // The startup load: the composing models of the ensembles in `prepared`
   // that it does not hold yet (explicit mode names only some models).

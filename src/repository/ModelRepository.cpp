@@ -132,9 +132,17 @@ class ModelRepositoryImpl final : public ModelRepository {
                                                  : nullptr),
         on_demand_(options_.load_wait,
                    [this](const std::string& name, OnDemandLoads::Done done) {
-                     loader_.LoadOnDemand(name, std::move(done));
+                     // With model signing on, a load checks the signatures
+                     // itself, right before it opens the files: the folder's
+                     // stamp (sizes, mtimes) since a metadata request is no
+                     // proof that the bytes are still the ones checked then.
+                     ModelLoader::ReusePrepared reuse;
+                     if (options_.signing.policy == SignaturePolicy::kOff) {
+                       reuse = [this](const std::string& n) { return listed_.Reuse(n); };
+                     }
+                     loader_.LoadOnDemand(name, std::move(done), std::move(reuse));
                    },
-                   [this](const std::string& name) { return DirectoryStamp(ModelDir(name)); }),
+                   [this](const std::string& name) { return ListedStamp(ModelDir(name)); }),
         loader_(&options_, &table_,
                 ModelBuildContext{options_.model_cache_dir, std::make_shared<ComputeSlots>(options_.thread_budget),
                                   fallbacks_, cache_, models_}),
@@ -237,15 +245,16 @@ class ModelRepositoryImpl final : public ModelRepository {
   std::filesystem::path ModelDir(const std::string& name) const {
     return std::filesystem::path(options_.repository_path) / name;
   }
-  // Listed's answer from the model's folder (ListedModels keeps it).
-  Result<ListedModel> PrepareListed(const std::string& name) const {
-    PreparedModel p = loader_.Prepare(name);
-    if (!p.failure.empty() || p.candidates.empty()) {
-      return ModelNotReadyError(name, "", p.failure.empty() ? "no version to load" : p.failure);
+  // Listed's answer from the model's folder, with the preparation for its
+  // load (ListedModels keeps both).
+  ListedModels::Prepared PrepareListed(const std::string& name) const {
+    auto p = std::make_shared<const PreparedModel>(loader_.Prepare(name));
+    if (!p->failure.empty() || p->candidates.empty()) {
+      return {ModelNotReadyError(name, "", p->failure.empty() ? "no version to load" : p->failure), std::move(p)};
     }
-    ListedModel listed{p.candidates.back().config, {}};
-    for (const Candidate& c : p.candidates) listed.versions.push_back(std::to_string(c.version));
-    return listed;
+    ListedModel listed{p->candidates.back().config, {}};
+    for (const Candidate& c : p->candidates) listed.versions.push_back(std::to_string(c.version));
+    return {std::move(listed), std::move(p)};
   }
 
   const RepositoryOptions options_;

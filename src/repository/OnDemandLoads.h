@@ -42,7 +42,8 @@ class OnDemandLoads {
   // over (OK: the model has a READY version).
   using StartLoad = std::function<void(const std::string& name, Done finished)>;
 
-  // What identifies the files of `name` (DirectoryStamp); empty: no check.
+  // What identifies the files of `name` a load reads (ListedStamp, as
+  // ListedModels keys its preparations); empty: no check.
   using Stamp = std::function<std::string(const std::string& name)>;
   // The clock of the back-off (tests); empty: Clock::now.
   using Now = std::function<Clock::time_point()>;

@@ -61,31 +61,16 @@ Result<ReferencedModel> FindCompatible(const Candidate& c, const ReferenceConfig
   return std::move(*found);
 }
 
-// The reference file: in the version folder, or the referenced model's.
-Result<std::filesystem::path> ReferencePath(const Candidate& c, const ReferenceConfig& reference,
-                                            const FindReferencedModel& find) {
-  if (reference.model_name.empty()) {
-    return std::filesystem::path(c.model_path).parent_path() / reference.model_file;
-  }
-  auto found = FindCompatible(c, reference, find);
-  if (!found.ok()) return found.status();
-  return c.model_dir.parent_path() / reference.model_name / std::to_string(found->version) /
-         found->config.default_model_filename();
-}
-
-Result<std::unique_ptr<ModelInstance>> ReferenceInstance(const Candidate& c, const ReferenceConfig& reference,
-                                                         const FindReferencedModel& find) {
-  auto path = ReferencePath(c, reference, find);
-  if (!path.ok()) return path.status();
+Result<std::unique_ptr<ModelInstance>> ReferenceInstance(const Candidate& c, const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(*path, ec)) {
-    return Unavailable("parameter 'reference_model': no file " + path->string());
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Unavailable("parameter 'reference_model': no file " + path.string());
   }
   // One CPU thread: the reference runs a handful of samples once, at load.
-  RuntimeOptions options = MakeRuntimeOptions(c.settings, 1, InstanceSpec{}, path->string(), Label(c) + " reference");
+  RuntimeOptions options = MakeRuntimeOptions(c.settings, 1, InstanceSpec{}, path.string(), Label(c) + " reference");
   auto instance = CreateOrtModelInstance(options);
   if (!instance.ok()) {
-    return Unavailable("parameter 'reference_model': cannot load " + path->string() + ": " +
+    return Unavailable("parameter 'reference_model': cannot load " + path.string() + ": " +
                        instance.status().message());
   }
   return instance;
@@ -138,18 +123,29 @@ std::string Thresholds(const ReferenceConfig& reference) {
 
 }  // namespace
 
+Result<std::optional<std::filesystem::path>> FindReferenceFile(const Candidate& c, const FindReferencedModel& find) {
+  if (!c.reference) return std::optional<std::filesystem::path>();
+  const ReferenceConfig& reference = *c.reference;
+  if (reference.model_name.empty()) {
+    return std::optional(std::filesystem::path(c.model_path).parent_path() / reference.model_file);
+  }
+  auto found = FindCompatible(c, reference, find);
+  if (!found.ok()) return found.status();
+  return std::optional(c.model_dir.parent_path() / reference.model_name / std::to_string(found->version) /
+                       found->config.default_model_filename());
+}
+
 Status CheckReferencedModel(const Candidate& c, const FindReferencedModel& find) {
-  if (!c.reference || c.reference->model_name.empty()) return Status::Ok();
-  return FindCompatible(c, *c.reference, find).status();
+  return FindReferenceFile(c, find).status();
 }
 
 Status CheckAgainstReference(const Candidate& c, ModelInstance& served, const std::vector<WarmupSample>& warmup,
-                             const FindReferencedModel& find) {
-  if (!c.reference) return Status::Ok();
+                             const std::optional<std::filesystem::path>& reference_file) {
+  if (!c.reference || !reference_file) return Status::Ok();
   const ReferenceConfig& reference = *c.reference;
   auto inputs = CheckInputs(c, reference, warmup);
   if (!inputs.ok()) return inputs.status();
-  auto instance = ReferenceInstance(c, reference, find);
+  auto instance = ReferenceInstance(c, *reference_file);
   if (!instance.ok()) return instance.status();
   std::map<std::string, OutputFigures> figures;
   for (const std::vector<Tensor>& sample : inputs.value()) {

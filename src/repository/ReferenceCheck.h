@@ -10,6 +10,7 @@
 // difference against reference_tolerance, the top-1 agreement of outputs with
 // a class dimension against reference_min_agreement. Non-floating outputs
 // must match exactly.
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -30,17 +31,22 @@ struct ReferencedModel {
 // in the offline check).
 using FindReferencedModel = std::function<std::optional<ReferencedModel>(const std::string& name, int64_t version)>;
 
-// The part of the check that needs no session, before any is made: Ok for a
-// file reference or none; for "model:<name>", kUnavailable naming
+// The part of the check that needs no session, before any is made: the file
+// the version is compared with -- for a file reference the file in its
+// version folder, for "model:<name>" the model file of the READY version
+// `find` gives (looked up here, once per load) -- or nullopt when the config
+// has no reference_model. For "model:<name>", kUnavailable naming
 // reference_model and the model when it is not READY or does not take this
 // model's inputs and give its outputs (config/ConfigChecks.h's
 // CheckReferenceCompatible).
+Result<std::optional<std::filesystem::path>> FindReferenceFile(const Candidate& c, const FindReferencedModel& find);
+// FindReferenceFile's verdict without the file (the offline check).
 Status CheckReferencedModel(const Candidate& c, const FindReferencedModel& find);
 
-// Ok when the config has no reference_model or the version agrees with it;
-// kUnavailable otherwise, the reason giving for each failing output its max
-// abs difference, its agreement and the thresholds.
+// Ok when `reference_file` (FindReferenceFile's) is nullopt or the version
+// agrees with it; kUnavailable otherwise, the reason giving for each failing
+// output its max abs difference, its agreement and the thresholds.
 Status CheckAgainstReference(const Candidate& c, ModelInstance& served, const std::vector<WarmupSample>& warmup,
-                             const FindReferencedModel& find);
+                             const std::optional<std::filesystem::path>& reference_file);
 
 }  // namespace ortserve

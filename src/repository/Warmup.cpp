@@ -47,9 +47,7 @@ void AddFedInputs(const SequencePolicy& sequence, bool batching, uint64_t rows, 
   std::vector<Tensor> fed = SequenceControls(sequence, batching).ForRows({.start = true, .end = false, .ready = true}, rows);
   for (Tensor& t : InitialStateRows(sequence, batching, rows)) fed.push_back(std::move(t));
   for (Tensor& t : fed) {
-    const bool given = std::any_of(sample->inputs.begin(), sample->inputs.end(),
-                                   [&t](const Tensor& in) { return in.name == t.name; });
-    if (!given) sample->inputs.push_back(std::move(t));
+    if (FindTensor(sample->inputs, t.name) == nullptr) sample->inputs.push_back(std::move(t));
   }
 }
 

@@ -148,11 +148,6 @@ void OutputTally::Add(const OutputComparison& c) {
   top1.rows += c.top1->rows;
 }
 
-const Tensor* FindTensor(const std::vector<Tensor>& tensors, const std::string& name) {
-  auto found = std::find_if(tensors.begin(), tensors.end(), [&](const Tensor& t) { return t.name == name; });
-  return found == tensors.end() ? nullptr : &*found;
-}
-
 std::string DescribeReport(const NumericalReport& report) {
   std::string out = fmt::format("max abs error {:.3g}, max rel error {:.3g}", report.max_abs_error,
                                 report.max_rel_error);

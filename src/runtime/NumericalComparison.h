@@ -68,9 +68,6 @@ struct OutputTally {
   void Add(const OutputComparison& c);
 };
 
-// The tensor named `name` in `tensors`; null when there is none.
-const Tensor* FindTensor(const std::vector<Tensor>& tensors, const std::string& name);
-
 // "max abs error 1.2e-05, max rel error 3.4e-06 (output 'y' element 17)"
 std::string DescribeReport(const NumericalReport& report);
 

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <vector>
 
+#include "core/Hex.h"
+
 namespace ortserve {
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new(), &EVP_MD_CTX_free) { EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr); }
@@ -46,17 +48,6 @@ std::string Sha256Hex(std::string_view bytes) {
   Sha256 hash;
   hash.Update(bytes);
   return hash.Hex();
-}
-
-std::string ToHex(std::string_view bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    hex.push_back(kDigits[c >> 4]);
-    hex.push_back(kDigits[c & 15]);
-  }
-  return hex;
 }
 
 }  // namespace ortserve

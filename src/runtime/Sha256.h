@@ -34,7 +34,5 @@ class Sha256 {
 std::optional<std::string> Sha256File(const std::filesystem::path& path);
 // Lowercase hex SHA-256 of `bytes`.
 std::string Sha256Hex(std::string_view bytes);
-// Lowercase hex of `bytes`.
-std::string ToHex(std::string_view bytes);
 
 }  // namespace ortserve

@@ -3,15 +3,6 @@
 #include <cstring>
 
 namespace ortserve {
-namespace {
-
-const Tensor* FindOutput(const std::vector<Tensor>& outputs, const std::string& name) {
-  for (const Tensor& t : outputs)
-    if (t.name == name) return &t;
-  return nullptr;
-}
-
-}  // namespace
 
 SequenceStates::SequenceStates(const SequencePolicy& policy, bool batching, uint32_t slots,
                                std::atomic<uint64_t>* bytes_held)
@@ -67,7 +58,7 @@ void SequenceStates::AppendInitial(std::vector<Tensor>* inputs) const {
 }
 
 Status SequenceStates::CopyOut(const Spec& spec, const std::vector<Tensor>& outputs, Buffer* into) const {
-  const Tensor* out = FindOutput(outputs, spec.tensor.output_name);
+  const Tensor* out = FindTensor(outputs, spec.tensor.output_name);
   if (out == nullptr) {
     return Internal("the model produced no state output '" + spec.tensor.output_name + "'");
   }

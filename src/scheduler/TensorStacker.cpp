@@ -9,9 +9,7 @@ namespace ortserve {
 
 const Tensor* FindInput(const InferenceRequest& request, const std::string& name, size_t hint) {
   if (hint < request.inputs.size() && request.inputs[hint].name == name) return &request.inputs[hint];
-  for (const Tensor& t : request.inputs)
-    if (t.name == name) return &t;
-  return nullptr;
+  return FindTensor(request.inputs, name);
 }
 
 namespace {

@@ -1,7 +1,6 @@
 #include "serving/ShadowComparison.h"
 
 #include <algorithm>
-#include <cmath>
 
 namespace ortserve {
 namespace {
@@ -21,12 +20,6 @@ uint64_t Scaled(double difference) {
 }
 
 }  // namespace
-
-bool ShadowSampler::Take() {
-  const uint64_t n = taken_.fetch_add(1, std::memory_order_relaxed);
-  if (fraction_ >= 1.0) return true;
-  return std::floor(static_cast<double>(n + 1) * fraction_) > std::floor(static_cast<double>(n) * fraction_);
-}
 
 ShadowComparison::OutputFigures::OutputFigures(std::string n)
     : name(std::move(n)), abs_difference(DifferenceBuckets()) {}

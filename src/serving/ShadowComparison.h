@@ -29,24 +29,13 @@
 #include <vector>
 
 #include "config/ShadowConfig.h"
+#include "core/EvenSampler.h"
 #include "core/Histogram.h"
 #include "core/InferenceRequest.h"
 #include "core/Mutex.h"
 #include "runtime/NumericalComparison.h"
 
 namespace ortserve {
-
-// Of any n consecutive Take()s, floor(n * fraction) or one more are true,
-// spread evenly: deterministic, one atomic add.
-class ShadowSampler {
- public:
-  explicit ShadowSampler(double fraction) : fraction_(fraction) {}
-  bool Take();
-
- private:
-  const double fraction_;
-  std::atomic<uint64_t> taken_{0};
-};
 
 struct ShadowOutputSummary {
   std::string name;
@@ -121,7 +110,7 @@ class ShadowComparison : public std::enable_shared_from_this<ShadowComparison> {
   const ShadowConfig config_;
   const size_t max_in_flight_;
   const Submit submit_;
-  ShadowSampler sampler_;
+  EvenSampler sampler_;
   std::atomic<size_t> in_flight_{0};
   std::atomic<uint64_t> compared_{0};
   std::atomic<uint64_t> dropped_{0};

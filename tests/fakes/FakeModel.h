@@ -13,6 +13,7 @@
 //          TakeHeld then Answer).
 // A request without inputs is refused synchronously with kInvalidArgument,
 // as the real model's validation does. Thread-safe.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -58,11 +59,13 @@ class FakeModel final : public Model {
   const std::string& version() const override { return options_.version; }
   const inference::ModelConfig& config() const override { return options_.config; }
   ModelStatistics& stats() override { return stats_; }
-  bool ready() const override { return true; }
+  bool ready() const override { return ready_.load(); }
   size_t QueueDepth() const override { return options_.queue_depth; }
   size_t BusyInstances() const override { return options_.busy_instances; }
   void Infer(std::unique_ptr<InferenceRequest> request) override;
 
+  // What ready() answers (true at first); Infer serves requests regardless.
+  void set_ready(bool ready) { ready_.store(ready); }
   // From now on, requests are held (true) or answered (false); those held
   // already stay held.
   void set_hold(bool hold);
@@ -88,6 +91,7 @@ class FakeModel final : public Model {
 
   const Options options_;
   ModelStatistics stats_;
+  std::atomic<bool> ready_{true};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool hold_;                                         // guarded by mu_

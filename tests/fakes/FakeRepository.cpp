@@ -18,6 +18,7 @@ void FakeRepository::AddUnavailable(std::string name, std::string version, std::
 
 Result<std::shared_ptr<Model>> FakeRepository::GetModel(const std::string& name,
                                                         const std::string& version) const {
+  ++lookups;
   std::lock_guard lock(mu_);
   if (auto it = models_.find(name); it != models_.end() && (version.empty() || version == it->second->version())) {
     return it->second;

@@ -36,6 +36,8 @@ class FakeRepository : public ModelRepository {
   void LoadAsync(const std::string& name, std::function<void(Status)> done) override;
   void UnloadAsync(const std::string& name, std::function<void(Status)> done) override;
 
+  // GetModel calls so far.
+  mutable std::atomic<int> lookups{0};
   // What AllModelsReady answers.
   std::atomic<bool> all_ready{true};
   // Loads and unloads accepted (explicit mode); read them on the thread that

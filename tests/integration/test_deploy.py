@@ -319,19 +319,28 @@ def test_missing_key_file_stops_the_server_naming_it(tmp_path):
 
 
 def test_single_model_directory_is_served_under_the_given_name(launch, tmp_path, reference):
-    """KServe's /mnt/models holding one model's files: model.onnx at the top."""
+    """KServe's /mnt/models holding one model's files: model.onnx at the top.
+    The server links it as a repository in its temp directory, and removes
+    the links when it exits."""
     built = make_test_models.build_test_repository(tmp_path / "built", ["slow"])
     mnt = tmp_path / "mnt_models"
     mnt.mkdir()
     shutil.copy(model_file(built, "slow"), mnt / "model.onnx")
-    srv = launch(mnt, extra_args=("--single-model-name", "my-isvc"))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    srv = launch(mnt, extra_args=("--single-model-name", "my-isvc"), env={"TMPDIR": str(temp)})
     srv.wait_models_ready(["my-isvc"])
+    links = temp / f"ortserve-single-model-{srv.proc.pid}"
+    assert (links / "my-isvc" / "1" / "model.onnx").is_symlink()
     x = sample_array("FP32", (1, 16), seed=7)
     r = srv.infer_raw("my-isvc", _json_infer(x), headers={"Content-Type": "application/json"})
     assert r.status_code == 200, r.text
     out = r.json()["outputs"][0]
     assert_matches(np.array(out["data"], np.float32).reshape(out["shape"]),
                    reference.run(mnt / "model.onnx", {"x": x})["y"])
+    assert srv.stop() == 0
+    assert not links.exists()
+    assert (mnt / "model.onnx").is_file()  # the links went, not what they pointed to
 
 
 def test_triton_repository_ignores_the_single_model_name(launch, tmp_path):

@@ -15,7 +15,8 @@ import pytest
 import tritonclient.http as httpclient
 
 from harness import make_test_models
-from test_rollout import metric, params, write_model
+from test_rollout import metric
+from version_helpers import params, write_model
 
 BATCH = 8
 

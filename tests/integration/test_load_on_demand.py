@@ -248,3 +248,54 @@ def test_metadata_of_a_listed_model_is_prepared_once_per_folder_change(tmp_path,
     assert grpcclient.InferenceServerClient(srv.grpc_url).get_model_metadata("a").versions == ["2"]
     assert preparations() == 2
     assert loads(srv) == 0
+
+
+def test_the_first_request_after_a_metadata_request_loads_without_preparing_again(tmp_path, launch):
+    """A listed model's metadata prepares its folder; the load of its first request takes that
+    preparation while the folder is unchanged (each preparation logs its unknown parameter),
+    and prepares again once a file changed."""
+    repo = tmp_path / "models"
+    probe = 'parameters { key: "listed_probe" value { string_value: "x" } }'
+    write_addk(repo, "a", extra=probe)
+    write_addk(repo, "b", extra=probe)
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    client = httpclient.InferenceServerClient(srv.url)
+    x = np.ones((1, 4), np.float32)
+
+    def preparations(name):
+        return srv.log_text().count(f"model '{name}': ignoring unknown parameters: listed_probe")
+
+    assert client.get_model_metadata("a")["versions"] == ["1"]
+    np.testing.assert_allclose(infer(client, "a", x), expected(repo, "a", x), rtol=1e-6)
+    assert loads(srv) == 1
+    assert preparations("a") == 1
+    # Changed after its metadata was read: the load prepares the folder again.
+    assert client.get_model_metadata("b")["versions"] == ["1"]
+    write_addk(repo, "b", {1: 5.0}, extra=probe)
+    np.testing.assert_allclose(infer(client, "b", x), expected(repo, "b", x), rtol=1e-6)
+    assert loads(srv) == 2
+    assert preparations("b") == 2
+
+
+def test_a_changed_model_level_file_ends_the_back_off(tmp_path, launch):
+    """The back-off of a failed load ends when any file its preparation reads changes,
+    a model-level one (here the label file the config names) included."""
+    repo = on_demand_repo(tmp_path, ("good",))
+    model_dir = write_addk(repo, "labelled")
+    config = model_dir / "config.pbtxt"
+    config.write_text(config.read_text().replace('name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ]',
+                                                  'name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] '
+                                                  'label_filename: "labels.txt"'))
+    assert 'label_filename: "labels.txt"' in config.read_text()
+    srv = launch(repo, extra_args=(ON_DEMAND,))
+    client = httpclient.InferenceServerClient(srv.url)
+    x = np.ones((1, 4), np.float32)
+    failed_at = time.monotonic()
+    with pytest.raises(InferenceServerException) as e:
+        infer(client, "labelled", x)
+    assert "failed to load 'labelled'" in str(e.value) and "labels.txt" in str(e.value), str(e.value)
+    (model_dir / "labels.txt").write_text("a\nb\nc\nd\n")
+    if time.monotonic() - failed_at >= 2:
+        pytest.skip("the 2 s back-off ended before the next request came (a very slow run)")
+    np.testing.assert_allclose(infer(client, "labelled", x), expected(repo, "labelled", x), rtol=1e-6)
+    assert srv.log_text().count("model 'labelled': loading on its first request") == 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 pytest.importorskip("model_signing")
 from cryptography import x509  # noqa: E402
@@ -222,3 +224,27 @@ def test_require_needs_a_key(signed_repo, log_dir):
     srv = Server(repo, log_dir / "signing_no_key.log", extra_args=("--model-signature-policy", "require")).start()
     assert srv.proc.wait(timeout=60) != 0
     assert "--model-signature-policy=require needs at least one --model-signing-public-key" in srv.log_text()
+
+
+def test_an_on_demand_load_checks_the_signature_after_a_metadata_request(tmp_path, launch):
+    """--model-load-on-demand keeps a listed model's preparation for its load while the
+    folder's stamp (sizes, mtimes) is unchanged; with signing on, the load checks the
+    signature itself all the same: a model file changed after the metadata request, its
+    size and mtime kept, is refused."""
+    repo = make_test_models.build_test_repository(tmp_path / "repo", [BASE])
+    public = write_key(tmp_path / "key.pem")
+    sign(repo / BASE, tmp_path / "key.pem")
+    srv = launch(repo, extra_args=("--model-load-on-demand=true", "--model-signature-policy", "require",
+                                   "--model-signing-public-key", str(public)))
+    with httpclient.InferenceServerClient(srv.url) as client:
+        assert client.get_model_metadata(BASE)["versions"] == ["1"]
+        model = repo / BASE / "1" / "model.onnx"
+        before = model.stat()
+        data = model.read_bytes()
+        assert data.count(b"make_demo_models") == 1
+        model.write_bytes(data.replace(b"make_demo_models", b"make_demo_modelX"))  # still a valid model
+        os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
+        a = np.zeros((1, 16), np.float32)
+        with pytest.raises(InferenceServerException) as e:
+            client.infer(BASE, infer_inputs({"INPUT0": ("FP32", a), "INPUT1": ("FP32", a)}))
+    assert "file '1/model.onnx' does not match the signature" in str(e.value), str(e.value)

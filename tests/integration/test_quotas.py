@@ -6,6 +6,7 @@ client (the rest as "other"); 100k distinct client ids keep a bounded number
 of client states and bounded memory; SIGHUP rereads the file."""
 from __future__ import annotations
 
+import gzip
 import json
 import signal
 import socket
@@ -37,6 +38,7 @@ CONFIG = {
         "calm": {"rate": 200, "burst": 20},
         "hup": {"rate": 1000, "burst": 100},
         "stream": {"rate": 0.001, "burst": 2},
+        "gzip": {"rate": 0.001, "burst": 1},
     },
     "max_tracked_clients": MAX_TRACKED,
 }
@@ -279,6 +281,19 @@ def test_clients_without_an_entry_are_counted_as_other(srv):
     ok = pipelined(srv.http_port, ["anon"] * 6)
     assert ok <= 3, ok
     assert metric(srv, "ortserve_quota_rejected_total", client="other", model=MODEL) == 6 - ok
+
+
+def test_a_compressed_body_within_its_quota_is_answered_and_the_next_refused(srv):
+    """The model the quota check found serves the inflating and the admission
+    too: a gzip body within the client's quota answers as a plain one; the
+    next, over it, is refused (429) before it is inflated."""
+    body = gzip.compress(BODY)
+    headers = {HEADER: "gzip", "Content-Encoding": "gzip"}
+    with requests.Session() as s:
+        check_identity(s.post(f"{srv.base}/v2/models/{MODEL}/infer", data=body, headers=headers, timeout=30))
+        refused = s.post(f"{srv.base}/v2/models/{MODEL}/infer", data=body, headers=headers, timeout=30)
+    assert refused.status_code == 429, refused.text
+    assert int(refused.headers["Retry-After"]) >= 990, refused.headers
 
 
 def test_sighup_rereads_the_file(srv, quota_file):

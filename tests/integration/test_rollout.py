@@ -20,24 +20,10 @@ from onnx import TensorProto, helper
 from tritonclient.utils import InferenceServerException
 
 from harness import Reference, make_test_models, model_file
+from version_helpers import params, write_model
 
 demo = make_test_models.demo
 WAIT_S = 90  # bound on a rollout reaching its end under load
-
-CONFIG = """
-name: "{name}"
-platform: "onnxruntime_onnx"
-max_batch_size: 8
-version_policy {{ all {{ }} }}
-input [ {{ name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-output [ {{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }} ]
-{params}
-"""
-
-
-def params(**kv) -> str:
-    return "\n".join(f'parameters {{ key: "{k}" value {{ string_value: "{v}" }} }}' for k, v in kv.items())
-
 
 def build_fails_unless_zero(k: float):
     """OUTPUT0 = INPUT0 + k + Gather([0], int(sum(INPUT0))): fails for a nonzero sum."""
@@ -70,15 +56,6 @@ def build_slow_add_constant(k: float, rounds: int = 200, width: int = 256):
                             demo.const("ones", np.ones((width, width), np.float32)),
                             demo.const("eye", np.eye(width, dtype=np.float32))],
                            name="slow_add_constant")
-
-
-def write_model(repo, name, versions: dict, extra: str):
-    d = repo / name
-    d.mkdir(parents=True)
-    (d / "config.pbtxt").write_text(CONFIG.format(name=name, params=extra))
-    for v, proto in versions.items():
-        (d / str(v)).mkdir()
-        (d / str(v) / "model.onnx").write_bytes(proto.SerializeToString())
 
 
 def infer(client, name, x, version=""):

@@ -20,24 +20,22 @@ from onnx import TensorProto, helper
 
 from harness import Reference, make_test_models, metric
 from quantization_helpers import CLASSES, FEATURES, quantize_mlp
-from test_rollout import params
+from version_helpers import params, write_model
 
 demo = make_test_models.demo
 WAIT_S = 60
 
-CONFIG = """
-name: "{name}"
-platform: "onnxruntime_onnx"
-max_batch_size: 8
-version_policy {{ all {{ }} }}
-input [ {{ name: "x" data_type: TYPE_FP32 dims: [ {width} ] }} ]
-output [ {outputs} ]
-{params}
-"""
 TWO_OUTPUTS = ('{ name: "shifted" data_type: TYPE_FP32 dims: [ 4 ] }, '
                '{ name: "same" data_type: TYPE_FP32 dims: [ 4 ] }')
 LOGITS = f'{{ name: "logits" data_type: TYPE_FP32 dims: [ {CLASSES} ] }}'
 SHIFT = 0.25  # version 2's "shifted" is version 1's plus this
+
+
+def x_input(width: int) -> str:
+    return f'{{ name: "x" data_type: TYPE_FP32 dims: [ {width} ] }}'
+
+
+SHIFTED_IO = dict(inputs=x_input(4), outputs=TWO_OUTPUTS)  # build_shifted's tensors
 
 
 def build_shifted(k: float):
@@ -48,16 +46,6 @@ def build_shifted(k: float):
                            [("shifted", TensorProto.FLOAT, ["batch", 4]), ("same", TensorProto.FLOAT, ["batch", 4])],
                            [demo.const("two", np.array(2, np.float32)), demo.const("k", np.array(k, np.float32)),
                             demo.const("three", np.array(3, np.float32))], name="shifted")
-
-
-def write_model(repo, name, files: dict, extra: str, width=4, outputs=TWO_OUTPUTS):
-    d = repo / name
-    d.mkdir(parents=True)
-    (d / "config.pbtxt").write_text(CONFIG.format(name=name, width=width, outputs=outputs, params=extra))
-    for v, data in files.items():
-        (d / str(v)).mkdir()
-        (d / str(v) / "model.onnx").write_bytes(data)
-    return d
 
 
 def infer(client, name, x, version="", outputs=("shifted", "same")):
@@ -91,10 +79,12 @@ def version_successes(srv, name, version):
 def test_version_differing_by_a_known_amount_counts_mismatches_per_output(launch, tmp_path):
     repo = tmp_path / "repo"
     v1, v2 = build_shifted(1.0), build_shifted(1.0 + SHIFT)
-    d = write_model(repo, "shifted", {1: v1.SerializeToString(), 2: v2.SerializeToString()},
-                    params(shadow_version="2", shadow_fraction="1", shadow_tolerance="0.1"))
-    write_model(repo, "sampled", {1: v1.SerializeToString(), 2: v2.SerializeToString()},
-                params(shadow_version="2", shadow_fraction="0.25", shadow_tolerance="0.5"))
+    d = write_model(repo, "shifted", {1: v1, 2: v2},
+                    params(shadow_version="2", shadow_fraction="1", shadow_tolerance="0.1"),
+                    **SHIFTED_IO)
+    write_model(repo, "sampled", {1: v1, 2: v2},
+                params(shadow_version="2", shadow_fraction="0.25", shadow_tolerance="0.5"),
+                **SHIFTED_IO)
     srv = launch(repo)
     srv.wait_models_ready(["shifted", "sampled"])
     client = httpclient.InferenceServerClient(srv.url)
@@ -165,7 +155,7 @@ def test_int8_shadow_reports_top1_agreement_with_fp32(launch, tmp_path):
     repo = tmp_path / "repo"
     write_model(repo, "mlp", {1: fp32.read_bytes(), 2: int8.read_bytes()},
                 params(shadow_version="2", shadow_fraction="1.0", shadow_tolerance="0.5"),
-                width=FEATURES, outputs=LOGITS)
+                inputs=x_input(FEATURES), outputs=LOGITS)
     srv = launch(repo)
     srv.wait_models_ready(["mlp"])
     client = httpclient.InferenceServerClient(srv.url)
@@ -211,7 +201,7 @@ def test_every_bad_shadow_parameter_names_itself(launch, tmp_path):
     repo = tmp_path / "repo"
     v = build_shifted(1.0).SerializeToString()
     for name, (extra, _) in BAD.items():
-        write_model(repo, name, {1: v, 2: v}, params(**extra))
+        write_model(repo, name, {1: v, 2: v}, params(**extra), **SHIFTED_IO)
     srv = launch(repo)
     index = {e["name"]: e for e in srv.repository_index()}
     for name, (_, named) in BAD.items():

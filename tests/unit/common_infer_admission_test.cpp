@@ -43,6 +43,15 @@ class InferAdmissionTest : public ::testing::Test {
     });
   }
 
+  // Admits a request for `model` through `to`, checked against `quota`;
+  // `done` records its result in `answers`.
+  Status AdmitWith(InferAdmission& to, const std::string& model, InferAdmission::QuotaCheck* quota) {
+    return to.Admit(RequestFor(model), nullptr, nullptr, [this] {
+      ++made;
+      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
+    }, quota);
+  }
+
   std::shared_ptr<FakeModel> model = std::make_shared<FakeModel>(FakeModel::Options{.name = "m"});
   FakeRepository repository;
   InferAdmission admission{&repository, {.stopping_message = "stopping now"}};
@@ -129,11 +138,8 @@ TEST_F(InferAdmissionTest, AClientOverItsQuotaIsRefusedBeforeTheModelAndItsSlotR
   auto config = QuotaConfig::Parse(R"({"default": {"max_in_flight": 1}})", "q.json");
   ASSERT_TRUE(config.ok());
   InferAdmission limited{&repository, {.quotas = std::make_shared<ClientQuotas>(std::move(config).value())}};
-  const auto admit = [&](const std::string& model, InferAdmission::QuotaCheck* quota) {
-    return limited.Admit(RequestFor(model), nullptr, nullptr, [this] {
-      ++made;
-      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
-    }, quota);
+  const auto admit = [&](const std::string& name, InferAdmission::QuotaCheck* quota) {
+    return AdmitWith(limited, name, quota);
   };
   InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
   ASSERT_TRUE(admit("m", &first).ok());
@@ -166,12 +172,7 @@ TEST_F(InferAdmissionTest, AnEarlyQuotaCheckRefusesBeforeDecodingAndItsTicketIsT
   ASSERT_TRUE(config.ok());
   auto quotas = std::make_shared<ClientQuotas>(std::move(config).value());
   InferAdmission limited{&repository, {.quotas = quotas}};
-  const auto admit = [&](InferAdmission::QuotaCheck* quota) {
-    return limited.Admit(RequestFor("m"), nullptr, nullptr, [this] {
-      ++made;
-      return [this](Result<InferenceResponse> result) { answers.push_back(std::move(result)); };
-    }, quota);
-  };
+  const auto admit = [&](InferAdmission::QuotaCheck* quota) { return AdmitWith(limited, "m", quota); };
   // The early check takes the one token and the in-flight slot; Admit takes
   // them from it, not a second time (which the empty bucket would refuse).
   InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
@@ -200,6 +201,37 @@ TEST_F(InferAdmissionTest, AnEarlyQuotaCheckRefusesBeforeDecodingAndItsTicketIsT
   ASSERT_TRUE(third.rejection);
   EXPECT_NE(third.rejection->message.find("requests/s"), std::string::npos);
   EXPECT_EQ(made, 1);
+}
+
+TEST_F(InferAdmissionTest, AnEarlyQuotaCheckHandsItsModelToAdmitUnlessItIsNoLongerReady) {
+  auto config = QuotaConfig::Parse(R"({"default": {"max_in_flight": 10}})", "q.json");
+  ASSERT_TRUE(config.ok());
+  InferAdmission limited{&repository, {.quotas = std::make_shared<ClientQuotas>(std::move(config).value())}};
+  const auto admit = [&](InferAdmission::QuotaCheck* quota) { return AdmitWith(limited, "m", quota); };
+  // Checked and admitted: one lookup in all.
+  InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
+  ASSERT_TRUE(limited.CheckQuotaEarly("m", "", &first).ok());
+  EXPECT_EQ(first.model, model);
+  ASSERT_TRUE(admit(&first).ok());
+  EXPECT_EQ(repository.lookups, 1);
+  EXPECT_EQ(first.model, nullptr);  // Admit took the handle and let it go
+  // The model it found went unready before Admit (evicted, unloaded): Admit
+  // looks the model up again and answers as the repository does.
+  InferAdmission::QuotaCheck second{.client = "a", .rejection = {}};
+  ASSERT_TRUE(limited.CheckQuotaEarly("m", "", &second).ok());
+  model->set_ready(false);
+  ASSERT_TRUE(admit(&second).ok());
+  EXPECT_EQ(repository.lookups, 3);
+  model->set_ready(true);
+  // An unknown model is not carried: Admit looks it up and answers 404.
+  InferAdmission::QuotaCheck unknown{.client = "a", .rejection = {}};
+  ASSERT_TRUE(limited.CheckQuotaEarly("nope", "", &unknown).ok());
+  EXPECT_EQ(unknown.model, nullptr);
+  EXPECT_EQ(limited.Admit(RequestFor("nope"), nullptr, nullptr, [] { return [](Result<InferenceResponse>) {}; },
+                          &unknown).code(),
+            StatusCode::kNotFound);
+  EXPECT_EQ(made, 2);
+  while (limited.in_flight().count() > 0) model->Answer(*model->TakeHeld());
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // ListedModels: a listed model's preparation is kept while its folder's
 // stamp (ListedStamp) is unchanged -- a second request prepares nothing --
 // and done again once config.pbtxt, a version file or a model-level file
-// changed; failures are kept too; the entries stay one per wanted model.
+// changed; failures are kept too; the entries stay one per wanted model; a
+// load takes the kept preparation while the folder is unchanged.
 #include "repository/ListedModels.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "repository/ModelDirectory.h"
+#include "repository/ModelPreparation.h"
 
 namespace ortserve {
 namespace {
@@ -39,25 +41,31 @@ class ListedModelsTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(repo_); }
 
-  // Prepares by listing the version folders (failing when the config says "broken").
+  // Prepares by listing the version folders (failing when the config says
+  // "broken"); the preparation kept for a load is named after the model.
   ListedModels Make() {
     return ListedModels(
-        [this](const std::string& name) -> ListedModels::Listed {
-          ++preparations_;
-          std::ifstream in(repo_ / name / "config.pbtxt");
-          std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-          if (text.find("broken") != std::string::npos) return Unavailable("config of '" + name + "' is broken");
-          ModelRepository::ListedModel listed;
-          listed.config.set_name(name);
-          std::set<std::string> versions;
-          for (const auto& entry : fs::directory_iterator(repo_ / name)) {
-            if (entry.is_directory()) versions.insert(entry.path().filename().string());
-          }
-          listed.versions.assign(versions.begin(), versions.end());
-          return listed;
+        [this](const std::string& name) {
+          auto model = std::make_shared<PreparedModel>();
+          model->name = name;
+          return ListedModels::Prepared{List(name), std::move(model)};
         },
         [this](const std::string& name) { return ListedStamp(repo_ / name); },
         [this](const std::string& name) { return fs::is_directory(repo_ / name); });
+  }
+  ListedModels::Listed List(const std::string& name) {
+    ++preparations_;
+    std::ifstream in(repo_ / name / "config.pbtxt");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find("broken") != std::string::npos) return Unavailable("config of '" + name + "' is broken");
+    ModelRepository::ListedModel listed;
+    listed.config.set_name(name);
+    std::set<std::string> versions;
+    for (const auto& entry : fs::directory_iterator(repo_ / name)) {
+      if (entry.is_directory()) versions.insert(entry.path().filename().string());
+    }
+    listed.versions.assign(versions.begin(), versions.end());
+    return listed;
   }
 
   fs::path repo_;
@@ -133,6 +141,19 @@ TEST_F(ListedModelsTest, OneEntryPerWantedModel) {
   listed.Forget("o");
   EXPECT_EQ(listed.size(), 1u);
   EXPECT_EQ(preparations_, 4);
+}
+
+TEST_F(ListedModelsTest, ALoadReusesThePreparationWhileTheFolderIsUnchanged) {
+  ListedModels listed = Make();
+  EXPECT_EQ(listed.Reuse("m"), nullptr);  // nothing prepared yet
+  ASSERT_TRUE(listed.Get("m").ok());
+  std::shared_ptr<const PreparedModel> kept = listed.Reuse("m");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->name, "m");
+  EXPECT_EQ(listed.Reuse("m"), kept);
+  Touch(repo_ / "m/1/model.onnx");
+  EXPECT_EQ(listed.Reuse("m"), nullptr);  // changed since: the load prepares it again
+  EXPECT_EQ(preparations_, 1);           // Reuse never prepares
 }
 
 TEST_F(ListedModelsTest, ConcurrentRequestsShareOnePreparation) {

@@ -159,5 +159,41 @@ TEST(ReferenceModel, CheckReferencedModelNamesTheMissingOrIncompatibleModel) {
   EXPECT_TRUE(fine.ok()) << fine.message();
 }
 
+TEST(ReferenceModel, FindReferenceFileLooksTheReferencedModelUpOnce) {
+  Candidate c;
+  c.name = "a";
+  c.version = 1;
+  c.model_dir = "/repo/a";
+  c.model_path = "/repo/a/1/model.onnx";
+  c.config = Parse(WithReference("a", "model:b", kIo));
+  c.reference = ReferenceConfig::FromConfig(c.config).value();
+  int lookups = 0;
+  auto file = FindReferenceFile(c, [&](const std::string&, int64_t) {
+    ++lookups;
+    inference::ModelConfig config = Parse(std::string("name: \"b\"\n") + kIo);
+    config.set_default_model_filename("model.onnx");
+    return std::optional<ReferencedModel>(ReferencedModel{std::move(config), 3});
+  });
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  ASSERT_TRUE(file->has_value());
+  EXPECT_EQ(**file, std::filesystem::path("/repo/b/3/model.onnx"));
+  EXPECT_EQ(lookups, 1);
+
+  // A file reference is in the version folder; no reference_model: none.
+  c.config = Parse(WithReference("a", "a_fp32.onnx", kIo));
+  c.reference = ReferenceConfig::FromConfig(c.config).value();
+  auto in_folder = FindReferenceFile(c, [&](const std::string&, int64_t) {
+    ++lookups;
+    return std::optional<ReferencedModel>();
+  });
+  ASSERT_TRUE(in_folder.ok());
+  EXPECT_EQ(in_folder->value(), std::filesystem::path("/repo/a/1/a_fp32.onnx"));
+  c.reference.reset();
+  auto none = FindReferenceFile(c, {});
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(lookups, 1);
+}
+
 }  // namespace
 }  // namespace ortserve

@@ -2,6 +2,7 @@
 // bytes', length-prefixed fields that never run into each other, and an
 // unreadable file reported as such.
 #include "runtime/Sha256.h"
+#include "core/Hex.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

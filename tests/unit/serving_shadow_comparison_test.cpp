@@ -62,24 +62,6 @@ TEST(ShadowConfig, EveryBadValueNamesItsParameter) {
   }
 }
 
-TEST(ShadowSampler, TakesExactlyTheFractionSpreadEvenly) {
-  ShadowSampler quarter(0.25);
-  std::vector<int> taken;
-  for (int i = 0; i < 100; ++i) {
-    if (quarter.Take()) taken.push_back(i);
-  }
-  ASSERT_EQ(taken.size(), 25u);
-  for (size_t i = 1; i < taken.size(); ++i) EXPECT_EQ(taken[i] - taken[i - 1], 4);
-  ShadowSampler all(1.0);
-  int n = 0;
-  for (int i = 0; i < 50; ++i) n += all.Take() ? 1 : 0;
-  EXPECT_EQ(n, 50);
-  ShadowSampler rare(0.001);
-  n = 0;
-  for (int i = 0; i < 2999; ++i) n += rare.Take() ? 1 : 0;
-  EXPECT_EQ(n, 2);
-}
-
 // A shadow version that holds what it is handed (up to `accept`), answered by the test.
 struct HeldShadow {
   size_t accept = 100;

@@ -91,12 +91,16 @@ class InferAdmission {
 
   // Admit's quota check: the client's id in, the refusal out. A check
   // that CheckQuotaEarly() passed carries its ticket on to Admit, which then
-  // takes no second token.
+  // takes no second token, and the model it found, which Admit serves while
+  // it is still ready instead of looking it up again (a model evicted or
+  // unloaded meanwhile is looked up anew, so Admit answers as it would have).
+  // The request handed to Admit names the model and version that were checked.
   struct QuotaCheck {
     std::string_view client;
     std::optional<QuotaRejection> rejection;
     std::shared_ptr<QuotaTicket> ticket{};
     bool acquired = false;
+    std::shared_ptr<Model> model{};  // null: Admit looks the model up
   };
 
   // `repository` must outlive the admission.
@@ -151,7 +155,8 @@ class InferAdmission {
   // be invalid. Models that are not loaded (unknown, or waiting for an
   // on-demand load) are left to Admit, which answers them as before and
   // keeps unknown names out of ortserve_quota_rejected_total. `quota` null,
-  // already acquired, or quotas off: OK.
+  // already acquired, or quotas off: OK, and nothing looked up. The model
+  // found goes on to Admit in quota->model.
   Status CheckQuotaEarly(const std::string& model, const std::string& version, QuotaCheck* quota);
 
   // See the contract above. `request` names its model and version; `quota`
@@ -176,8 +181,12 @@ class InferAdmission {
 template <typename MakeDone>
 Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFlag cancelled,
                              std::shared_ptr<RequestTrace> trace, MakeDone&& make_done, QuotaCheck* quota) {
-  Result<std::shared_ptr<Model>> model = repository_->GetModel(request->model_name, request->model_version);
-  if (!model.ok()) return model.status();
+  std::shared_ptr<Model> model = quota != nullptr ? std::move(quota->model) : nullptr;
+  if (model == nullptr || !model->ready()) {
+    Result<std::shared_ptr<Model>> found = repository_->GetModel(request->model_name, request->model_version);
+    if (!found.ok()) return found.status();
+    model = std::move(found).value();
+  }
   std::shared_ptr<QuotaTicket> ticket;
   if (quota != nullptr && quota->acquired) {
     ticket = std::move(quota->ticket);
@@ -188,7 +197,7 @@ Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFl
   }
   // From here on the version is the one that serves the request (the
   // request may have named none): lines logged meanwhile carry it.
-  RequestLogScope log_scope(request->model_name, model.value()->version(), request->id, trace.get());
+  RequestLogScope log_scope(request->model_name, model->version(), request->id, trace.get());
   request->cancelled = std::move(cancelled);
   request->trace = std::move(trace);
   if (ticket) {
@@ -208,7 +217,7 @@ Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFl
   in_flight_.Add();
   // Triton logs each request it prepares at verbose level 1 too.
   spdlog::debug("inference request '{}' for model '{}' admitted", request->id, request->model_name);
-  model.value()->Infer(std::move(request));
+  model->Infer(std::move(request));
   return Status::Ok();
 }
 

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "core/LogContext.h"
+#include "core/Hex.h"
 #include "core/Utf8.h"
 #include "server/json/JsonWriter.h"
 
@@ -128,12 +129,8 @@ class JsonLineFormatter final : public spdlog::formatter {
   }
   template <size_t N>
   static void AppendQuotedHex(const std::array<uint8_t, N>& bytes, std::string* line) {
-    static constexpr char kDigits[] = "0123456789abcdef";
     line->push_back('"');
-    for (uint8_t b : bytes) {
-      line->push_back(kDigits[b >> 4]);
-      line->push_back(kDigits[b & 15]);
-    }
+    AppendHex(bytes.data(), N, line);
     line->push_back('"');
   }
 };

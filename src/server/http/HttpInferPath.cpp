@@ -146,6 +146,7 @@ void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model,
   wait->model = model;
   wait->version = version;
   wait->arrival = std::move(arrival);
+  wait->arrival.model.reset();  // it may be evicted meanwhile: looked up again after the load
   wait->in_flight = HoldInFlight();
   auto post = wait->arrival.context.post;
   repository_->WhenLoaded(model, Clock::time_point::max(), [this, wait, post](Status loaded) {
@@ -172,6 +173,7 @@ bool HttpService::CheckQuotaEarly(const std::string& model, const std::string& v
   }
   arrival.quota_checked = quota.acquired;
   arrival.quota_ticket = std::move(quota.ticket);
+  arrival.model = std::move(quota.model);
   return true;
 }
 
@@ -191,15 +193,17 @@ void HttpService::DecodeInfer(HttpRequest& request, const std::string& model, co
   auto coding = ParseContentEncoding(request.content_encoding);
   if (!coding.ok()) return FailInfer(coding.status(), model, version, arrival);
   if (*coding != ContentCoding::kIdentity) return InflateInfer(request, *coding, model, version, std::move(arrival));
-  AdmitInfer(DecodeInferBody(request.body, request.inference_header_length, options_, *repository_, model, version,
-                             nullptr),
-             model, version, std::move(arrival), request);
+  auto decoded = DecodeInferBody(request.body, request.inference_header_length, options_, *repository_, model,
+                                 version, arrival.model);
+  AdmitInfer(std::move(decoded), model, version, std::move(arrival), request);
 }
 
 void HttpService::InflateInfer(HttpRequest& request, ContentCoding coding, const std::string& model,
                                const std::string& version, InferArrival arrival) {
   // The model first: a request for one that is not there costs no inflating.
-  auto target = repository_->GetModel(model, version);
+  // The quota check may have found it already.
+  Result<std::shared_ptr<Model>> target =
+      arrival.model && arrival.model->ready() ? arrival.model : repository_->GetModel(model, version);
   if (!target.ok()) {
     if (admission_->AwaitsAnotherLoad(model, arrival.load_waits))
       return AwaitModelLoad(request, model, version, std::move(arrival));
@@ -281,7 +285,8 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
   const uint64_t bytes_in = arrival.bytes_in;
   common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {},
                                            .ticket = arrival.quota_ticket,  // kept should it wait for a load
-                                           .acquired = arrival.quota_checked};
+                                           .acquired = arrival.quota_checked,
+                                           .model = std::move(arrival.model)};
   Status admitted = admission_->Admit(std::move(decoded->request), std::move(cancelled), std::move(trace), [&] {
     // Runs exactly once, so it moves its captures on to the connection's I/O
     // thread; `admission` stays, keeping the in-flight counter alive.

@@ -142,6 +142,9 @@ class HttpService {
     // (InferAdmission::CheckQuotaEarly); `quota_checked` false: Admit checks.
     std::shared_ptr<common::QuotaTicket> quota_ticket{};
     bool quota_checked = false;
+    // The model that check found, for the decoding and Admit; dropped while
+    // the request waits for a load. Null: looked up where needed.
+    std::shared_ptr<Model> model{};
     int load_waits = 0;     // on-demand loads it waited for (InferAdmission::AwaitsAnotherLoad)
   };
   struct InflateJob;

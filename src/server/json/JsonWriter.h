@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/Hex.h"
 #include "core/Utf8.h"
 #include "server/json/ShortestNumber.h"
 
@@ -72,7 +73,6 @@ class JsonWriter {
   // JSON (RFC 8259 text is UTF-8) whatever bytes `s` holds: a model name
   // from a path with %c0%ae, a request id, a message quoting either.
   static void AppendQuoted(std::string* out, std::string_view s) {
-    static constexpr char kHex[] = "0123456789abcdef";
     out->push_back('"');
     size_t run = 0;  // start of the pending unescaped run
     size_t i = 0;
@@ -104,7 +104,7 @@ class JsonWriter {
             out->append("\\ufffd");
             break;
           }
-          const char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+          const char esc[6] = {'\\', 'u', '0', '0', kLowerHexDigits[c >> 4], kLowerHexDigits[c & 15]};
           out->append(esc, 6);
         }
       }

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <ctime>
 
 #include "server/common/LogControl.h"
@@ -52,7 +51,7 @@ void AppendFields(const AccessLogRecord& r, std::string* out) {
 }  // namespace
 
 AccessLog::AccessLog(double sample_rate, bool json_log)
-    : sample_rate_(std::clamp(sample_rate, 0.0, 1.0)),
+    : sampler_(sample_rate),
       json_log_(json_log),
       logger_(std::make_shared<spdlog::logger>("access", std::make_shared<spdlog::sinks::stdout_sink_mt>())) {
   logger_->set_pattern("%v");
@@ -61,12 +60,6 @@ AccessLog::AccessLog(double sample_rate, bool json_log)
 }
 
 AccessLog::~AccessLog() = default;
-
-bool AccessLog::Sampled(uint64_t n, double sample_rate) {
-  if (sample_rate >= 1.0) return true;
-  if (sample_rate <= 0.0) return false;
-  return std::floor(static_cast<double>(n + 1) * sample_rate) > std::floor(static_cast<double>(n) * sample_rate);
-}
 
 std::string AccessLog::Format(const AccessLogRecord& r, int64_t unix_ms) {
   std::string out;
@@ -89,7 +82,7 @@ std::string AccessLog::FormatJsonLogLine(const AccessLogRecord& r, std::chrono::
 }
 
 void AccessLog::Write(const AccessLogRecord& record) {
-  if (!Sampled(seen_.fetch_add(1, std::memory_order_relaxed), sample_rate_)) return;
+  if (!sampler_.Take()) return;
   if (json_log_) {
     logger_->info(FormatJsonLogLine(record, std::chrono::system_clock::now(), spdlog::details::os::thread_id()));
     return;

@@ -2,8 +2,8 @@
 // The access log: one JSON object per line on stdout per completed infer
 // request (--access-log), keeping a deterministic fraction of them
 // (--access-log-sample-rate): with rate r the n-th request is written when
-// floor(n*r) advances, so exactly about r of every request stream is kept and
-// no lock or random number is needed.
+// floor(n*r) advances (core/EvenSampler.h), so exactly about r of every
+// request stream is kept and no lock or random number is needed.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/AccessLogRecord.h"
+#include "core/EvenSampler.h"
 
 namespace spdlog {
 class logger;
@@ -33,13 +34,10 @@ class AccessLog {
   // record's. For tests.
   static std::string FormatJsonLogLine(const AccessLogRecord& record, std::chrono::system_clock::time_point time,
                                        size_t thread);
-  // Whether the n-th request (0-based) is kept at `sample_rate`. For tests.
-  static bool Sampled(uint64_t n, double sample_rate);
 
  private:
-  const double sample_rate_;
+  EvenSampler sampler_;
   const bool json_log_;
-  std::atomic<uint64_t> seen_{0};
   std::shared_ptr<spdlog::logger> logger_;
 };
 
