@@ -105,11 +105,21 @@ class StreamCall final : public CallBase {
   enum { kRequest, kRead, kWake, kWrite, kFinish, kDone, kLoaded };
 
   // A request waiting for its model's on-demand load, and then its outcome.
+  // A request's admission by its client's quota, kept while it waits for a
+  // reload so that it takes no second token (a rate-only quota admits
+  // without a ticket, hence the flag). No member initializers: `{}` as a
+  // default argument inside the class needs none (and value-initializes).
+  struct QuotaAdmitted {
+    std::shared_ptr<common::QuotaTicket> ticket;
+    bool acquired;
+  };
+
   struct LoadWait {
     std::shared_ptr<inference::ModelInferRequest> message;
     int load_waits = 0;  // InferAdmission::AwaitsAnotherLoad
     Status loaded;
     common::InFlightHold in_flight;  // released when OnLoaded dispatches it again
+    QuotaAdmitted quota;
   };
 
   struct Answer {
@@ -188,11 +198,12 @@ class StreamCall final : public CallBase {
   // its other requests; it stays in flight (in_flight_, its reference, and
   // the admission's count, so that shutdown waits for it) until OnLoaded
   // dispatches it again on the polling thread.
-  void AwaitModelLoad(std::shared_ptr<inference::ModelInferRequest> message, int load_waits) {
+  void AwaitModelLoad(std::shared_ptr<inference::ModelInferRequest> message, int load_waits,
+                      QuotaAdmitted quota = {}) {
     common::InFlightHold in_flight(core_->admission().in_flight());
     const std::string model = message->model_name();
-    auto wait =
-        std::make_shared<LoadWait>(LoadWait{std::move(message), load_waits, Status::Ok(), std::move(in_flight)});
+    auto wait = std::make_shared<LoadWait>(
+        LoadWait{std::move(message), load_waits, Status::Ok(), std::move(in_flight), std::move(quota)});
     core_->repository().WhenLoaded(model, Clock::time_point::max(), [this, wait](Status loaded) {
       wait->loaded = std::move(loaded);
       std::lock_guard lock(mu_);
@@ -213,17 +224,17 @@ class StreamCall final : public CallBase {
     }
     for (auto& wait : loaded) {
       wait->in_flight.Release();
-      Dispatch(std::move(wait->message), wait->load_waits, std::move(wait->loaded));
+      Dispatch(std::move(wait->message), wait->load_waits, std::move(wait->loaded), std::move(wait->quota));
     }
   }
 
   // `load_waits`: the loads this request waited for; `loaded`: how the last
   // one ended.
   void Dispatch(std::shared_ptr<inference::ModelInferRequest> message, int load_waits = 0,
-                Status loaded = Status::Ok()) {
+                Status loaded = Status::Ok(), QuotaAdmitted admitted_by_quota = {}) {
     common::InferAdmission& admission = core_->admission();
     if (loaded.ok() && admission.AwaitsAnotherLoad(message->model_name(), load_waits)) {
-      return AwaitModelLoad(std::move(message), load_waits);
+      return AwaitModelLoad(std::move(message), load_waits, std::move(admitted_by_quota));
     }
     Answer answer{message->id(), message->model_name(), message->model_version(),
                   Status(StatusCode::kInternal, "unanswered"), 0, 0, {}, {}};
@@ -241,7 +252,9 @@ class StreamCall final : public CallBase {
     // A quota refusal is answered in-band like every stream error (Triton's
     // streams carry errors as messages, not as the call's status), before
     // the request is decoded.
-    common::InferAdmission::QuotaCheck quota{.client = client_id_, .rejection = {}};
+    common::InferAdmission::QuotaCheck quota{.client = client_id_, .rejection = {},
+                                             .ticket = std::move(admitted_by_quota.ticket),
+                                             .acquired = admitted_by_quota.acquired};
     if (Status within = admission.CheckQuotaEarly(message->model_name(), message->model_version(), &quota);
         !within.ok())
       return fail(std::move(within));
@@ -270,7 +283,7 @@ class StreamCall final : public CallBase {
       // Evicted (memory budget) since it looked: wait for the next load (the
       // answer begun here is dropped unreported; the next Dispatch reports).
       if (admission.AwaitsAnotherLoad(message->model_name(), load_waits)) {
-        return AwaitModelLoad(std::move(message), load_waits);
+        return AwaitModelLoad(std::move(message), load_waits, {std::move(quota.ticket), quota.acquired});
       }
       return fail(admitted);
     }
