@@ -13,32 +13,13 @@
 
 #include <gtest/gtest.h>
 
+#include "SocketPair.h"
 #include "server/grpc/TlsConnectionGate.h"
 
 namespace ortserve::grpcfe {
 namespace {
 
-struct Pair {
-  int fds[2] = {-1, -1};
-  Pair() { EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0); }
-  ~Pair() {
-    CloseServerSide();
-    CloseClientSide();
-  }
-  void CloseServerSide() { CloseAt(0); }
-  void CloseClientSide() { CloseAt(1); }
-  // Whether the client's end reads the end of the stream (without waiting).
-  bool ClientSeesEnd() const {
-    char byte = 0;
-    return recv(fds[1], &byte, 1, MSG_DONTWAIT) == 0;
-  }
-
- private:
-  void CloseAt(int i) {
-    if (fds[i] >= 0) close(fds[i]);
-    fds[i] = -1;
-  }
-};
+using Pair = SocketPair;
 
 TEST(ConnectionLimit, AdmitsUpToTheLimitThenRefuses) {
   HandedOverConnections connections;

@@ -7,18 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include "SocketPair.h"
+
 namespace ortserve::grpcfe {
 namespace {
 
-struct Pair {
-  int fds[2] = {-1, -1};
-  Pair() { EXPECT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0); }
-  ~Pair() {
-    for (int fd : fds) {
-      if (fd >= 0) close(fd);
-    }
-  }
-};
+using Pair = SocketPair;
 
 TEST(HandedOverConnections, CountsOpenDescriptors) {
   HandedOverConnections connections;
@@ -34,8 +28,7 @@ TEST(HandedOverConnections, DropsClosedDescriptorsWhenChecked) {
   Pair a, b;
   connections.Add(a.fds[0], "");
   connections.Add(b.fds[0], "");
-  close(a.fds[0]);
-  a.fds[0] = -1;
+  a.CloseServerSide();
   EXPECT_EQ(connections.Remembered(), 2u);  // not checked yet
   EXPECT_EQ(connections.Open(), 1u);
   EXPECT_EQ(connections.Remembered(), 1u);
