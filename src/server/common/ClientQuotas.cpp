@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -60,7 +61,9 @@ std::string Refusal(const QuotaLimit& limit, const TokenBucket& bucket, uint32_t
 std::chrono::microseconds QuotaPause(double token_wait_s) {
   const double us = std::clamp(token_wait_s * 1e6, double(QuotaRejection::kMinQuotaPause.count()),
                                double(QuotaRejection::kMaxQuotaPause.count()));
-  return std::chrono::microseconds(static_cast<int64_t>(us));
+  thread_local std::minstd_rand stretch(std::random_device{}());
+  const double factor = 1.0 + std::uniform_real_distribution<double>(0.0, 1.0)(stretch);
+  return std::chrono::microseconds(static_cast<int64_t>(us * factor));
 }
 
 }  // namespace

@@ -71,12 +71,15 @@ struct QuotaRejection {
   uint32_t retry_after_s = 1;  // whole seconds, at least 1 (the Retry-After header)
   // How long the front end holds the refused client's connection (HTTP: its
   // next request is not read) or call (gRPC ModelInfer: the refusal is sent)
-  // before going on: until the client's bucket holds a token again, at least
-  // kMinQuotaPause, at most kMaxQuotaPause. A closed-loop client that ignores
-  // Retry-After thus gets at most 1/kMinQuotaPause refusals a second per
-  // connection or call in flight instead of as many as the server can write,
-  // which leaves the cores, the server's and the clients' alike, to the
-  // clients within their quotas. The bounds keep it short against a long
+  // before going on: until the client's bucket holds a token again (at least
+  // kMinQuotaPause, at most kMaxQuotaPause), stretched by a random 0-100%:
+  // a client's many connections, refused together while they wait for the
+  // same token, would otherwise all come back at once, a burst every token
+  // that delays whatever else arrives in it. A closed-loop client that
+  // ignores Retry-After thus gets at most 1/kMinQuotaPause refusals a second
+  // per connection or call in flight instead of as many as the server can
+  // write, which leaves the cores, the server's and the clients' alike, to
+  // the clients within their quotas. The bounds keep it short against a long
   // Retry-After: the pause paces refusals, it refuses nothing more.
   std::chrono::microseconds pause{kMinQuotaPause};
 
