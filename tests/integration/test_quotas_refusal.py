@@ -20,7 +20,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.grpc import service_pb2, service_pb2_grpc
 from tritonclient.utils import InferenceServerException
 
-from harness import make_test_models, start_server
+from harness import http_request_bytes, make_test_models, start_server
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -107,8 +107,8 @@ def test_http_refusals_on_one_connection_are_paced(srv):
     answers take at least nine pauses, where without the pause they all came
     in a few milliseconds. A lower bound set by the server's timer: a slow
     machine only makes it longer."""
-    request = (f"POST /v2/models/{MODEL}/infer HTTP/1.1\r\nHost: x\r\n{HEADER}: spent-paced\r\n"
-               f"Content-Type: application/json\r\nContent-Length: {len(BODY)}\r\n\r\n").encode() + BODY
+    request = http_request_bytes("POST", f"/v2/models/{MODEL}/infer", BODY,
+                                 {HEADER: "spent-paced", "Content-Type": "application/json", "Connection": "keep-alive"})
     with socket.create_connection(("127.0.0.1", srv.http_port), timeout=30) as sock:
         sock.sendall(request)
         assert read_responses(sock, 1) == [200]  # its one token

@@ -177,14 +177,14 @@ TEST_F(InferAdmissionTest, AnEarlyQuotaCheckRefusesBeforeDecodingAndItsTicketIsT
   // them from it, not a second time (which the empty bucket would refuse).
   InferAdmission::QuotaCheck first{.client = "a", .rejection = {}};
   ASSERT_TRUE(limited.CheckQuotaEarly("m", "", &first).ok());
-  EXPECT_TRUE(first.acquired);
+  EXPECT_TRUE(first.admitted.acquired);
   ASSERT_TRUE(admit(&first).ok());
   EXPECT_FALSE(first.rejection);
   EXPECT_EQ(made, 1);
   // An unknown model is left to Admit (404) and counted nowhere.
   InferAdmission::QuotaCheck unknown{.client = "a", .rejection = {}};
   EXPECT_TRUE(limited.CheckQuotaEarly("nope", "", &unknown).ok());
-  EXPECT_FALSE(unknown.acquired);
+  EXPECT_FALSE(unknown.admitted.acquired);
   EXPECT_FALSE(unknown.rejection);
   // Over the quota: refused early with Admit's status and the reason.
   InferAdmission::QuotaCheck second{.client = "a", .rejection = {}};

@@ -11,13 +11,12 @@ Status InferAdmission::CheckAccepting() const {
 }
 
 Status InferAdmission::CheckQuotaEarly(const std::string& model, const std::string& version, QuotaCheck* quota) {
-  if (!options_.quotas || quota == nullptr || quota->acquired) return Status::Ok();
+  if (!options_.quotas || quota == nullptr || quota->admitted.acquired) return Status::Ok();
   auto found = repository_->GetModel(model, version);
   if (!found.ok()) return Status::Ok();
   auto acquired = AcquireQuota(model, quota);
   if (!acquired.ok()) return acquired.status();
-  quota->ticket = std::move(acquired).value();
-  quota->acquired = true;
+  quota->admitted = {std::move(acquired).value(), true};
   quota->model = std::move(found).value();
   return Status::Ok();
 }

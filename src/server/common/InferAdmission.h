@@ -89,17 +89,25 @@ class InferAdmission {
     std::shared_ptr<ClientQuotas> quotas{};
   };
 
+  // A request's admission by its client's quota, which a front end keeps
+  // while the request waits (for a reload) so that it takes no second token.
+  // A rate-only quota admits without a ticket, hence `acquired`.
+  struct QuotaAdmission {
+    std::shared_ptr<QuotaTicket> ticket{};
+    bool acquired = false;
+  };
+
   // Admit's quota check: the client's id in, the refusal out. A check
-  // that CheckQuotaEarly() passed carries its ticket on to Admit, which then
-  // takes no second token, and the model it found, which Admit serves while
-  // it is still ready instead of looking it up again (a model evicted or
-  // unloaded meanwhile is looked up anew, so Admit answers as it would have).
-  // The request handed to Admit names the model and version that were checked.
+  // that CheckQuotaEarly() passed carries its admission on to Admit, which
+  // then takes no second token, and the model it found, which Admit serves
+  // while it is still ready instead of looking it up again (a model evicted
+  // or unloaded meanwhile is looked up anew, so Admit answers as it would
+  // have). The request handed to Admit names the model and version that
+  // were checked.
   struct QuotaCheck {
     std::string_view client;
     std::optional<QuotaRejection> rejection;
-    std::shared_ptr<QuotaTicket> ticket{};
-    bool acquired = false;
+    QuotaAdmission admitted{};
     std::shared_ptr<Model> model{};  // null: Admit looks the model up
   };
 
@@ -188,8 +196,8 @@ Status InferAdmission::Admit(std::unique_ptr<InferenceRequest> request, CancelFl
     model = std::move(found).value();
   }
   std::shared_ptr<QuotaTicket> ticket;
-  if (quota != nullptr && quota->acquired) {
-    ticket = std::move(quota->ticket);
+  if (quota != nullptr && quota->admitted.acquired) {
+    ticket = std::move(quota->admitted.ticket);
   } else if (options_.quotas && quota != nullptr) {
     auto acquired = AcquireQuota(request->model_name, quota);
     if (!acquired.ok()) return acquired.status();

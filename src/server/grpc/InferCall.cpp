@@ -156,12 +156,11 @@ class GenericCall final : public CallBase {
     if (admission.quotas()) client = ClientIdOf(ctx_, core_->options().quotas.client_id_header, core_->connections());
     // A ticket taken before a wait for the model's reload is still this call's.
     common::InferAdmission::QuotaCheck quota{
-        .client = client, .rejection = {}, .ticket = quota_ticket_, .acquired = quota_acquired_};
+        .client = client, .rejection = {}, .admitted = quota_};
     // Over quota: refused before the request is decoded.
     if (!admission.CheckQuotaEarly(message_->model_name(), message_->model_version(), &quota).ok())
       return RefuseOverQuota(*quota.rejection);
-    quota_ticket_ = quota.ticket;
-    quota_acquired_ = quota.acquired;
+    quota_ = quota.admitted;
     auto request = std::make_unique<InferenceRequest>();
     common::SharedMemoryRefs regions;
     Status decoded = DecodeInferRequest(message_, request.get(), core_->options().max_tensor_elements, &regions);
@@ -269,9 +268,7 @@ class GenericCall final : public CallBase {
   Status load_status_;  // the on-demand load's outcome (kLoaded)
   int load_waits_ = 0;  // loads this call waited for (InferAdmission::AwaitsAnotherLoad)
   common::InFlightHold load_wait_;  // from AwaitModelLoad to kLoaded
-  // Once CheckQuotaEarly admitted it: a rate-only quota's admission has no ticket.
-  std::shared_ptr<common::QuotaTicket> quota_ticket_;
-  bool quota_acquired_ = false;
+  common::InferAdmission::QuotaAdmission quota_;  // once CheckQuotaEarly admitted it
   grpc::Alarm load_alarm_;  // its own: alarm_ wakes the queue for the result
 };
 

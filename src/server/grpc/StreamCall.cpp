@@ -105,21 +105,14 @@ class StreamCall final : public CallBase {
   enum { kRequest, kRead, kWake, kWrite, kFinish, kDone, kLoaded };
 
   // A request waiting for its model's on-demand load, and then its outcome.
-  // A request's admission by its client's quota, kept while it waits for a
-  // reload so that it takes no second token (a rate-only quota admits
-  // without a ticket, hence the flag). No member initializers: `{}` as a
-  // default argument inside the class needs none (and value-initializes).
-  struct QuotaAdmitted {
-    std::shared_ptr<common::QuotaTicket> ticket;
-    bool acquired;
-  };
+  using QuotaAdmission = common::InferAdmission::QuotaAdmission;
 
   struct LoadWait {
     std::shared_ptr<inference::ModelInferRequest> message;
     int load_waits = 0;  // InferAdmission::AwaitsAnotherLoad
     Status loaded;
     common::InFlightHold in_flight;  // released when OnLoaded dispatches it again
-    QuotaAdmitted quota;
+    QuotaAdmission quota;
   };
 
   struct Answer {
@@ -199,7 +192,7 @@ class StreamCall final : public CallBase {
   // the admission's count, so that shutdown waits for it) until OnLoaded
   // dispatches it again on the polling thread.
   void AwaitModelLoad(std::shared_ptr<inference::ModelInferRequest> message, int load_waits,
-                      QuotaAdmitted quota = {}) {
+                      QuotaAdmission quota = {}) {
     common::InFlightHold in_flight(core_->admission().in_flight());
     const std::string model = message->model_name();
     auto wait = std::make_shared<LoadWait>(
@@ -231,7 +224,7 @@ class StreamCall final : public CallBase {
   // `load_waits`: the loads this request waited for; `loaded`: how the last
   // one ended.
   void Dispatch(std::shared_ptr<inference::ModelInferRequest> message, int load_waits = 0,
-                Status loaded = Status::Ok(), QuotaAdmitted admitted_by_quota = {}) {
+                Status loaded = Status::Ok(), QuotaAdmission admitted_by_quota = {}) {
     common::InferAdmission& admission = core_->admission();
     if (loaded.ok() && admission.AwaitsAnotherLoad(message->model_name(), load_waits)) {
       return AwaitModelLoad(std::move(message), load_waits, std::move(admitted_by_quota));
@@ -253,8 +246,7 @@ class StreamCall final : public CallBase {
     // streams carry errors as messages, not as the call's status), before
     // the request is decoded.
     common::InferAdmission::QuotaCheck quota{.client = client_id_, .rejection = {},
-                                             .ticket = std::move(admitted_by_quota.ticket),
-                                             .acquired = admitted_by_quota.acquired};
+                                             .admitted = std::move(admitted_by_quota)};
     if (Status within = admission.CheckQuotaEarly(message->model_name(), message->model_version(), &quota);
         !within.ok())
       return fail(std::move(within));
@@ -283,7 +275,7 @@ class StreamCall final : public CallBase {
       // Evicted (memory budget) since it looked: wait for the next load (the
       // answer begun here is dropped unreported; the next Dispatch reports).
       if (admission.AwaitsAnotherLoad(message->model_name(), load_waits)) {
-        return AwaitModelLoad(std::move(message), load_waits, {std::move(quota.ticket), quota.acquired});
+        return AwaitModelLoad(std::move(message), load_waits, std::move(quota.admitted));
       }
       return fail(admitted);
     }

@@ -165,14 +165,13 @@ void HttpService::AwaitModelLoad(HttpRequest& request, const std::string& model,
 }
 
 bool HttpService::CheckQuotaEarly(const std::string& model, const std::string& version, InferArrival& arrival) {
-  if (!admission_->quotas() || arrival.quota_checked) return true;
+  if (!admission_->quotas() || arrival.quota.acquired) return true;
   common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {}};
   if (!admission_->CheckQuotaEarly(model, version, &quota).ok()) {
     RefuseOverQuota(*quota.rejection, model, version, arrival);
     return false;
   }
-  arrival.quota_checked = quota.acquired;
-  arrival.quota_ticket = std::move(quota.ticket);
+  arrival.quota = std::move(quota.admitted);
   arrival.model = std::move(quota.model);
   return true;
 }
@@ -284,8 +283,7 @@ void HttpService::AdmitInfer(Result<DecodedInferRequest> decoded, const std::str
   CancelFlag cancelled = arrival.context.cancelled;
   const uint64_t bytes_in = arrival.bytes_in;
   common::InferAdmission::QuotaCheck quota{.client = arrival.client_id, .rejection = {},
-                                           .ticket = arrival.quota_ticket,  // kept should it wait for a load
-                                           .acquired = arrival.quota_checked,
+                                           .admitted = arrival.quota,  // kept should it wait for a load
                                            .model = std::move(arrival.model)};
   Status admitted = admission_->Admit(std::move(decoded->request), std::move(cancelled), std::move(trace), [&] {
     // Runs exactly once, so it moves its captures on to the connection's I/O

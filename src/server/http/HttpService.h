@@ -138,10 +138,9 @@ class HttpService {
     std::string accept_encoding;
     RequestContext context;
     std::string client_id;  // quotas on only
-    // Its quota ticket once the quota was checked before decoding
-    // (InferAdmission::CheckQuotaEarly); `quota_checked` false: Admit checks.
-    std::shared_ptr<common::QuotaTicket> quota_ticket{};
-    bool quota_checked = false;
+    // Its admission once the quota was checked before decoding
+    // (InferAdmission::CheckQuotaEarly); not acquired: Admit checks.
+    common::InferAdmission::QuotaAdmission quota{};
     // The model that check found, for the decoding and Admit; dropped while
     // the request waits for a load. Null: looked up where needed.
     std::shared_ptr<Model> model{};
