@@ -45,9 +45,13 @@ test: build deploy-deps
 
 # HAProxy, Helm (built from the Go module proxy) and the offline manifest
 # checkers (kubernetes-validate, checkov) under .cache/deploy-tools.
-.PHONY: deploy-deps deploy-check bench-scaleout bench-replicas
+.PHONY: deploy-deps deploy-check bench-scaleout bench-replicas bench-deps
 deploy-deps:
 	@scripts/setup.sh deploy
+
+# nginx (Debian's nginx-light), the tiny model's static-answer contender in `make bench`.
+bench-deps:
+	@scripts/setup.sh bench
 
 # Offline checks of deploy/: helm lint + template over deploy/helm/ci/*.yaml,
 # schemas, checkov (docs/deploy.md, "Checks"). Also run by `make test`.
@@ -127,7 +131,7 @@ clean:
 # models; writes bench/RESULTS.md and bench/results/. Not a test: nothing is
 # asserted. BENCH_ARGS="--quick" for a smoke run, "--models tiny,mlp" etc.
 .PHONY: bench
-bench: build
+bench: build bench-deps
 	$(PY) bench/lib/make_bench_models.py
 	$(PY) bench/run_bench.py --ortserve-bin $(BUILD_DIR)/ortserve $(BENCH_ARGS)
 

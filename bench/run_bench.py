@@ -23,6 +23,9 @@ Contenders, same models, same machine, one run:
              answers every request with the tiny model's reference response:
              the wrk JSON load on tiny only, the most any server could reach
              there with the load generator on the same machine
+  nginx      nginx (Debian's nginx-light, `make bench-deps`) answering every request with the
+             same response (`return 200`), worker_processes = the thread budget: the tiny
+             model's wrk JSON load only, and the tiny target's paired rounds
 
 Then paired rounds (--target-rounds): each target's pair measured again back to
 back, both servers up, order flipping per round; verdicts use the median round.
@@ -50,7 +53,7 @@ from bench_procs import Procs
 from bench_report import write_report
 from bench_rounds import paired_rounds
 from bench_servers import FastApiBaseline, OrtServe, reference_outputs
-from bench_sweep import bench_floor, bench_inprocess, bench_server
+from bench_sweep import bench_inprocess, bench_server, bench_static
 from bench_targets import compute_targets
 
 
@@ -67,13 +70,14 @@ def parse_args(argv):
     ap.add_argument("--duration", type=float, help="seconds per load point (default 10, quick 2)")
     ap.add_argument("--rate-fractions", help="request-rate sweep as fractions of each contender's peak "
                     "(default 0.25,0.5,0.75,0.9; quick 0.5; 'none' to skip)")
-    ap.add_argument("--contenders", default="ortserve,fastapi,inprocess,http_floor")
+    ap.add_argument("--contenders", default="ortserve,fastapi,inprocess,http_floor,nginx")
     ap.add_argument("--no-pa", dest="pa", action="store_false", help="skip perf_analyzer loads")
     ap.add_argument("--no-wrk", dest="wrk", action="store_false", help="skip wrk JSON loads")
     ap.add_argument("--ortserve-bin", default=str(ROOT / "build" / "ortserve"))
     ap.add_argument("--thread-budget", type=int, default=os.cpu_count() or 1,
                     help="cores given to each contender (default: all)")
     ap.add_argument("--fastapi-workers", type=int, help="default: the thread budget (1 intra-op thread each)")
+    ap.add_argument("--nginx-workers", type=int, help="nginx worker_processes (default: the thread budget)")
     ap.add_argument("--http-thread-count", type=int, default=0, help="ortserve --http-thread-count (0: its default)")
     ap.add_argument("--client-threads", type=int, default=1 if (os.cpu_count() or 1) <= 4 else 2,
                     help="wrk threads")
@@ -203,8 +207,9 @@ def run_contenders(args, manifest, refs, out):
         workers = args.fastapi_workers
         bench_server(FastApiBaseline(manifest_repo(manifest), workers, max(1, args.thread_budget // workers),
                                      args.server_cpus), args.models, manifest, refs, args, out)
-    if "http_floor" in args.contenders:
-        bench_floor(manifest, refs, args, out)
+    for kind in ("http_floor", "nginx"):
+        if kind in args.contenders:
+            bench_static(kind, manifest, refs, args, out)
     if "inprocess" in args.contenders:
         bench_inprocess(args.models, manifest, args, out)
     if args.target_rounds:

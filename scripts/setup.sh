@@ -16,12 +16,15 @@
 #      cuDNN 9 wheels of the GPU host (scripts/requirements-gpu-wheels.txt,
 #      hash-checked, about 1.8 GB) into .cache/gpu-wheels/site, for resolving
 #      the CUDA provider on a machine without a GPU; never needed to build.
+#   bench (`make bench-deps`, run by `make bench`): nginx (Debian's nginx-light), the
+#      tiny model's static-answer contender; the service the package starts is
+#      stopped again, the bench runs its own nginx on a free port.
 #   deploy (`make deploy-deps`, run by `make test`): the offline deployment
 #      checks' tools: HAProxy (Debian), Helm built from the Go module proxy
 #      (needs Go >= 1.24 on PATH or in /usr/local/go), and kubernetes-validate
 #      + checkov in their own venv; all under $DEPLOY_TOOLS (default
 #      .cache/deploy-tools). docs/deploy.md, "Checks".
-# Usage: scripts/setup.sh [apt] [ort] [python] [gpu] [gpu-wheels] [fuzz] [deploy]   (no argument: apt ort python)
+# Usage: scripts/setup.sh [apt] [ort] [python] [gpu] [gpu-wheels] [fuzz] [bench] [deploy]   (no argument: apt ort python)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -164,6 +167,16 @@ fetch_test_models() {
   fi
 }
 
+install_bench_tools() {
+  if dpkg-query -W -f='${Status}' nginx-light 2>/dev/null | grep -q "install ok installed" ||
+     command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then
+    log "nginx: present"; return
+  fi
+  install_apt nginx-light
+  # The package starts its own service on port 80; the bench needs only the program.
+  as_root sh -c 'command -v invoke-rc.d >/dev/null && invoke-rc.d nginx stop' >/dev/null 2>&1 || true
+}
+
 DEPLOY_APT_PACKAGES=(haproxy)
 HELM_MODULE="helm.sh/helm/v3/cmd/helm@v3.19.0"
 DEPLOY_TOOLS=${DEPLOY_TOOLS:-$ROOT/.cache/deploy-tools}
@@ -201,6 +214,7 @@ for s in "${steps[@]}"; do
     python) install_python; fetch_test_models ;;
     gpu) install_gpu ;;
     gpu-wheels) install_gpu_wheels ;;
+    bench) install_bench_tools ;;
     deploy) install_deploy_tools ;;
     *) echo "unknown step: $s" >&2; exit 2 ;;
   esac

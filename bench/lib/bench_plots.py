@@ -10,6 +10,7 @@ CONTENDER_LINES = [  # (contender, load, label, style, colour)
     ("fastapi", "pa_http", "FastAPI HTTP binary (perf_analyzer)", "--o", "tab:orange"),
     ("fastapi", "wrk_json", "FastAPI HTTP JSON (wrk)", "--s", "tab:red"),
     ("http_floor", "wrk_json", "http_floor HTTP JSON (wrk), a no-op server", ":^", "tab:gray"),
+    ("nginx", "wrk_json", "nginx HTTP JSON (wrk), a static answer", ":x", "tab:brown"),
 ]
 
 

@@ -35,7 +35,8 @@ def header_lines(out, args, started, finished):
          f"Machine: {mi['cpu']}, {mi['cores']} cores, Linux {mi['kernel']}, load average at start "
          f"{', '.join(f'{x:.2f}' for x in mi['loadavg_at_start'])}. Thread budget {args.thread_budget} "
          f"(ortserve `--thread-budget`, FastAPI {args.fastapi_workers} workers x "
-         f"{max(1, args.thread_budget // args.fastapi_workers)} intra-op threads, in-process ORT "
+         f"{max(1, args.thread_budget // args.fastapi_workers)} intra-op threads, nginx "
+         f"{args.nginx_workers or args.thread_budget} worker processes, in-process ORT "
          f"{args.thread_budget} intra-op threads). Server CPUs: {args.server_cpus or 'unpinned'}, "
          f"load generator CPUs: {args.client_cpus or 'unpinned'}.", ""]
     if args.quick:
@@ -54,8 +55,8 @@ def targets_lines(out, targets):
     rounds = out.get("rounds") or []
     L = ["## Targets", ""]
     if rounds:
-        L += [f"Verdicts rest on {len(rounds)} paired rounds run after the sweep: each pair (ortserve and "
-              "FastAPI on tiny, ortserve under each client and in-process ORT on cnn, batching on and off on mlp) measured back "
+        L += [f"Verdicts rest on {len(rounds)} paired rounds run after the sweep: each pair (ortserve, "
+              "FastAPI and nginx on tiny, ortserve under each client and in-process ORT on cnn, batching on and off on mlp) measured back "
               "to back with both servers up, the order flipping every round; the row shows the round with the "
               "median ratio and the spread. The sweep's own point for the same pair is in the detail.", ""]
     L += ["| target | measured | ratio | goal | verdict | detail |", "|---|---|---|---|---|---|"]

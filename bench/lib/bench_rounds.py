@@ -6,7 +6,7 @@ from pathlib import Path
 from bench_common import RESULTS, log, manifest_repo, note
 from bench_loads import run_inprocess
 from bench_servers import FastApiBaseline, OrtServe, check_outputs, wait_ready
-from bench_sweep import chosen_batch_sizes, closed_loop_point
+from bench_sweep import chosen_batch_sizes, closed_loop_point, tiny_static_server
 from bench_targets import CNN_LOADS, MLP_LOADS
 
 
@@ -14,7 +14,7 @@ def paired_rounds(args, manifest, refs, out):
     """The target points again, args.target_rounds times, each pair measured back to back in
     alternating order with both servers up (idle when not measured): on two shared cores the
     machine's load drifts between the sweep's phases, and a ratio of two points taken minutes apart
-    carries that drift. Pairs: tiny wrk JSON @32 ortserve/FastAPI; cnn @4 ortserve under each of
+    carries that drift. Pairs: tiny wrk JSON @32 ortserve/FastAPI/nginx (one group); cnn @4 ortserve under each of
     CNN_LOADS and in-process at the batch sizes the sweep saw (one group: one in-process run serves
     both clients' ratios); mlp/mlp_nobatch @32 per load."""
     servers = {}
@@ -27,6 +27,10 @@ def paired_rounds(args, manifest, refs, out):
     if "ortserve" not in servers:
         return
     models = [m for m in ("tiny", "cnn", "mlp", "mlp_nobatch") if m in args.models]
+    if "nginx" in args.contenders and "tiny" in models and args.wrk:
+        nginx = tiny_static_server("nginx", manifest, refs, args)
+        if nginx:  # answers tiny's request only: the output check leaves it tiny alone
+            servers["nginx"] = nginx
     log(f"paired rounds: {args.target_rounds} x {models}")
     try:
         for name, server in servers.items():
@@ -36,7 +40,7 @@ def paired_rounds(args, manifest, refs, out):
             ok, ready[name] = wait_ready(server.base, server.proc, models, args.ready_timeout)
             bad = [m for m in ready[name] if check_outputs(server.base, m, manifest[m], refs[m])]
             ready[name] = [m for m in ready[name] if m not in bad] if ok else []
-        o, f = servers["ortserve"], servers.get("fastapi")
+        o = servers["ortserve"]
         grpc = args.pa and o.grpc_ready()  # the gRPC load is perf_analyzer's
 
         def usable(load, m):
@@ -62,9 +66,10 @@ def paired_rounds(args, manifest, refs, out):
 
         for rnd in range(args.target_rounds):
             rd = {"mlp": {}}
-            if f and "tiny" in ready["ortserve"] and "tiny" in ready.get("fastapi", []) and args.wrk:
-                rd["tiny"] = back_to_back(rnd, "tiny wrk_json @32", ("ortserve", pt(o, "tiny", "wrk_json", 32)),
-                                          ("fastapi", pt(f, "tiny", "wrk_json", 32)))
+            tiny = [(name, pt(srv, "tiny", "wrk_json", 32)) for name, srv in servers.items()
+                    if "tiny" in ready[name]]
+            if args.wrk and len(tiny) > 1 and tiny[0][0] == "ortserve":
+                rd["tiny"] = back_to_back(rnd, "tiny wrk_json @32", *tiny)
             cnn_loads = [x for x in CNN_LOADS if usable(x, "cnn")] if "cnn" in ready["ortserve"] else []
             if cnn_loads and "inprocess" in args.contenders:
                 path = RESULTS / "inprocess_cnn_rounds.json"

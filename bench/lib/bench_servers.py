@@ -1,14 +1,15 @@
-"""The contenders as servers: ortserve, the FastAPI baseline and the no-op HTTP floor, each started
-on free 127.0.0.1 ports and waited for with bounded waits; loopback HTTP helpers; and the output
+"""The contenders as servers: ortserve, the FastAPI baseline, the no-op HTTP floor and nginx's static
+answer, each started on free 127.0.0.1 ports and waited for with bounded waits; loopback HTTP helpers; and the output
 check that keeps a contender answering wrongly from being measured."""
 import json
+import shutil
 import socket
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from bench_common import BASELINES, LOGS, VENV_PY
+from bench_common import BASELINES, LOGS, VENV_PY, WORK
 from bench_procs import Procs, free_port, free_ports, run_bounded, with_cpus
 
 
@@ -184,3 +185,58 @@ class HttpFloor(Server):
         self.port = free_port()
         cmd = [self.binary, "--port", str(self.port), "--body", self.body_file]
         self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "http_floor.log")
+
+
+def nginx_binary():
+    """nginx's program (Debian puts it in /usr/sbin, often off a user's PATH), or None."""
+    found = shutil.which("nginx") or "/usr/sbin/nginx"
+    return Path(found) if Path(found).exists() else None
+
+
+class NginxStatic(Server):
+    """nginx answering every request with one fixed body (`return 200`), in a prefix of its own
+    under bench/work/nginx: a production HTTP server doing the least a server can on the tiny
+    model's load, with `workers` worker processes (the bench gives it the thread budget, as every
+    contender), `reuseport` (the kernel spreads connections over the workers; without it one worker
+    may take most of wrk's connections), no access log and keep-alive without a request limit
+    (nginx's default closes a connection every 1,000 requests, which wrk would pay for and ortserve
+    does not)."""
+    name = "nginx"
+
+    def __init__(self, binary, body_file, workers, cpus):
+        super().__init__()
+        self.binary, self.body_file, self.workers, self.cpus = binary, body_file, workers, cpus
+
+    def start(self):
+        self.port = free_port()
+        prefix = WORK / "nginx"
+        prefix.mkdir(parents=True, exist_ok=True)
+        conf = prefix / "nginx.conf"
+        conf.write_text(nginx_conf(Path(self.body_file).read_text(), self.port, self.workers, prefix))
+        cmd = [self.binary, "-p", prefix, "-c", conf, "-e", prefix / "error.log"]
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "nginx.log")
+
+
+def nginx_conf(body, port, workers, prefix):
+    """The configuration of NginxStatic; `body` goes into a single-quoted nginx string, so it may
+    not hold a quote, a backslash or a variable's `$`."""
+    if any(c in body for c in "'\\$"):
+        raise ValueError("nginx's static body may not contain ', \\ or $")
+    temp = "\n".join(f"  {k}_temp_path {prefix / k};" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    return f"""daemon off;
+worker_processes {workers};
+pid {prefix / 'nginx.pid'};
+error_log {prefix / 'error.log'} warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000000;
+  keepalive_timeout 300s;
+  client_body_buffer_size 1m;
+{temp}
+  server {{
+    listen 127.0.0.1:{port} reuseport;
+    location / {{ default_type application/json; return 200 '{body}'; }}
+  }}
+}}
+"""

@@ -1,11 +1,12 @@
 """The sweep: each contender in its own phase, every load at every concurrency (and a Poisson
 request-rate sweep at fractions of its own peak), the idle cost before and after; the transport
-floor on tiny; the in-process limit at the batch sizes ortserve's batcher chose."""
+floor and nginx's static answer on tiny; the in-process limit at the batch sizes ortserve's batcher chose."""
 from bench_common import LOGS, RESULTS, WORK, bench_tool, log, note
 from bench_loads import run_inprocess, run_perf_analyzer, run_wrk
 from bench_measure import idle_cpu, log_point, measure
 from bench_procs import log_tail
-from bench_servers import FastApiBaseline, HttpFloor, OrtServe, check_outputs, floor_response, wait_ready
+from bench_servers import (FastApiBaseline, HttpFloor, NginxStatic, OrtServe, check_outputs, floor_response,
+                           nginx_binary, wait_ready)
 
 
 def closed_loop_point(server, model, spec, load, conc, args):
@@ -112,34 +113,58 @@ def rate_sweep(server, m, spec, key, points, args):
             log_point(r)
 
 
-def bench_floor(manifest, refs, args, out):
-    """The transport's floor on the tiny model's wrk JSON load, at every concurrency:
-    ortserve_http_floor answering each request with the reference response and doing nothing else.
-    No server answering the same requests with the same bytes beats it on this machine."""
+def tiny_static_server(kind, manifest, refs, args):
+    """A server of fixed answers on the tiny model's load, each answering every request with its
+    reference response: `http_floor` (ortserve_http_floor, a no-op server: no server answering the
+    same requests with the same bytes beats it on this machine) or `nginx` (NginxStatic, given the
+    thread budget's workers). None, noted, when its program is missing."""
+    if kind == "http_floor":
+        binary = bench_tool(args, "ortserve_http_floor")
+        if not binary.exists():
+            note(f"{binary} not built (make build): the tiny model's transport floor is not measured")
+            return None
+    else:
+        binary = nginx_binary()
+        if binary is None:
+            note("nginx not installed (make bench-deps): the tiny model's nginx comparison is not measured")
+            return None
+    body = WORK / "static_tiny.json"
+    body.write_text(floor_response("tiny", manifest["tiny"], refs["tiny"]))
+    if kind == "http_floor":
+        return HttpFloor(binary, body, args.server_cpus)
+    return NginxStatic(binary, body, args.nginx_workers or args.thread_budget, args.server_cpus)
+
+
+def start_checked(server, spec, ref, args):
+    """Starts a fixed-answer server and checks its answer to the tiny request; False (noted, the
+    server stopped) when it is not ready or answers otherwise."""
+    server.start()
+    ok, _ = wait_ready(server.base, server.proc, [], args.ready_timeout)
+    err = check_outputs(server.base, "tiny", spec, ref) if ok else "not ready"
+    if err:
+        note(f"{server.name}: {err}; skipped. Log tail:\n{log_tail(LOGS / (server.name + '.log'))}")
+        server.stop()
+    return not err
+
+
+def bench_static(kind, manifest, refs, args, out):
+    """A fixed-answer server (tiny_static_server) on the tiny model's wrk JSON load, at every
+    concurrency."""
     if "tiny" not in args.models or not args.wrk:
         return
-    binary = bench_tool(args, "ortserve_http_floor")
-    if not binary.exists():
-        note(f"{binary} not built (make build): the tiny model's transport floor is not measured")
+    server = tiny_static_server(kind, manifest, refs, args)
+    if server is None:
         return
-    spec = manifest["tiny"]
-    body = WORK / "http_floor_tiny.json"
-    body.write_text(floor_response("tiny", spec, refs["tiny"]))
-    server = HttpFloor(binary, body, args.server_cpus)
-    log("starting http_floor")
-    server.start()
+    log(f"starting {server.name}")
+    if not start_checked(server, manifest["tiny"], refs["tiny"], args):
+        return
     try:
-        ok, _ = wait_ready(server.base, server.proc, [], args.ready_timeout)
-        err = check_outputs(server.base, "tiny", spec, refs["tiny"]) if ok else "not ready"
-        if err:
-            note(f"http_floor: {err}; skipped. Log tail:\n{log_tail(LOGS / 'http_floor.log')}")
-            return
-        points = (out.setdefault("http_floor", {"models": {}})["models"].setdefault("tiny", {})
+        points = (out.setdefault(server.name, {"models": {}})["models"].setdefault("tiny", {})
                   .setdefault("wrk_json", {"concurrency": [], "rate": []}))
-        concurrency_sweep(server, "tiny", spec, "wrk_json", points, args)
+        concurrency_sweep(server, "tiny", manifest["tiny"], "wrk_json", points, args)
     finally:
         server.stop()
-        log("stopped http_floor")
+        log(f"stopped {server.name}")
 
 
 def chosen_batch_sizes(out, model):
