@@ -110,8 +110,14 @@ OTHER_BENCHES = [("make bench-sequences", "RESULTS-sequences.md", "Throughput of
                  ("make bench-quotas", "RESULTS-quotas.md", "Quotas over ")]
 
 
+# Measurements taken outside run_bench.py (A/Bs, one-off scenario runs), written by hand there
+# because RESULTS.md is rewritten by every run.
+BY_HAND = "RESULTS-by-hand.md"
+
+
 def other_bench_lines(report_dir):
-    """One entry per OTHER_BENCHES report that exists: its link and its headline lines."""
+    """One entry per OTHER_BENCHES report that exists: its link and its headline lines; then the
+    page of measurements recorded by hand, when there is one."""
     L = []
     for command, name, headline_start in OTHER_BENCHES:
         report = Path(report_dir) / "results" / name
@@ -121,6 +127,10 @@ def other_bench_lines(report_dir):
         headline = " ".join(line for line in text if line.startswith(headline_start))
         measured = next((line.split(",")[0] for line in text if line.startswith("Commit ")), "")
         L += [f"- [{name}](results/{name}) (`{command}`; {measured}): {headline}"]
+    if (Path(report_dir) / "results" / BY_HAND).exists():
+        L += [f"- [{BY_HAND}](results/{BY_HAND}): measurements recorded by hand, each with its command "
+              "and builds (A/Bs of each stop's changes with `bench/tiny_ab.sh`, the shape-bucket, int8 and "
+              "tiny-against-nginx scenarios, runs of a branch); a run of this bench never rewrites it"]
     return ["## Other benches", ""] + L + [""] if L else []
 
 

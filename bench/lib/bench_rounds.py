@@ -14,9 +14,9 @@ def paired_rounds(args, manifest, refs, out):
     """The target points again, args.target_rounds times, each pair measured back to back in
     alternating order with both servers up (idle when not measured): on two shared cores the
     machine's load drifts between the sweep's phases, and a ratio of two points taken minutes apart
-    carries that drift. Pairs: tiny wrk JSON @32 ortserve/FastAPI/nginx (one group); cnn @4 ortserve under each of
-    CNN_LOADS and in-process at the batch sizes the sweep saw (one group: one in-process run serves
-    both clients' ratios); mlp/mlp_nobatch @32 per load."""
+    carries that drift. Pairs: tiny wrk JSON @32 ortserve/FastAPI/nginx (one group); cnn @4
+    ortserve under each of CNN_LOADS and in-process at the batch sizes the sweep saw (one group: one
+    in-process run serves both clients' ratios); mlp/mlp_nobatch @32 per load."""
     servers = {}
     if "ortserve" in args.contenders and Path(args.ortserve_bin).exists():
         servers["ortserve"] = OrtServe(Path(args.ortserve_bin), manifest_repo(manifest), args.thread_budget,

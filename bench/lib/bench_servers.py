@@ -195,7 +195,7 @@ def nginx_binary():
 
 class NginxStatic(Server):
     """nginx answering every request with one fixed body (`return 200`), in a prefix of its own
-    under bench/work/nginx: a production HTTP server doing the least a server can on the tiny
+    under bench/work/: a production HTTP server doing the least a server can on the tiny
     model's load, with `workers` worker processes (the bench gives it the thread budget, as every
     contender), `reuseport` (the kernel spreads connections over the workers; without it one worker
     may take most of wrk's connections), no access log and keep-alive without a request limit
@@ -203,18 +203,19 @@ class NginxStatic(Server):
     does not)."""
     name = "nginx"
 
-    def __init__(self, binary, body_file, workers, cpus):
+    def __init__(self, binary, body_file, workers, cpus, prefix_name="nginx"):
         super().__init__()
         self.binary, self.body_file, self.workers, self.cpus = binary, body_file, workers, cpus
+        self.prefix_name = prefix_name  # bench/work/<prefix_name>: one per nginx running at once
 
     def start(self):
         self.port = free_port()
-        prefix = WORK / "nginx"
+        prefix = WORK / self.prefix_name
         prefix.mkdir(parents=True, exist_ok=True)
         conf = prefix / "nginx.conf"
         conf.write_text(nginx_conf(Path(self.body_file).read_text(), self.port, self.workers, prefix))
         cmd = [self.binary, "-p", prefix, "-c", conf, "-e", prefix / "error.log"]
-        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "nginx.log")
+        self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / f"{self.prefix_name}.log")
 
 
 def nginx_conf(body, port, workers, prefix):

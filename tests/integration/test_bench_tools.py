@@ -374,7 +374,7 @@ def test_report_shows_the_targets_of_the_runs_it_is_compared_with(tmp_path):
 
 def test_report_links_the_other_benches_that_have_a_report(tmp_path):
     """RESULTS.md names each bench with its own report (sequences) by its headline, and only
-    when that report exists."""
+    when that report exists; then the page of measurements recorded by hand."""
     report = load_bench("bench_report")
     assert report.other_bench_lines(tmp_path) == []
     (tmp_path / "results").mkdir()
@@ -384,6 +384,10 @@ def test_report_links_the_other_benches_that_have_a_report(tmp_path):
     assert lines[0] == "## Other benches"
     assert lines[2] == ("- [RESULTS-sequences.md](results/RESULTS-sequences.md) (`make bench-sequences`; "
                         "Commit abc123): Throughput of the oldest strategy over one: 2.5x at 16.")
+    # The page of measurements recorded by hand is linked once it exists (a run never rewrites it).
+    assert not any("RESULTS-by-hand.md" in line for line in lines)
+    (tmp_path / "results" / "RESULTS-by-hand.md").write_text("# Measurements recorded by hand\n")
+    assert report.other_bench_lines(tmp_path)[3].startswith("- [RESULTS-by-hand.md](results/RESULTS-by-hand.md): ")
 
 
 def test_sequence_report_summarises_points_and_the_batching_ratio():
