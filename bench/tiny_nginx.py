@@ -46,7 +46,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ortserve-bin", default=str(ROOT / "build" / "ortserve"))
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--duration", type=int, default=5, help="seconds per point (wrk takes whole seconds)")
     ap.add_argument("--connections", type=int, default=32)
     args = ap.parse_args(argv)
     if nginx_binary() is None:
@@ -79,7 +79,7 @@ def main(argv):
 
 
 def report(rounds, order, args):
-    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    med = statistics.median
     print(f"\ntiny wrk JSON @{args.connections}, wrk -t1, {args.rounds} rounds of {args.duration:g} s, "
           f"commit {git_head()}, {machine_info()['cpu']}, {machine_info()['cores']} cores\n")
     print("| server | req/s (median, range) | CPU per request (us) | / nginx 2 workers | / nginx 1 worker |")
@@ -87,10 +87,13 @@ def report(rounds, order, args):
     for name in order:
         rps = [r[name]["rps"] for r in rounds if r.get(name)]
         cpu = [r[name]["cpu_us"] for r in rounds if r.get(name)]
+        if not rps:
+            print(f"| {name} | no point measured | | | |")
+            continue
         ratios = [[r[name]["rps"] / r[n]["rps"] for r in rounds if r.get(name) and r.get(n)]
                   for n in ("nginx 2 workers", "nginx 1 worker")]
         print(f"| {name} | {med(rps):,.0f} ({min(rps):,.0f}-{max(rps):,.0f}) | {med(cpu):.1f} | "
-              + " | ".join(f"{med(x):.2f} ({min(x):.2f}-{max(x):.2f})" for x in ratios) + " |")
+              + " | ".join(f"{med(x):.2f} ({min(x):.2f}-{max(x):.2f})" if x else "–" for x in ratios) + " |")
 
 
 if __name__ == "__main__":
