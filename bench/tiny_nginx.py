@@ -22,8 +22,8 @@ import benchlib  # noqa: F401  (bench/lib/ on sys.path)
 from bench_common import ROOT, WORK, git_head, log, machine_info, manifest_repo
 from bench_loads import run_wrk
 from bench_procs import Procs, tree_cpu_seconds
-from bench_servers import (HttpFloor, NginxStatic, OrtServe, check_outputs, floor_response, nginx_binary,
-                           reference_outputs, wait_ready)
+from bench_servers import (HttpFloor, NginxStatic, OrtServe, check_outputs, nginx_binary, reference_outputs,
+                           tiny_static_body, wait_ready)
 
 
 def servers(args, manifest, body):
@@ -54,8 +54,7 @@ def main(argv):
     manifest = json.loads((WORK / "manifest.json").read_text())
     spec = manifest["tiny"]
     ref = reference_outputs(spec)
-    body = WORK / "static_tiny.json"
-    body.write_text(floor_response("tiny", spec, ref))
+    body = tiny_static_body(spec, ref)
     all_servers = servers(args, manifest, body)
     rounds = []
     try:

@@ -1,6 +1,6 @@
-"""The contenders as servers: ortserve, the FastAPI baseline, the no-op HTTP floor and nginx's static
-answer, each started on free 127.0.0.1 ports and waited for with bounded waits; loopback HTTP helpers; and the output
-check that keeps a contender answering wrongly from being measured."""
+"""The contenders as servers: ortserve, the FastAPI baseline, the no-op HTTP floor and nginx's
+static answer, each started on free 127.0.0.1 ports and waited for with bounded waits; loopback
+HTTP helpers; and the output check that keeps a contender answering wrongly from being measured."""
 import json
 import shutil
 import socket
@@ -92,6 +92,14 @@ def floor_response(model, spec, ref):
     outs = [f'{{"name":"{name}","datatype":"{types[name]}","shape":{json.dumps(list(v.shape))},'
             f'"data":[{",".join(str(np.float32(x)) for x in v.ravel())}]}}' for name, v in ref.items()]
     return f'{{"model_name":"{model}","model_version":"1","outputs":[{",".join(outs)}]}}'
+
+
+def tiny_static_body(spec, ref):
+    """bench/work/static_tiny.json: the tiny model's reference response, the body the fixed-answer
+    servers (the floor, nginx) send."""
+    body = WORK / "static_tiny.json"
+    body.write_text(floor_response("tiny", spec, ref))
+    return body
 
 
 # --------------------------------------------------------------------------

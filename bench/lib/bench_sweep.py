@@ -1,12 +1,13 @@
 """The sweep: each contender in its own phase, every load at every concurrency (and a Poisson
 request-rate sweep at fractions of its own peak), the idle cost before and after; the transport
-floor and nginx's static answer on tiny; the in-process limit at the batch sizes ortserve's batcher chose."""
+floor and nginx's static answer on tiny; the in-process limit at the batch sizes ortserve's batcher
+chose."""
 from bench_common import LOGS, RESULTS, WORK, bench_tool, log, note
 from bench_loads import run_inprocess, run_perf_analyzer, run_wrk
 from bench_measure import idle_cpu, log_point, measure
 from bench_procs import log_tail
-from bench_servers import (FastApiBaseline, HttpFloor, NginxStatic, OrtServe, check_outputs, floor_response,
-                           nginx_binary, wait_ready)
+from bench_servers import (FastApiBaseline, HttpFloor, NginxStatic, OrtServe, check_outputs, nginx_binary,
+                           tiny_static_body, wait_ready)
 
 
 def closed_loop_point(server, model, spec, load, conc, args):
@@ -128,8 +129,7 @@ def tiny_static_server(kind, manifest, refs, args):
         if binary is None:
             note("nginx not installed (make bench-deps): the tiny model's nginx comparison is not measured")
             return None
-    body = WORK / "static_tiny.json"
-    body.write_text(floor_response("tiny", manifest["tiny"], refs["tiny"]))
+    body = tiny_static_body(manifest["tiny"], refs["tiny"])
     if kind == "http_floor":
         return HttpFloor(binary, body, args.server_cpus)
     return NginxStatic(binary, body, args.nginx_workers or args.thread_budget, args.server_cpus)
