@@ -21,9 +21,9 @@ from pathlib import Path
 import benchlib  # noqa: F401  (bench/lib/ on sys.path)
 from bench_common import ROOT, WORK, git_head, log, machine_info, manifest_repo
 from bench_loads import run_wrk
-from bench_procs import Procs, tree_cpu_seconds
-from bench_servers import (HttpFloor, NginxStatic, OrtServe, check_outputs, nginx_binary, reference_outputs,
-                           tiny_static_body, wait_ready)
+from bench_procs import tree_cpu_seconds
+from bench_servers import (HttpFloor, NginxStatic, OrtServe, nginx_binary, reference_outputs, start_checked,
+                           tiny_static_body)
 
 
 def servers(args, manifest, body):
@@ -59,9 +59,7 @@ def main(argv):
     rounds = []
     try:
         for name, server in all_servers.items():
-            server.start()
-            ok, _ = wait_ready(server.base, server.proc, ["tiny"], 60)
-            err = check_outputs(server.base, "tiny", spec, ref) if ok else "not ready"
+            err = start_checked(server, spec, ref, 60)
             if err:
                 sys.exit(f"{name}: {err}")
         order = list(all_servers)
@@ -73,7 +71,7 @@ def main(argv):
             rounds.append(got)
     finally:
         for server in all_servers.values():
-            Procs.stop(server.proc)
+            server.stop()
     report(rounds, order, args)
 
 

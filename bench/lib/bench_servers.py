@@ -195,6 +195,17 @@ class HttpFloor(Server):
         self.proc = Procs.start(with_cpus(cmd, self.cpus), LOGS / "http_floor.log")
 
 
+def start_checked(server, spec, ref, timeout_s):
+    """Starts a server of the tiny model (ortserve or a fixed-answer one) and checks its answer to the
+    tiny request against the reference; None when it answers so, else why not (the server stopped)."""
+    server.start()
+    ok, _ = wait_ready(server.base, server.proc, ["tiny"], timeout_s)
+    err = check_outputs(server.base, "tiny", spec, ref) if ok else "not ready"
+    if err:
+        server.stop()
+    return err
+
+
 def nginx_binary():
     """nginx's program (Debian puts it in /usr/sbin, often off a user's PATH), or None."""
     found = shutil.which("nginx") or "/usr/sbin/nginx"

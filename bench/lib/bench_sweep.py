@@ -7,7 +7,7 @@ from bench_loads import run_inprocess, run_perf_analyzer, run_wrk
 from bench_measure import idle_cpu, log_point, measure
 from bench_procs import log_tail
 from bench_servers import (FastApiBaseline, HttpFloor, NginxStatic, OrtServe, check_outputs, nginx_binary,
-                           tiny_static_body, wait_ready)
+                           start_checked, tiny_static_body, wait_ready)
 
 
 def closed_loop_point(server, model, spec, load, conc, args):
@@ -124,27 +124,13 @@ def tiny_static_server(kind, manifest, refs, args):
         if not binary.exists():
             note(f"{binary} not built (make build): the tiny model's transport floor is not measured")
             return None
-    else:
-        binary = nginx_binary()
-        if binary is None:
-            note("nginx not installed (make bench-deps): the tiny model's nginx comparison is not measured")
-            return None
-    body = tiny_static_body(manifest["tiny"], refs["tiny"])
-    if kind == "http_floor":
-        return HttpFloor(binary, body, args.server_cpus)
-    return NginxStatic(binary, body, args.nginx_workers or args.thread_budget, args.server_cpus)
-
-
-def start_checked(server, spec, ref, args):
-    """Starts a fixed-answer server and checks its answer to the tiny request; False (noted, the
-    server stopped) when it is not ready or answers otherwise."""
-    server.start()
-    ok, _ = wait_ready(server.base, server.proc, [], args.ready_timeout)
-    err = check_outputs(server.base, "tiny", spec, ref) if ok else "not ready"
-    if err:
-        note(f"{server.name}: {err}; skipped. Log tail:\n{log_tail(LOGS / (server.name + '.log'))}")
-        server.stop()
-    return not err
+        return HttpFloor(binary, tiny_static_body(manifest["tiny"], refs["tiny"]), args.server_cpus)
+    binary = nginx_binary()
+    if binary is None:
+        note("nginx not installed (make bench-deps): the tiny model's nginx comparison is not measured")
+        return None
+    return NginxStatic(binary, tiny_static_body(manifest["tiny"], refs["tiny"]),
+                       args.nginx_workers or args.thread_budget, args.server_cpus)
 
 
 def bench_static(kind, manifest, refs, args, out):
@@ -156,7 +142,9 @@ def bench_static(kind, manifest, refs, args, out):
     if server is None:
         return
     log(f"starting {server.name}")
-    if not start_checked(server, manifest["tiny"], refs["tiny"], args):
+    err = start_checked(server, manifest["tiny"], refs["tiny"], args.ready_timeout)
+    if err:
+        note(f"{server.name}: {err}; skipped. Log tail:\n{log_tail(LOGS / (server.name + '.log'))}")
         return
     try:
         points = (out.setdefault(server.name, {"models": {}})["models"].setdefault("tiny", {})

@@ -291,15 +291,20 @@ def test_connections_past_the_limit_are_closed_until_one_closes(repo, log_dir):
         srv.stop()
 
 
+def assert_silent_connection_closed(port, what):
+    """One connection to `port` that sends nothing is closed by the server."""
+    (sock,) = open_connections(port, 1)
+    try:
+        sock.settimeout(60)  # the server's deadline is 10 s; this only ends a hang
+        assert closed_by_server(sock), f"the server kept a silent {what} open"
+    finally:
+        close_all([sock])
+
+
 def test_a_connection_that_sends_nothing_is_closed(srv):
     # gRPC sets no deadline on a connection it is handed (its own acceptor's is
     # 120 s): without one of ortserve's, it stayed open for good.
-    (sock,) = open_connections(srv.grpc_port, 1)
-    try:
-        sock.settimeout(60)  # the server's deadline is 10 s; this only ends a hang
-        assert closed_by_server(sock), "the server kept a silent connection open"
-    finally:
-        close_all([sock])
+    assert_silent_connection_closed(srv.grpc_port, "connection")
     infer_ok(srv)
 
 
@@ -371,12 +376,7 @@ def test_a_tls_connection_that_sends_nothing_is_closed(tls_srv, certs):
     client_args = tls_client_args(tls_srv, certs)
     assert grpc_serves(tls_srv, 30, client_args), tls_srv.log_tail(5)  # a slot is free
     refused = metric(tls_srv, "ortserve_connections_rejected_total", protocol="grpc")
-    (sock,) = open_connections(tls_srv.grpc_port, 1)
-    try:
-        sock.settimeout(60)  # the server's deadline is 10 s; this only ends a hang
-        assert closed_by_server(sock), "the server kept a silent TLS connection open"
-    finally:
-        close_all([sock])
+    assert_silent_connection_closed(tls_srv.grpc_port, "TLS connection")
     # Closed by the deadline, not refused over the limit.
     assert metric(tls_srv, "ortserve_connections_rejected_total", protocol="grpc") == refused
     infer_ok(tls_srv, client_args=client_args)

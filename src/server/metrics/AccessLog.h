@@ -4,7 +4,6 @@
 // (--access-log-sample-rate): with rate r the n-th request is written when
 // floor(n*r) advances (core/EvenSampler.h), so exactly about r of every
 // request stream is kept and no lock or random number is needed.
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
