@@ -174,11 +174,19 @@ bool DynamicBatcher::TakeInline(Clock::time_point now, Work* work, size_t* index
 }
 
 void DynamicBatcher::RunInline(size_t index, Work& work, std::optional<ComputeSlots::Lease> lease) {
+  // Counted out however Execute leaves (an answer callback may throw), or
+  // Shutdown would wait for this run for ever.
+  struct Ended {
+    DynamicBatcher* batcher;
+    ~Ended() {
+      MutexLock lock(batcher->mu_, MutexLock::kSpinFirst);
+      --batcher->inline_runs_;
+      if (batcher->stopping_) batcher->drained_cv_.notify_all();  // Shutdown may wait for the last inline run
+    }
+  } ended{this};
   InlineRunsScope no_nesting(nullptr);
-  Execute(index, work.batch, std::move(lease), /*lent=*/true);
-  MutexLock lock(mu_, MutexLock::kSpinFirst);
-  --inline_runs_;
-  if (stopping_) drained_cv_.notify_all();  // Shutdown may wait for the last inline run
+  BatchRun run;
+  Execute(index, work.batch, run, std::move(lease), /*lent=*/true);
 }
 
 void DynamicBatcher::GiveBack(size_t index) {
@@ -244,7 +252,7 @@ void DynamicBatcher::WorkerLoop(size_t index) {
     work.rejected.clear();
     const bool keep_running = NextBatch(index, &work);
     answerer_.Reject(work.rejected);
-    if (!work.batch.empty()) Execute(index, work.batch);
+    if (!work.batch.empty()) Execute(index, work.batch, runs_[index]);
     if (!keep_running) return;
   }
 }
@@ -304,9 +312,8 @@ bool DynamicBatcher::NextBatch(size_t index, Work* work) {
   }
 }
 
-void DynamicBatcher::Execute(size_t index, std::vector<QueuedRequest>& batch,
+void DynamicBatcher::Execute(size_t index, std::vector<QueuedRequest>& batch, BatchRun& run,
                              std::optional<ComputeSlots::Lease> held, bool lent) {
-  BatchRun& run = runs_[index];
   runners_[index].Run(batch, &run, std::move(held));
   if (run.ending == RunWatchdog::RunEnd::kRan && run.status.ok()) RecordExecution(Nanos(run.start, run.end));
   if (options_.batching.adaptive_window) {

@@ -101,10 +101,13 @@ class DynamicBatcher final : public Scheduler {
   // Blocks until this worker has work; false when it should exit.
   bool NextBatch(size_t index, Work* work) ORTSERVE_EXCLUDES(mu_);
   void ResignLeader() ORTSERVE_REQUIRES(mu_);
+  // Runs `batch` on instance `index` into `run`, then answers from it.
   // `held`: compute slots leased already (inline); `lent`: the instance was
-  // lent to an inline run, given back before the answers.
-  void Execute(size_t index, std::vector<QueuedRequest>& batch, std::optional<ComputeSlots::Lease> held = std::nullopt,
-               bool lent = false) ORTSERVE_EXCLUDES(mu_);
+  // lent to an inline run, given back before the answers, so `run` must then
+  // be the inline run's own: the instance's worker may start its next batch
+  // into runs_[index] while these answers are still read from `run`.
+  void Execute(size_t index, std::vector<QueuedRequest>& batch, BatchRun& run,
+               std::optional<ComputeSlots::Lease> held = std::nullopt, bool lent = false) ORTSERVE_EXCLUDES(mu_);
   // Before taking mu_: whether `request` may run inline, with the compute
   // slots it would run under leased into `lease` (none without a budget).
   bool InlineCandidate(const InferenceRequest& request, std::optional<ComputeSlots::Lease>* lease) const;

@@ -12,8 +12,11 @@ are compared with onnxruntime; nothing asserts on timing.
 """
 from __future__ import annotations
 
+import http.client
+import json
 import pathlib
 import socket
+import threading
 
 import numpy as np
 import tritonclient.grpc as grpcclient
@@ -94,3 +97,45 @@ def test_cheap_model_runs_lone_http_requests_without_waking_its_worker(tmp_path,
         assert stats["inference_count"] == sent, stats
         assert stats["execution_count"] == sent, stats
         assert stats["inference_stats"]["success"]["count"] == sent, stats
+
+
+def post_all(port: int, model: str, inputs: np.ndarray, outputs: list) -> None:
+    """One keep-alive connection: each row of `inputs` as a JSON request, its answer appended."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        for row in inputs:
+            body = json.dumps({"inputs": [{"name": "INPUT0", "shape": [1, 16], "datatype": "FP32",
+                                           "data": row.tolist()}]})
+            conn.request("POST", f"/v2/models/{model}/infer", body, {"Content-Type": "application/json"})
+            response = conn.getresponse()
+            text = response.read()
+            assert response.status == 200, text
+            outputs.append(json.loads(text)["outputs"][0]["data"])
+    finally:
+        conn.close()
+
+
+def test_two_io_threads_each_running_inline_answer_every_request_right(tmp_path, launch):
+    """Two HTTP I/O threads with one client connection each: both may run the cheap model inline.
+    While one thread's inline run answers, the model's worker may already run the request the other
+    thread queued meanwhile; each answer must come from its own run (answers read from the
+    instance's shared run record crashed the server under this load)."""
+    model = gemm_stack(16, 1, seed=3)
+    cheap = save_model(tmp_path, "cheap", model, [16], [16], extra=f"{BATCHING}\n{CHEAP}")
+    srv = launch(tmp_path, extra_args=("--http-thread-count", "2"))
+    srv.wait_models_ready(["cheap"])
+    rng = np.random.default_rng(11)
+    inputs = [rng.standard_normal((1500, 16), dtype=np.float32) for _ in range(2)]
+    outputs = [[], []]
+    clients = [threading.Thread(target=post_all, args=(srv.http_port, "cheap", inputs[i], outputs[i]))
+               for i in range(2)]
+    for c in clients:
+        c.start()
+    for c in clients:
+        c.join()
+    reference = Reference()
+    for i in range(2):
+        assert len(outputs[i]) == len(inputs[i]), f"client {i} got {len(outputs[i])} answers"
+        want = reference.run(cheap, {"INPUT0": inputs[i]})["OUTPUT0"]
+        np.testing.assert_allclose(np.array(outputs[i], np.float32), want, rtol=1e-5, atol=1e-6)
+    assert srv.model_stats("cheap")["inference_stats"]["success"]["count"] == 3000
