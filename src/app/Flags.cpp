@@ -16,7 +16,7 @@ void AddHttpFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--http-thread-count", f.http_thread_count,
                  "HTTP I/O threads (0: 1 when the process may use under 4 CPUs, 2 for 4-7, 4 for 8+). "
-                 "They never run inference")
+                 "They run inference only for a cheap model's request from a thread's lone connection (inline runs)")
       ->capture_default_str();
   app.add_option("--http-max-input-size", f.http_max_input_size,
                  "Largest request body accepted, in bytes, also after decompression")

@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -137,7 +138,7 @@ class Server:
                 f"--strict-readiness={'true' if self.strict_readiness else 'false'}",
                 "--exit-timeout-secs", str(self.exit_timeout_secs),
                 "--log-verbose", "1",
-                *self.extra_args]
+                *self.extra_args, *host_default_args(self.extra_args)]
 
     def start(self) -> "Server":
         binary = ortserve_binary()
@@ -253,6 +254,21 @@ class Server:
         stats = r.json()["model_stats"]
         assert len(stats) >= 1, stats
         return stats[0]
+
+
+def host_default_args(test_args) -> list[str]:
+    """ORTSERVE_TEST_SERVER_ARGS ("--flag value ..."): flags every server of the suite gets, such as
+    the thread counts a larger host defaults to; a flag the test passes itself keeps the test's value."""
+    words = shlex.split(os.environ.get("ORTSERVE_TEST_SERVER_ARGS", ""))
+    given = {a.split("=", 1)[0] for a in test_args if a.startswith("--")}
+    out, i = [], 0
+    while i < len(words):
+        flag = words[i]
+        value = [words[i + 1]] if "=" not in flag and i + 1 < len(words) and not words[i + 1].startswith("--") else []
+        if flag.split("=", 1)[0] not in given:
+            out += [flag, *value]
+        i += 1 + len(value)
+    return out
 
 
 def start_server(repo, log_dir: pathlib.Path, name: str, **kw) -> Server:

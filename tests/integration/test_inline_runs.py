@@ -60,7 +60,8 @@ def test_cheap_model_runs_lone_http_requests_without_waking_its_worker(tmp_path,
     model = gemm_stack(16, 1, seed=3)
     cheap = save_model(tmp_path, "cheap", model, [16], [16], extra=f"{BATCHING}\n{CHEAP}")
     off = save_model(tmp_path, "cheap_off", model, [16], [16], extra=f"{BATCHING}\n{OFF}")
-    srv = launch(tmp_path)
+    # One I/O thread, whatever the host's default: the second connection below must share it.
+    srv = launch(tmp_path, extra_args=("--http-thread-count", "1"))
     srv.wait_models_ready(["cheap", "cheap_off"])
     pid = srv.proc.pid
     reference = Reference()
