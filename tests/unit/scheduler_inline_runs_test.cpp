@@ -204,6 +204,37 @@ TEST_P(InlineRunTest, TheThreadBudgetBoundsInlineRuns) {
   EXPECT_NE(RanOn(60), std::this_thread::get_id());
 }
 
+// Once the inline run gives its instance back, the worker may run the
+// request queued meanwhile on that instance while the inline run's thread is
+// still answering: each must answer from its own results (under
+// ThreadSanitizer, `make tsan`, a shared run record is a reported race).
+TEST_P(InlineRunTest, ARequestQueuedDuringAnInlineRunIsAnsweredFromItsOwnRun) {
+  Start(InlineOptions());
+  Warm();
+  std::promise<void> warmed;
+  std::promise<void> go;
+  std::thread submitter([&] {
+    InlineRunsScope allow(&one_client_);
+    EXPECT_GT(SubmitUntilInline("w", 1000), 0);
+    warmed.set_value();
+    go.get_future().wait();
+    Submit(Request("inline", 1, 2, 90));
+  });
+  const std::thread::id submitter_id = submitter.get_id();
+  warmed.get_future().wait();
+  const size_t runs = model_->Runs().size();
+  model_->Hold();
+  go.set_value();
+  EXPECT_TRUE(model_->WaitForRuns(runs + 1));  // "inline" is in its run, on the submitter's thread
+  Submit(Request("queued", 1, 2, 95));          // this thread hands it over: it queues
+  model_->Open();
+  ExpectAddOne("inline", 1, 2, 90);
+  ExpectAddOne("queued", 1, 2, 95);
+  submitter.join();
+  EXPECT_EQ(RanOn(90), submitter_id);
+  EXPECT_NE(RanOn(95), std::this_thread::get_id());
+}
+
 TEST_P(InlineRunTest, ADeadlineReachesIntoAnInlineRun) {
   Start(InlineOptions());
   Warm();
