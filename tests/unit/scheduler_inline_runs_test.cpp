@@ -59,25 +59,35 @@ class InlineRunTest : public SchedulerTest {
     return -1;
   }
 
-  // Submits `request` from a thread of its own whose earlier lone request
-  // ran inline (so this one does too: the leader kept its role), holds it at
-  // the gate, calls `stop`, and returns the thread's id once Submit returned.
-  std::thread::id HeldInline(std::unique_ptr<InferenceRequest> request, const std::function<void()>& stop) {
+  // Starts a thread of its own whose earlier lone request ran inline (so
+  // `request` does too: the leader kept its role) and returns it once
+  // `request` is inside its run, held at the gate; the caller opens the gate
+  // and joins the thread.
+  std::thread StartHeldInline(std::unique_ptr<InferenceRequest> request) {
     std::promise<void> warmed;
+    std::future<void> warmed_future = warmed.get_future();
     std::promise<void> go;
-    std::thread submitter([&] {
+    std::thread submitter([this, warmed = std::move(warmed), go_future = go.get_future(),
+                           request = std::move(request)]() mutable {
       InlineRunsScope allow(&one_client_);
       EXPECT_GT(SubmitUntilInline("w", 1000), 0);
       warmed.set_value();
-      go.get_future().wait();
+      go_future.wait();
       Submit(std::move(request));
     });
-    const std::thread::id id = submitter.get_id();
-    warmed.get_future().wait();
+    warmed_future.wait();
     const size_t runs = model_->Runs().size();
     model_->Hold();
     go.set_value();
     EXPECT_TRUE(model_->WaitForRuns(runs + 1));
+    return submitter;
+  }
+
+  // StartHeldInline, then `stop` while the run is held; returns the thread's
+  // id once Submit returned (before the gate opens).
+  std::thread::id HeldInline(std::unique_ptr<InferenceRequest> request, const std::function<void()>& stop) {
+    std::thread submitter = StartHeldInline(std::move(request));
+    const std::thread::id id = submitter.get_id();
     stop();
     submitter.join();
     model_->Open();
@@ -211,22 +221,9 @@ TEST_P(InlineRunTest, TheThreadBudgetBoundsInlineRuns) {
 TEST_P(InlineRunTest, ARequestQueuedDuringAnInlineRunIsAnsweredFromItsOwnRun) {
   Start(InlineOptions());
   Warm();
-  std::promise<void> warmed;
-  std::promise<void> go;
-  std::thread submitter([&] {
-    InlineRunsScope allow(&one_client_);
-    EXPECT_GT(SubmitUntilInline("w", 1000), 0);
-    warmed.set_value();
-    go.get_future().wait();
-    Submit(Request("inline", 1, 2, 90));
-  });
+  std::thread submitter = StartHeldInline(Request("inline", 1, 2, 90));
   const std::thread::id submitter_id = submitter.get_id();
-  warmed.get_future().wait();
-  const size_t runs = model_->Runs().size();
-  model_->Hold();
-  go.set_value();
-  EXPECT_TRUE(model_->WaitForRuns(runs + 1));  // "inline" is in its run, on the submitter's thread
-  Submit(Request("queued", 1, 2, 95));          // this thread hands it over: it queues
+  Submit(Request("queued", 1, 2, 95));  // this thread hands it over: it queues
   model_->Open();
   ExpectAddOne("inline", 1, 2, 90);
   ExpectAddOne("queued", 1, 2, 95);
