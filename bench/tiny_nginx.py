@@ -27,11 +27,11 @@ from bench_servers import (HttpFloor, NginxStatic, OrtServe, nginx_binary, refer
 
 
 def servers(args, manifest, body):
-    binary, repo = Path(args.ortserve_bin), manifest_repo(manifest)
+    binary, repo, nginx = Path(args.ortserve_bin), manifest_repo(manifest), nginx_binary()
     return {"ortserve budget 2": OrtServe(binary, repo, 2, 0, None, log_name="tiny-nginx-ortserve2.log"),
             "ortserve budget 1": OrtServe(binary, repo, 1, 0, None, log_name="tiny-nginx-ortserve1.log"),
-            "nginx 2 workers": NginxStatic(nginx_binary(), body, 2, None, prefix_name="nginx2"),
-            "nginx 1 worker": NginxStatic(nginx_binary(), body, 1, None, prefix_name="nginx1"),
+            "nginx 2 workers": NginxStatic(nginx, body, 2, None, prefix_name="nginx2"),
+            "nginx 1 worker": NginxStatic(nginx, body, 1, None, prefix_name="nginx1"),
             "no-op floor": HttpFloor(binary.parent / "ortserve_http_floor", body, None)}
 
 

@@ -168,8 +168,8 @@ fetch_test_models() {
 }
 
 install_bench_tools() {
-  if dpkg-query -W -f='${Status}' nginx-light 2>/dev/null | grep -q "install ok installed" ||
-     command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then
+  # Where bench_servers.nginx_binary looks: PATH, then Debian's /usr/sbin.
+  if command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; then
     log "nginx: present"; return
   fi
   install_apt nginx-light

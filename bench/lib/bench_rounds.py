@@ -68,7 +68,7 @@ def paired_rounds(args, manifest, refs, out):
             rd = {"mlp": {}}
             tiny = [(name, pt(srv, "tiny", "wrk_json", 32)) for name, srv in servers.items()
                     if "tiny" in ready[name]]
-            if args.wrk and len(tiny) > 1 and tiny[0][0] == "ortserve":
+            if args.wrk and "tiny" in ready["ortserve"] and len(tiny) > 1:
                 rd["tiny"] = back_to_back(rnd, "tiny wrk_json @32", *tiny)
             cnn_loads = [x for x in CNN_LOADS if usable(x, "cnn")] if "cnn" in ready["ortserve"] else []
             if cnn_loads and "inprocess" in args.contenders:
